@@ -1,0 +1,61 @@
+# gridxfer: `make demo` and `make test` work on a fresh Debian machine as root.
+# Both are idempotent: a second run only re-checks stamps and takes seconds.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+PIP   := $(VENV)/bin/pip
+
+# Debian packages the real stack needs (servers, clients, bindings, test tools).
+APT_PACKAGES := xrootd-server xrootd-client python3-xrootd \
+	gfal2 gfal2-plugin-file gfal2-plugin-xrootd gfal2-plugin-gridftp python3-gfal2 \
+	gfal2-util-scripts python3-gfal2-util \
+	globus-gridftp-server-progs globus-gass-copy-progs globus-proxy-utils openssl \
+	iperf3 openssh-server nagios4 monitoring-plugins ansible \
+	python3-venv iproute2 ethtool procps psmisc util-linux
+
+.PHONY: all deps venv test test-all test-slow demo bench clean help
+all: test
+
+help:
+	@echo "make demo   - install what is missing, bring up the local grid, run a real campaign"
+	@echo "make test   - unit, contract, CLI and integration tests on real servers (< 15 min)"
+	@echo "make test-slow - the slow soak tests only"
+	@echo "make bench  - benchmarks against real peers; appends to BENCHMARKS.md"
+
+# apt-get only when something is missing; `dpkg-query` is fast on a second run.
+.stamp-apt: Makefile
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install: $$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@touch $@
+
+deps: .stamp-apt
+
+# The venv must come from Debian's python: only it has the gfal2 / XRootD bindings.
+$(VENV)/bin/python:
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+
+.stamp-venv: .stamp-apt $(VENV)/bin/python setup.cfg pyproject.toml
+	$(PIP) install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+venv: .stamp-venv
+
+test: .stamp-venv
+	$(PY) -m pytest -q -ra tests
+
+test-slow: .stamp-venv
+	$(PY) -m pytest -q -ra -m slow tests
+
+demo: .stamp-venv
+	$(PY) -m gridxfer.testbed.demo
+
+bench: .stamp-venv
+	$(PY) -m bench
+
+clean:
+	-$(VENV)/bin/gridxfer testbed down >/dev/null 2>&1
+	rm -rf $(VENV) .stamp-* src/*.egg-info .pytest_cache

@@ -1,0 +1,3 @@
+from gridxfer.cli.main import main
+
+main()

@@ -1,0 +1,83 @@
+"""The ``gridxfer`` command: a root group whose subcommands live one per module.
+
+Subcommand groups are imported lazily (``gridxfer.cli.<module>:group``) so that
+``gridxfer tune ...`` does not pay for importing gfal2, and so each command family
+stays in its own file. Errors are caught once, here, and mapped to exit codes by
+``gridxfer.errors.exit_code_for``.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import GridxferError, exit_code_for
+
+# command name -> (module under gridxfer.cli, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "campaign": ("campaign", "Run, resume and report bulk transfer campaigns."),
+    "testbed": ("testbed", "Bring up an embedded grid of real XRootD/GridFTP servers."),
+    "tune": ("tune", "Host tuning profiles: diff, apply, verify, rollback, advise, plan."),
+    "netbench": ("netbench", "iperf3 network benchmarks between hosts."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        module = importlib.import_module(f"gridxfer.cli.{SUBCOMMANDS[name][0]}")
+        return module.group
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in sorted(SUBCOMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                                "max_content_width": 100})
+@click.version_option(__version__, prog_name="gridxfer")
+def cli() -> None:
+    """gridxfer moves bulk data between grid tiers and keeps the hosts that move it
+    tuned and watched.
+
+    \b
+    Exit codes: 0 ok, 1 error, 2 bad input, 3 some files failed,
+                4 interrupted but resumable.
+    State lives under $GRIDXFER_HOME (default ~/.local/share/gridxfer).
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, turning GridxferError into one line and an exit code."""
+    try:
+        cli.main(args=argv, prog_name="gridxfer", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("gridxfer: interrupted", err=True)
+        code = exit_code_for(KeyboardInterrupt())
+    except click.ClickException as exc:   # click's own usage errors: exit 2
+        exc.show()
+        code = exc.exit_code
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except GridxferError as exc:
+        click.echo(f"gridxfer: error: {exc}", err=True)
+        code = exit_code_for(exc)
+    except KeyboardInterrupt as exc:
+        click.echo("gridxfer: interrupted", err=True)
+        code = exit_code_for(exc)
+    else:
+        code = 0
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The one user-facing error family, and the single place errors become exit codes.
+
+Conventions (ARCHITECTURE.md): 0 ok, 1 error, 2 usage or bad input, 3 partial
+(some files failed), 4 interrupted but resumable. Nagios checks map onto 0-3 in
+``gridxfer.monitoring.nagios`` and never use this table.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_INTERRUPTED = 4
+
+
+class GridxferError(Exception):
+    """Base of every error a user may see. ``str(err)`` is one line for the terminal."""
+
+    exit_code = EXIT_ERROR
+
+
+class UsageError(GridxferError):
+    """Bad arguments or bad input files (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class SpecError(UsageError):
+    """A malformed input file; the message names ``file:line`` and the field."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.path, self.line, self.field = path, line, field
+        where = ""
+        if path:
+            where = f"{path}:{line}: " if line else f"{path}: "
+        what = f"{field}: " if field else ""
+        super().__init__(f"{where}{what}{message}")
+
+
+class PartialFailure(GridxferError):
+    """The command finished, but some items failed (exit 3)."""
+
+    exit_code = EXIT_PARTIAL
+
+
+class Interrupted(GridxferError):
+    """Stopped early (Ctrl-C, SIGTERM); state is consistent and resumable (exit 4)."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+class ErrorClass(str, enum.Enum):
+    """Why a transfer failed. Decides whether the scheduler retries (as FTS3 does)."""
+
+    SOURCE_MISSING = "source_missing"      # ENOENT on the source: never retried
+    EXISTS = "exists"                      # EEXIST and overwrite not allowed: never retried
+    NO_SPACE = "no_space"                  # ENOSPC / quota: not retried on this endpoint
+    PERMISSION = "permission"              # EACCES/EPERM/auth: never retried
+    TIMEOUT = "timeout"                    # retried
+    CONNECTION = "connection"              # refused/reset/unreachable: retried
+    CHECKSUM = "checksum"                  # mismatch: bad copy deleted, then retried
+    CANCELLED = "cancelled"                # interrupted by the user: resumed later
+    OTHER = "other"                        # unknown: retried
+
+    @property
+    def retryable(self) -> bool:
+        return self in _RETRYABLE
+
+
+_RETRYABLE = frozenset({ErrorClass.TIMEOUT, ErrorClass.CONNECTION, ErrorClass.CHECKSUM,
+                        ErrorClass.OTHER, ErrorClass.NO_SPACE})
+# NO_SPACE is retryable *elsewhere*: the file may go to another endpoint of the pool,
+# while the full endpoint is excluded by the selector.
+
+
+@dataclass(frozen=True)
+class TransferFailure:
+    error_class: ErrorClass
+    message: str
+
+
+class TransferError(GridxferError):
+    """A single transfer failed; classified where it is raised."""
+
+    def __init__(self, error_class: ErrorClass, message: str) -> None:
+        self.error_class = error_class
+        super().__init__(f"{error_class.value}: {message}")
+
+    @property
+    def retryable(self) -> bool:
+        return self.error_class.retryable
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The only mapping from exceptions to process exit codes."""
+    if isinstance(exc, GridxferError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_ERROR

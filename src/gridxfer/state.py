@@ -1,0 +1,58 @@
+"""Where gridxfer keeps its state, and how state files are written.
+
+Everything lives under ``$GRIDXFER_HOME`` (default ``~/.local/share/gridxfer``).
+State files are mode 0600 and written atomically (temp file + fsync + rename), so a
+crash leaves either the old or the new content, never half of one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def home() -> Path:
+    """The state root; created (0700) on first use."""
+    root = Path(os.environ.get("GRIDXFER_HOME") or Path.home() / ".local/share/gridxfer")
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return root
+
+
+def subdir(name: str) -> Path:
+    """``$GRIDXFER_HOME/<name>``, created 0700."""
+    path = home() / name
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` atomically with the given mode."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode() if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Readable JSON (indented, sorted keys), atomically, mode 0600."""
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
