@@ -65,3 +65,30 @@ def make_selector(name: str) -> DestinationSelector:
         return SELECTORS[name]()
     except KeyError:
         raise UsageError(f"unknown selector {name!r}; choose from {', '.join(sorted(SELECTORS))}") from None
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    url: str
+    reason: str                 # one line a site admin understands, e.g. "circuit open: 3 failures in a row"
+    until: float | None         # unix time the endpoint is re-probed; None = until further notice
+
+
+class ExclusionPolicy(Protocol):
+    """Decides which endpoints of a pool are out of rotation right now (any selector)."""
+
+    def eligible(self, candidates: Sequence[str], stats: dict[str, EndpointStats],
+                 now: float) -> tuple[list[str], list[Exclusion]]: ...
+
+    def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None: ...
+
+
+class NoExclusions:
+    """Issue 2 default: every endpoint is always eligible."""
+
+    def eligible(self, candidates: Sequence[str], stats: dict[str, EndpointStats],
+                 now: float) -> tuple[list[str], list[Exclusion]]:
+        return list(candidates), []
+
+    def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None:
+        return None
