@@ -1,0 +1,291 @@
+"""Grid in a box: each host a network namespace, tiers joined by emulated WAN links.
+
+Layout (``name`` = topology name)::
+
+    gx-<name>-<host>  eth0 198.18.x.y/32 ──veth── vhN  gx-<name>-router
+                                                       │ ip rule iif vhN lookup <tier table>
+                                                       │ tier table: <other tier> dev tlKa|tlKb
+                                                       └ TUN tlKa (A->B), tlKb (B->A): htb rate,
+                                                         delay line process (rtt/2, loss)
+    root namespace    gxc-<name> ──veth── vctl (joins the controller tier; optional)
+
+Packets written back by the delay line arrive *from* the TUN, so the main table (one /32
+per host) delivers them. State (namespaces, devices, pids) is written to
+``$GRIDXFER_HOME/testbed/netgrid.json`` *before* anything is created, so ``down`` removes
+everything even after ``kill -9`` of ``up``.
+
+API (used by ``gridxfer testbed``): :func:`up`, :func:`down`, :func:`status`,
+:func:`exec_in`, :func:`endpoints`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import state
+from . import netns
+from .inventory import TestbedError, testbed_dir
+from .topology import ROUTER_ADDR, Topology, load
+
+STATE_NAME = "netgrid.json"
+MTU = "65000"
+TABLE_BASE = 1000
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class NetHost:
+    """A host of the running grid, as netbench and exec need it."""
+    name: str
+    netns: str
+    address: str
+    tier: str
+
+
+def state_path() -> Path:
+    return testbed_dir() / STATE_NAME
+
+
+def _load_state() -> dict[str, Any] | None:
+    path = state_path()
+    if not path.exists():
+        return None
+    try:
+        return state.read_json(path)
+    except ValueError as exc:
+        raise TestbedError(f"unreadable netgrid state {path}: {exc}") from exc
+
+
+def _save(st: dict[str, Any]) -> None:
+    state.write_json(state_path(), st)
+
+
+def ns_name(topo: str, host: str) -> str:
+    return f"gx-{topo}-{host}"
+
+
+def _stderr(msg: str) -> None:
+    print(f"gridxfer: {msg}", file=sys.stderr)
+
+
+def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: bool = True):
+    """Build the grid described by ``topology_path``; returns the Inventory.
+
+    Without CAP_NET_ADMIN it falls back to the loopback local grid (with a message).
+    """
+    topo = load(topology_path)
+    if not netns.has_cap_net_admin():
+        notify("no CAP_NET_ADMIN: network namespaces unavailable; falling back to the "
+               "loopback local grid (no RTT, rate or loss emulation)")
+        from . import localgrid
+        return localgrid.up()
+    old = _load_state()
+    if old is not None:
+        if old.get("phase") == "up" and all(netns.exists(n) for n in old["namespaces"]):
+            raise TestbedError(f"a netns testbed ({old['name']!r}) is already up; "
+                               "run `gridxfer testbed down` first")
+        notify("removing the remains of an interrupted testbed")
+        down()
+    clash = [ns_name(topo.name, h) for h in ("router", *(h.name for h in topo.hosts))
+             if netns.exists(ns_name(topo.name, h))]
+    if clash:
+        raise TestbedError(f"namespaces already exist (another testbed?): {', '.join(clash)}")
+    router = ns_name(topo.name, "router")
+    st: dict[str, Any] = {
+        "mode": "netns", "name": topo.name, "topology": str(Path(topology_path).resolve()),
+        "phase": "building", "router": router,
+        # hosts first, router last: the order down() deletes them
+        "namespaces": [ns_name(topo.name, h.name) for h in topo.hosts] + [router],
+        "root_links": [f"gxc-{topo.name}"] if topo.controller else [],
+        "hosts": {h.name: {"netns": ns_name(topo.name, h.name), "address": h.address,
+                           "tier": h.tier, "services": list(h.services), "role": h.role}
+                  for h in topo.hosts},
+        "controller": topo.controller_address(),
+        "pids": {}, "links": [],
+    }
+    _save(st)
+    try:
+        st["netem"] = netns.netem_available(f"gx-{topo.name}-probe")
+        if st["netem"]:
+            notify("tc has netem, but the userspace delay line is used (netem path not built)")
+        _build_network(topo, st)
+        if services:
+            from .netservices import start_services
+            inv = start_services(topo, st, notify)
+        else:
+            inv = None
+        st["phase"] = "up"
+        _save(st)
+    except BaseException:
+        down()
+        raise
+    return inv
+
+
+def _htb(ns: str | None, dev: str, rate_bps: float) -> None:
+    rate = f"{int(rate_bps)}bit"
+    burst = str(max(int(rate_bps / 8 * 0.002), 2 * 65536))
+    limit = str(max(int(rate_bps / 8 * 0.05), 4 * 65536))
+    netns.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
+    netns.tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
+             "ceil", rate, "burst", burst, "cburst", burst, "quantum", "131072")
+    netns.tc(ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo",
+             "limit", limit)
+
+
+def _build_network(topo: Topology, st: dict[str, Any]) -> None:
+    router = st["router"]
+    netns.add(router)
+    for key, val in (("net.ipv4.ip_forward", "1"), ("net.ipv4.conf.all.rp_filter", "0"),
+                     ("net.ipv4.conf.default.rp_filter", "0")):
+        netns.sysctl(router, key, val)
+    tier_index = {t.name: i for i, t in enumerate(topo.tiers)}
+    tier_ifaces: dict[str, list[str]] = {t.name: [] for t in topo.tiers}
+    for i, host in enumerate(topo.hosts):
+        ns, vdev = st["hosts"][host.name]["netns"], f"vh{i}"
+        st["hosts"][host.name]["router_dev"] = vdev
+        netns.add(ns)
+        netns.ip(router, "link", "add", vdev, "mtu", MTU, "type", "veth", "peer", "name", "eth0",
+                 "mtu", MTU, "netns", ns)
+        _attach(router, vdev, ns, "eth0", host.address)
+        if host.rate_bps:
+            _htb(router, vdev, host.rate_bps)
+            _htb(ns, "eth0", host.rate_bps)
+        tier_ifaces[host.tier].append(vdev)
+    if topo.controller:
+        rdev = st["root_links"][0]
+        netns.ip(None, "link", "add", rdev, "mtu", MTU, "type", "veth", "peer", "name", "vctl",
+                 "mtu", MTU, "netns", router)
+        _attach(router, "vctl", None, rdev, str(topo.controller_address()))
+        for tier in topo.tiers:
+            netns.ip(None, "route", "replace", tier.subnet, "via", str(ROUTER_ADDR), "dev", rdev)
+        tier_ifaces[topo.controller].append("vctl")
+    for tier in topo.tiers:
+        for dev in tier_ifaces[tier.name]:
+            netns.ip(router, "rule", "add", "iif", dev, "lookup",
+                     str(TABLE_BASE + tier_index[tier.name]), "pref", "100")
+    for k, link in enumerate(topo.links):
+        for src, dst, suffix in ((link.a, link.b, "a"), (link.b, link.a, "b")):
+            tun = f"tl{k}{suffix}"
+            st["links"].append({"dev": tun, "from": src, "to": dst, "rate_bps": link.rate_bps,
+                                "rtt_s": link.rtt_s, "loss": link.loss})
+            netns.ip(router, "tuntap", "add", "dev", tun, "mode", "tun")
+            netns.ip(router, "link", "set", tun, "mtu", MTU, "txqueuelen", "1000", "up")
+            if link.rate_bps:
+                _htb(router, tun, link.rate_bps)
+            netns.ip(router, "route", "add", topo.tier(dst).subnet, "dev", tun, "table",
+                     str(TABLE_BASE + tier_index[src]))
+            _start_delayline(st, tun, link.rtt_s / 2.0, link.loss)
+    _save(st)
+
+
+def _attach(router: str, rdev: str, ns: str | None, dev: str, address: str) -> None:
+    """Point-to-point addressing: host /32 with the router (198.18.0.1) as peer."""
+    netns.ip(ns, "addr", "add", address, "peer", str(ROUTER_ADDR), "dev", dev)
+    netns.ip(ns, "link", "set", dev, "up")
+    if ns is not None:
+        netns.ip(ns, "route", "add", "default", "via", str(ROUTER_ADDR), "dev", dev)
+    netns.ip(router, "addr", "add", str(ROUTER_ADDR), "peer", address, "dev", rdev)
+    netns.ip(router, "link", "set", rdev, "up")
+
+
+def _start_delayline(st: dict[str, Any], tun: str, delay: float, loss: float) -> None:
+    log = testbed_dir() / f"delayline-{tun}.log"
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen(
+            [*netns.wrap(st["router"]), sys.executable, "-m", "gridxfer.testbed.delayline",
+             "--dev", tun, "--delay", repr(delay), "--loss", repr(loss)],
+            stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True)
+    st["pids"][f"delayline-{tun}"] = proc.pid
+    _save(st)
+
+
+def down() -> None:
+    """Tear everything down: processes, namespaces (with their veths/TUNs), root links.
+
+    Idempotent; works from the on-disk state after a crash or ``kill -9`` of ``up``.
+    """
+    st = _load_state()
+    if st is None:
+        return
+    netns.kill_pids([int(p) for p in st.get("pids", {}).values() if _is_ours(int(p))])
+    for ns in st.get("namespaces", []):
+        netns.delete(ns)
+    for dev in st.get("root_links", []):
+        if netns.link_exists(None, dev):
+            netns.ip(None, "link", "delete", dev, check=False)
+    try:
+        from .netservices import cleanup_services
+        cleanup_services(st)
+    except ImportError:
+        pass
+    left = [ns for ns in st.get("namespaces", []) if netns.exists(ns)]
+    if left:
+        raise TestbedError(f"could not delete namespaces: {', '.join(left)}")
+    state_path().unlink(missing_ok=True)
+
+
+def _is_ours(pid: int) -> bool:
+    """Guard against pid reuse: only signal processes of the testbed (ip/python/servers)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(b"gridxfer" in c or b"xrootd" in c or b"gridftp" in c or b"sshd" in c
+               or c.endswith(b"ip") for c in cmd)
+
+
+def status() -> dict[str, Any]:
+    """What is up: mode, hosts, links, and which namespaces/processes are alive."""
+    st = _load_state()
+    if st is None:
+        return {"mode": "netns", "up": False}
+    alive = {name: _alive(int(pid)) for name, pid in st.get("pids", {}).items()}
+    present = {ns: netns.exists(ns) for ns in st.get("namespaces", [])}
+    return {"mode": "netns", "up": st.get("phase") == "up" and all(present.values())
+            and all(alive.values()), "phase": st.get("phase"), "name": st.get("name"),
+            "topology": st.get("topology"), "hosts": st.get("hosts", {}),
+            "links": st.get("links", []), "controller": st.get("controller"),
+            "namespaces": present, "processes": alive, "netem": st.get("netem", False)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][:1] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def hosts() -> dict[str, NetHost]:
+    """The hosts of the running grid (raises TestbedError if none is up)."""
+    st = _load_state()
+    if st is None:
+        raise TestbedError("no netns testbed is up; run `gridxfer testbed up TOPOLOGY` first")
+    return {name: NetHost(name, h["netns"], h["address"], h["tier"])
+            for name, h in st["hosts"].items()}
+
+
+def exec_in(host: str, argv: list[str]) -> int:
+    """Run ``argv`` inside ``host``'s namespace (``router`` = the router); its exit code."""
+    st = _load_state()
+    if st is None:
+        raise TestbedError("no netns testbed is up; run `gridxfer testbed up TOPOLOGY` first")
+    if host == "router":
+        ns = st["router"]
+    elif host in st["hosts"]:
+        ns = st["hosts"][host]["netns"]
+    else:
+        raise TestbedError(f"no host {host!r} (hosts: {', '.join(sorted(st['hosts']))}, router)")
+    if not argv:
+        raise TestbedError("nothing to run: give a command after --")
+    try:
+        return subprocess.call([*netns.wrap(ns), *argv])
+    except FileNotFoundError:
+        raise TestbedError("ip not found (install iproute2)") from None
+
