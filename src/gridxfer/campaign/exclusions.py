@@ -1,0 +1,188 @@
+"""Taking endpoints out of rotation, whatever the selector: ``DefaultExclusions``.
+
+Three rules, checked in this order for each candidate of a pool:
+
+1. **No space.** ``free_bytes`` (from a space query) minus the bytes already on their
+   way there is less than the file (or ``min_free_bytes``); or the last write failed
+   with ``NO_SPACE``: excluded for ``space_cooldown`` s, then probed again.
+2. **Circuit breaker.** ``failure_threshold`` failures in a row that are the endpoint's
+   fault (connection, timeout, checksum, permission, other) open the circuit for a
+   cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
+   the circuit is half-open: one probe transfer at a time is let through; a success
+   closes it, a failure opens it again.
+3. **Slow drain.** An endpoint whose aggregate throughput is below ``slow_ratio`` times
+   the median of the rest of its pool, after ``slow_min_completed`` transfers, is
+   drained (no new files) for ``drain_for`` s, then re-probed with one transfer and
+   judged again on its fresh throughput.
+
+The policy keeps its own state per endpoint URL; ``record()`` is called by the
+scheduler after every attempt. ``snapshot(now)`` lists what is excluded right now,
+for ``campaign status`` and for journal events (``exclusion_event``).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..errors import ErrorClass
+from ..units import fmt_bytes, fmt_duration, fmt_rate
+from .selection import EndpointStats, Exclusion, FileToPlace, capacity
+
+# failures that say nothing about the destination endpoint
+NOT_ENDPOINT_FAULT = frozenset({ErrorClass.SOURCE_MISSING.value, ErrorClass.EXISTS.value,
+                                ErrorClass.CANCELLED.value})
+
+
+@dataclass
+class _State:
+    failures: int = 0
+    open_until: float | None = None        # circuit open (or half-open once passed)
+    half_open: bool = False
+    trips: int = 0
+    open_reason: str = ""
+    nospace_until: float | None = None
+    nospace_trips: int = 0
+    drained_until: float | None = None
+    probe_from: int | None = None          # completed count when a re-probe began
+    drain_reason: str = ""
+
+
+class DefaultExclusions:
+    def __init__(self, *, failure_threshold: int = 3, cooldown: float = 15.0,
+                 max_cooldown: float = 300.0, slow_ratio: float = 0.05,
+                 slow_min_completed: int = 3, drain_for: float = 60.0,
+                 min_free_bytes: int = 0, space_cooldown: float = 60.0) -> None:
+        self.failure_threshold = failure_threshold
+        self.cooldown = cooldown
+        self.max_cooldown = max_cooldown
+        self.slow_ratio = slow_ratio
+        self.slow_min_completed = slow_min_completed
+        self.drain_for = drain_for
+        self.min_free_bytes = min_free_bytes
+        self.space_cooldown = space_cooldown
+        self._st: dict[str, _State] = {}
+
+    def _state(self, url: str) -> _State:
+        return self._st.setdefault(url, _State())
+
+    # -- the seam ----------------------------------------------------------------
+    def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None:
+        st = self._state(url)
+        if ok:
+            st.failures = 0
+            st.nospace_trips = 0
+            if st.open_until is not None and now >= st.open_until:   # probe succeeded
+                st.open_until, st.half_open, st.trips = None, False, 0
+            return
+        cls = getattr(error_class, "value", error_class)
+        if cls in NOT_ENDPOINT_FAULT:
+            return
+        if cls == ErrorClass.NO_SPACE.value:
+            st.nospace_trips += 1
+            wait = min(self.max_cooldown, self.space_cooldown * 2 ** (st.nospace_trips - 1))
+            st.nospace_until = now + wait
+            return
+        if st.open_until is not None and now < st.open_until:
+            return                          # stragglers from before the trip
+        st.failures += 1
+        if st.open_until is not None or st.failures >= self.failure_threshold:
+            st.trips += 1
+            wait = min(self.max_cooldown, self.cooldown * 2 ** (st.trips - 1))
+            was_probe = st.open_until is not None
+            st.open_until, st.half_open = now + wait, False
+            st.open_reason = (f"circuit open: probe failed ({cls})" if was_probe else
+                              f"circuit open: {st.failures} failures in a row (last: {cls})")
+            st.failures = 0
+
+    def eligible(self, candidates: Sequence[str], stats: dict[str, EndpointStats],
+                 now: float, file: FileToPlace | None = None
+                 ) -> tuple[list[str], list[Exclusion]]:
+        ok: list[str] = []
+        out: list[Exclusion] = []
+        for url in candidates:
+            why = self._why(url, candidates, stats, now, file)
+            if why is None:
+                ok.append(url)
+            else:
+                out.append(why)
+        return ok, out
+
+    # -- rules -------------------------------------------------------------------
+    def _why(self, url: str, pool: Sequence[str], stats: dict[str, EndpointStats],
+             now: float, file: FileToPlace | None) -> Exclusion | None:
+        st = self._state(url)
+        es = stats.get(url) or EndpointStats(url=url)
+        return (self._no_space(url, st, es, now, file) or self._breaker(url, st, es, now)
+                or self._slow(url, st, es, pool, stats, now))
+
+    def _no_space(self, url: str, st: _State, es: EndpointStats, now: float,
+                  file: FileToPlace | None) -> Exclusion | None:
+        if st.nospace_until is not None and now < st.nospace_until:
+            return Exclusion(url, "no space: last write failed with ENOSPC/quota",
+                             st.nospace_until)
+        if es.free_bytes is None:
+            return None
+        need = max(self.min_free_bytes, file.size if file else 1)
+        room = es.free_bytes - es.pending_bytes
+        if room < need:
+            return Exclusion(url, f"no space: {fmt_bytes(max(room, 0))} free after pending writes, "
+                                  f"{fmt_bytes(need)} needed", None)
+        return None
+
+    def _breaker(self, url: str, st: _State, es: EndpointStats, now: float) -> Exclusion | None:
+        if st.open_until is None:
+            return None
+        if now < st.open_until:
+            return Exclusion(url, f"{st.open_reason}; cooldown {fmt_duration(st.open_until - now)}",
+                             st.open_until)
+        st.half_open = True
+        if es.pending > 0:
+            return Exclusion(url, "circuit half-open: probe transfer in flight", None)
+        return None
+
+    def _slow(self, url: str, st: _State, es: EndpointStats, pool: Sequence[str],
+              stats: dict[str, EndpointStats], now: float) -> Exclusion | None:
+        if st.drained_until is not None:
+            if now < st.drained_until:
+                return Exclusion(url, f"{st.drain_reason}; drained", st.drained_until)
+            st.drained_until, st.probe_from = None, es.completed
+        if st.probe_from is not None:
+            if es.completed <= st.probe_from:     # re-probe: one transfer at a time
+                return (Exclusion(url, "slow: re-probe transfer in flight", None)
+                        if es.pending > 0 else None)
+            st.probe_from = None                  # fresh sample: judge below
+        mine = capacity(es)
+        others = [capacity(stats.get(u)) for u in pool if u != url]
+        others = [c for c in others if c > 0]
+        if mine <= 0 or not others or es.completed < self.slow_min_completed:
+            return None
+        ref = statistics.median(others)
+        if mine >= self.slow_ratio * ref:
+            return None
+        st.drained_until = now + self.drain_for
+        st.drain_reason = (f"slow: {fmt_rate(mine)} < {self.slow_ratio:g} x pool median "
+                           f"{fmt_rate(ref)}")
+        return Exclusion(url, f"{st.drain_reason}; drained", st.drained_until)
+
+
+EXCLUSION_POLICIES: dict[str, type] = {"default": DefaultExclusions}
+
+
+def exclusion_event(tier: str, exc: Exclusion | None, url: str) -> dict[str, Any]:
+    """The ``detail`` of an ``excluded``/``readmitted`` journal event."""
+    if exc is None:
+        return {"tier": tier, "url": url}
+    return {"tier": tier, "url": url, "reason": exc.reason, "until": exc.until}
+
+
+def exclusion_changes(before: dict[str, Exclusion], after: Sequence[Exclusion]
+                      ) -> tuple[list[Exclusion], list[str]]:
+    """Which endpoints became excluded and which were readmitted since ``before``.
+
+    A change of reason (e.g. open -> half-open) counts as newly excluded."""
+    now = {e.url: e for e in after}
+    added = [e for u, e in now.items()
+             if u not in before or before[u].reason.split(";")[0] != e.reason.split(";")[0]]
+    removed = [u for u in before if u not in now]
+    return added, removed
