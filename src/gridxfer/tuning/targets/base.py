@@ -1,0 +1,142 @@
+"""The TuningTarget seam: ``read(keys)``, ``write(values)``, ``run(argv)``.
+
+Every target (local, netns, ssh, ansible) implements these three; the engine in
+``gridxfer.tuning.engine`` runs validate -> record -> write -> read back -> verify ->
+rollback once for all of them. ``CommandTarget`` implements read/write on top of ``run`` with
+``grep -H '' /proc/sys/...`` and ``sysctl -w key=value`` so a new target only needs ``run``.
+"""
+from __future__ import annotations
+
+import abc
+import ipaddress
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ...errors import GridxferError
+
+
+class TargetError(GridxferError):
+    """The target could not be reached or a command on it failed unexpectedly."""
+
+
+class WriteFailed(GridxferError):
+    """Writing ``key`` failed; ``written`` lists the keys already written before it."""
+
+    def __init__(self, key: str, message: str, written: Sequence[str] = ()) -> None:
+        self.key, self.reason, self.written = key, message, tuple(written)
+        super().__init__(f"{key}: {message}")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    argv: tuple[str, ...]
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    def first_error_line(self) -> str:
+        text = (self.stderr or self.stdout).strip().splitlines()
+        return text[-1] if text else f"exit status {self.rc}"
+
+
+def proc_path(key: str) -> str:
+    return "/proc/sys/" + key.replace(".", "/")
+
+
+def key_from_path(path: str) -> str:
+    return path.removeprefix("/proc/sys/").replace("/", ".")
+
+
+class TuningTarget(abc.ABC):
+    """Where settings are read and written. ``label`` is what users see and type."""
+
+    label: str = "?"
+
+    @property
+    def state_id(self) -> str:
+        """File-name-safe id for ``$GRIDXFER_HOME/tuning/<state_id>.json``."""
+        return re.sub(r"[^A-Za-z0-9_.@\-]", "_", self.label.replace(":", "-"))
+
+    @abc.abstractmethod
+    def read(self, keys: Sequence[str]) -> dict[str, str | None]:
+        """Current values of sysctl ``keys``; None for a key that does not exist there."""
+
+    @abc.abstractmethod
+    def write(self, values: Mapping[str, str]) -> None:
+        """Write sysctl values in order; raise WriteFailed at the first failure."""
+
+    @abc.abstractmethod
+    def run(self, argv: Sequence[str], *, input: str | None = None) -> RunResult:
+        """Run a command (argument list, never a shell string) on the target."""
+
+    def put_file(self, path: str, text: str) -> None:
+        """Write a file on the target (used by --persist)."""
+        res = self.run(["sh", "-c", 'umask 022 && cat > "$1"', "gridxfer-put", path], input=text)
+        if not res.ok:
+            raise TargetError(f"{self.label}: cannot write {path}: {res.first_error_line()}")
+
+    def close(self) -> None:
+        """Release connections; a no-op for local targets."""
+
+    def __enter__(self) -> "TuningTarget":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- facts the engine asks every target, built on run() -------------------------------
+    def in_child_netns(self) -> bool:
+        """True when the target's network namespace is not the initial one (global keys
+        cannot be set there)."""
+        res = self.run(["readlink", "/proc/1/ns/net", "/proc/self/ns/net"])
+        lines = res.stdout.split()
+        return res.ok and len(lines) == 2 and lines[0] != lines[1]
+
+    def session_interfaces(self) -> frozenset[str]:
+        """Interfaces that carry the SSH session we depend on (empty when none)."""
+        return frozenset()
+
+    def _route_dev(self, address: str) -> str | None:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            return None
+        res = self.run(["ip", "-j", "route", "get", address])
+        if not res.ok:
+            return None
+        try:
+            routes = json.loads(res.stdout or "[]")
+        except json.JSONDecodeError:
+            return None
+        return routes[0].get("dev") if routes else None
+
+
+class CommandTarget(TuningTarget):
+    """read/write through ``run``: for netns, ssh and anything that can run commands."""
+
+    def read(self, keys: Sequence[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {k: None for k in keys}
+        if not keys:
+            return out
+        res = self.run(["grep", "-H", "", *(proc_path(k) for k in keys)])
+        if res.rc not in (0, 1, 2):
+            raise TargetError(f"{self.label}: reading sysctls failed: {res.first_error_line()}")
+        for line in res.stdout.splitlines():
+            path, sep, value = line.partition(":")
+            if sep and path.startswith("/proc/sys/"):
+                out[key_from_path(path)] = value
+        return out
+
+    def write(self, values: Mapping[str, str]) -> None:
+        done: list[str] = []
+        for key, value in values.items():
+            res = self.run(["sysctl", "-q", "-w", f"{key}={value}"])
+            if not res.ok:
+                raise WriteFailed(key, res.first_error_line(), done)
+            done.append(key)
