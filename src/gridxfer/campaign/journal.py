@@ -13,6 +13,13 @@ Tables (column names are a contract: ``gridxfer.monitoring.sources.journal`` rea
   error_class (``gridxfer.errors.ErrorClass`` value), error_msg.
 - ``events``: campaign events (started, interrupted, resumed, excluded endpoint,
   optimizer decisions...), ``detail`` is JSON.
+
+Event kinds written by the scheduler (``detail`` keys in brackets):
+``planned`` {files, tiers}, ``started`` {selector, pid}, ``resumed`` {recovered},
+``recovered`` {file_id, attempt_id, outcome}, ``optimizer`` (optimizer.decision_event),
+``excluded`` {tier, url, reason, until}, ``readmitted`` {tier, url} (exclusions.exclusion_event),
+``interrupted`` {signal, in_flight}, ``finished`` {done, failed, seconds}.
+``meta.state`` is one of planned | running | interrupted | done | partial.
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ import re
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..errors import UsageError
 from ..state import subdir
@@ -44,9 +51,11 @@ CREATE TABLE IF NOT EXISTS files (
     error_msg TEXT,
     not_before REAL NOT NULL DEFAULT 0,   -- retry backoff: not dispatched before this time
     updated REAL NOT NULL DEFAULT 0,
+    expected_checksum TEXT,               -- known source adler32 (from the spec), if any
     UNIQUE (src_url, tier)
 );
 CREATE INDEX IF NOT EXISTS files_state ON files (state, tier);
+CREATE INDEX IF NOT EXISTS files_tally ON files (tier, state, size);
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id),
@@ -61,16 +70,19 @@ CREATE TABLE IF NOT EXISTS attempts (
     mode TEXT,
     status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','ok','failed','cancelled')),
     error_class TEXT,
-    error_msg TEXT
+    error_msg TEXT,
+    tmp_url TEXT                     -- temporary name at the destination, when the mover says
 );
 CREATE INDEX IF NOT EXISTS attempts_ended ON attempts (ended);
 CREATE INDEX IF NOT EXISTS attempts_file ON attempts (file_id);
+CREATE INDEX IF NOT EXISTS attempts_active ON attempts (id) WHERE status = 'active';
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY,
     ts REAL NOT NULL,
     kind TEXT NOT NULL,
     detail TEXT NOT NULL DEFAULT '{}'
 );
+CREATE INDEX IF NOT EXISTS events_kind ON events (kind, id);
 """
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -121,3 +133,84 @@ def set_meta(conn: sqlite3.Connection, items: Iterable[tuple[str, str]]) -> None
 
 def get_meta(conn: sqlite3.Connection) -> dict[str, str]:
     return {row["key"]: row["value"] for row in conn.execute("SELECT key, value FROM meta")}
+
+
+# ------------------------------------------------------------------ planning
+FILE_COLUMNS = ("name", "src_url", "size", "tier", "expected_checksum")
+
+
+def plan(conn: sqlite3.Connection, meta: dict[str, str],
+         rows: Iterable[tuple[str, str, int, str, str | None]], *, chunk: int = 50_000) -> int:
+    """Insert meta and every (name, src_url, size, tier, expected_checksum) row in ONE
+    transaction (executemany in chunks; no per-row commit). Returns the row count."""
+    count = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        set_meta(conn, meta.items())
+        sql = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum) "
+               "VALUES (?, ?, ?, ?, ?)")
+        batch: list[tuple] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= chunk:
+                conn.executemany(sql, batch)
+                count += len(batch)
+                batch = []
+        if batch:
+            conn.executemany(sql, batch)
+            count += len(batch)
+        add_event(conn, "planned", files=count)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return count
+
+
+# ------------------------------------------------------------------ queries (read side)
+def tally(conn: sqlite3.Connection) -> dict[str, dict[str, tuple[int, int]]]:
+    """{tier: {state: (files, bytes)}} from the covering index ``files_tally`` (no table scan)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for tier, state, n, b in conn.execute(
+            "SELECT tier, state, count(*), total(size) FROM files INDEXED BY files_tally "
+            "GROUP BY tier, state"):
+        out.setdefault(tier, {})[state] = (n, int(b))
+    return out
+
+
+def fetch_pending(conn: sqlite3.Connection, tier: str, after_id: int,
+                  limit: int) -> list[sqlite3.Row]:
+    """The next ``limit`` pending files of a tier with id > after_id (index files_state)."""
+    return conn.execute(
+        "SELECT id, name, src_url, size, attempts, not_before, expected_checksum FROM files "
+        "WHERE state = 'pending' AND tier = ? AND id > ? ORDER BY id LIMIT ?",
+        (tier, after_id, limit)).fetchall()
+
+
+def active_attempts(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Attempts left 'active' (the process died or was killed): partial index, no scan."""
+    return conn.execute(
+        "SELECT a.id, a.file_id, a.tier, a.endpoint, a.dst_url, a.tmp_url, a.started, "
+        "f.size, f.expected_checksum, f.state AS file_state FROM attempts a "
+        "INDEXED BY attempts_active JOIN files f ON f.id = a.file_id "
+        "WHERE a.status = 'active'").fetchall()
+
+
+def orphan_active_files(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Files marked active without an active attempt (a crash between the two writes)."""
+    return conn.execute(
+        "SELECT id, tier, dst_url FROM files WHERE state = 'active' AND NOT EXISTS "
+        "(SELECT 1 FROM attempts a INDEXED BY attempts_active "
+        " WHERE a.status = 'active' AND a.file_id = files.id)").fetchall()
+
+
+def last_events(conn: sqlite3.Connection, kind: str, limit: int = 1000) -> Iterator[dict[str, Any]]:
+    for row in conn.execute("SELECT ts, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?",
+                            (kind, limit)):
+        d = json.loads(row[1])
+        d["ts"] = row[0]
+        yield d
+
+
+def next_attempt_id(conn: sqlite3.Connection) -> int:
+    return (conn.execute("SELECT max(id) FROM attempts").fetchone()[0] or 0) + 1

@@ -1,0 +1,164 @@
+"""Dataset expansion: turn a validated ``SourceSpec`` into ``(name, src_url, size)`` entries.
+
+Explicit lists and list files are read as given (a missing size is looked up with the
+mover's ``stat``); globs and recursive listings ask the mover for a listing with sizes
+(``gridxfer.movers.registry.mover_for(url).listdir``). ``file://`` sources are listed
+directly so that the planner works without any mover installed. Entries are yielded
+lazily, so a list of a million files never sits in memory twice.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+import stat as stat_mod
+from dataclasses import dataclass
+from typing import Iterator
+from urllib.parse import unquote, urlsplit
+
+from ..errors import SpecError, TransferError, UsageError
+from .spec import SourceSpec, _HEX8
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    name: str                     # relative to the source base; also the destination name
+    src_url: str
+    size: int
+    adler32: str | None = None    # expected checksum, if known
+
+
+def join_url(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name.lstrip("/")
+
+
+def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
+    """Every file of the source, with its size. Raises UsageError if the source is unusable."""
+    if source.mode == "list":
+        for item in source.files:
+            url = join_url(source.url, item.name)
+            size = item.size if item.size is not None else _stat_size(url)
+            yield DatasetEntry(item.name, url, size, item.adler32)
+    elif source.mode == "list-file":
+        yield from _list_file(source)
+    else:
+        yield from _listing(source)
+
+
+def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
+    path = source.list_file or ""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            parts = text.split()
+            if len(parts) not in (2, 3):
+                raise SpecError("expected 'name size [adler32]'", path=path, line=lineno)
+            name, size_text = parts[0], parts[1]
+            if name.startswith("/") or ".." in name.split("/") or "://" in name:
+                raise SpecError(f"{name!r} must be relative", path=path, line=lineno, field="name")
+            if not size_text.isdigit():
+                raise SpecError(f"not a size in bytes: {size_text!r}", path=path, line=lineno,
+                                field="size")
+            adler = None
+            if len(parts) == 3:
+                if not _HEX8.fullmatch(parts[2]):
+                    raise SpecError(f"not an adler32: {parts[2]!r}", path=path, line=lineno,
+                                    field="adler32")
+                adler = parts[2].lower().zfill(8)
+            yield DatasetEntry(name, join_url(source.url, name), int(size_text), adler)
+
+
+def _listing(source: SourceSpec) -> Iterator[DatasetEntry]:
+    pattern = source.glob or "*"
+    walk = _walk_local if source.url.startswith("file:") else _walk_mover
+    for rel, size in walk(source.url, source.recursive):
+        if fnmatch.fnmatchcase(posixpath.basename(rel), pattern):
+            yield DatasetEntry(rel, join_url(source.url, rel), size)
+
+
+def _local_path(url: str) -> str:
+    return unquote(urlsplit(url).path)
+
+
+def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
+    root = _local_path(base)
+    if not os.path.isdir(root):
+        raise UsageError(f"source is not a directory: {base}")
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel_dir)) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            raise UsageError(f"cannot list {join_url(base, rel_dir)}: {exc.strerror}") from None
+        subdirs = []
+        for e in entries:
+            rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+            st = e.stat(follow_symlinks=True)
+            if stat_mod.S_ISDIR(st.st_mode):
+                subdirs.append(rel)
+            elif stat_mod.S_ISREG(st.st_mode) and not _is_temp(e.name):
+                yield rel, st.st_size
+        if recursive:
+            stack.extend(reversed(subdirs))
+
+
+def _is_temp(name: str) -> bool:
+    """Names our movers use while writing are never part of a dataset."""
+    return ".gridxfer" in name and (name.endswith(".part") or name.endswith(".tmp"))
+
+
+def _mover(url: str):
+    try:
+        from ..movers.registry import mover_for
+    except ImportError as exc:
+        raise UsageError(f"cannot list {url}: no mover registry ({exc})") from None
+    return mover_for(url)
+
+
+def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
+    mover = _mover(base)
+    if not hasattr(mover, "listdir"):
+        raise UsageError(f"{getattr(mover, 'name', mover)} cannot list {base}")
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        url = join_url(base, rel_dir) + "/" if rel_dir else base
+        try:
+            entries = mover.listdir(url)
+        except TransferError as exc:
+            raise UsageError(f"cannot list {url}: {exc}") from None
+        subdirs = []
+        for e in sorted(entries, key=lambda x: x.url):
+            name = posixpath.basename(urlsplit(e.url).path.rstrip("/"))
+            if not name or name in (".", ".."):
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if e.is_dir:
+                subdirs.append(rel)
+            elif not _is_temp(name):
+                yield rel, e.size
+        if recursive:
+            stack.extend(reversed(subdirs))
+
+
+def _stat_size(url: str) -> int:
+    if url.startswith("file:"):
+        try:
+            return os.stat(_local_path(url)).st_size
+        except FileNotFoundError:
+            return 0        # journalled anyway; the transfer reports source_missing per file
+        except OSError as exc:
+            raise UsageError(f"cannot stat {url}: {exc.strerror}") from None
+    mover = _mover(url)
+    if not hasattr(mover, "stat"):
+        raise UsageError(f"no size given for {url} and {getattr(mover, 'name', mover)} cannot stat")
+    try:
+        return int(mover.stat(url).size)
+    except TransferError as exc:
+        if exc.error_class.value == "source_missing":
+            return 0
+        raise UsageError(f"cannot stat {url}: {exc}") from None

@@ -1,0 +1,475 @@
+"""The scheduler: worker threads, per-link caps, destination choice, retries, stop.
+
+One dispatcher (the calling thread) owns the journal connection. Each loop it applies
+finished transfers and dispatches new ones, each as ONE transaction (batched, so a
+no-op mover runs thousands of files per second). An attempt row is committed before
+its transfer starts, so a killed process leaves a trail that ``recovery`` follows.
+
+Extension points (issue 3 plugs in here without editing this file):
+``selector_factory(name) -> DestinationSelector`` (one per tier),
+``exclusion_factory() -> ExclusionPolicy`` (one per campaign),
+``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
+``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread).
+"""
+from __future__ import annotations
+
+import heapq
+import queue
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ..errors import ErrorClass, TransferError
+from ..movers.base import TransferOutcome, TransferParams, normalise_adler32
+from . import exclusions as exclusions_mod, journal, optimizer as optimizer_mod, selection
+from .spec import CampaignSpec, TierSpec
+from .stats import Accounting, Flight, StatsSnapshot
+
+MoverFactory = Callable[[str, str, bool], object]
+Observer = Callable[[StatsSnapshot], None]
+FETCH = 4096                 # pending rows fetched per query
+OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
+STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
+
+
+def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+    from ..movers.registry import get_mover
+    return get_mover(src, dst, third_party=third_party)
+
+
+def default_selector_factory(name: str) -> selection.DestinationSelector:
+    return selection.make_selector(name)
+
+
+def default_exclusion_factory() -> selection.ExclusionPolicy:
+    return exclusions_mod.DefaultExclusions()
+
+
+def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    return optimizer_mod.make_optimizer(optimizer_mod.DEFAULT_OPTIMIZER, tier.min_active,
+                                        tier.max_active)
+
+
+def fixed_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    return optimizer_mod.FixedConcurrency(tier.min_active, tier.max_active)
+
+
+def default_selector_name() -> str:
+    return getattr(selection, "DEFAULT_SELECTOR", "round-robin")
+
+
+@dataclass
+class Job:
+    attempt_id: int
+    file_id: int
+    tier: str
+    name: str
+    src_url: str
+    dst_url: str
+    endpoint: str
+    size: int
+    attempt_no: int
+    expected: str | None
+    avoid: frozenset
+    started: float
+    flight: Flight
+    cancel: threading.Event = field(default_factory=threading.Event)
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    job: Job
+    outcome: TransferOutcome | None
+    error_class: ErrorClass | None
+    message: str
+    ended: float
+
+
+@dataclass(frozen=True)
+class SchedulerResult:
+    state: str                      # done | partial | interrupted
+    files_done: int
+    files_failed: int
+    seconds: float
+    snapshot: StatsSnapshot
+
+
+@dataclass(order=True)
+class _Retry:
+    not_before: float
+    file_id: int
+    row: tuple = field(compare=False)
+
+
+class Scheduler:
+    def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, *,
+                 mover_factory: MoverFactory = default_mover_factory,
+                 selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
+                 exclusion_factory: Callable[[], selection.ExclusionPolicy] = default_exclusion_factory,
+                 optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
+                 selector_name: str | None = None, observers: Sequence[Observer] = (),
+                 stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
+                 stop_grace: float = STOP_GRACE) -> None:
+        self.conn, self.spec, self.clock = conn, spec, clock
+        self.tiers = {t.name: t for t in spec.destinations}
+        self.mover_factory = mover_factory
+        self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
+                               for t in spec.destinations}
+        self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}
+        self.exclusions = exclusion_factory()
+        self.optimizers = {t.name: optimizer_factory(t) for t in spec.destinations}
+        self.observers = list(observers)
+        self.stop = stop or threading.Event()
+        self.hurry = threading.Event()          # a second Ctrl-C: do not wait for transfers
+        self.stop_grace = stop_grace
+        self.started = clock()
+        self.acct = Accounting({t.name: t.pool for t in spec.destinations}, started=self.started,
+                               clock=clock)
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._inflight: dict[int, Job] = {}
+        self._queues: dict[str, list] = {t: [] for t in self.tiers}     # reversed stacks of rows
+        self._cursor = {t: 0 for t in self.tiers}
+        self._exhausted = {t: False for t in self.tiers}
+        self._retry: dict[str, list[_Retry]] = {t: [] for t in self.tiers}
+        self._excluded: dict[str, dict[str, selection.Exclusion]] = {t: {} for t in self.tiers}
+        self._next_opt = {t: 0.0 for t in self.tiers}
+        self._attempt_id = journal.next_attempt_id(conn)
+        self._local = threading.local()
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------ main loop
+    def run(self) -> SchedulerResult:
+        self._load_counts()
+        journal.add_event(self.conn, "started", selector=self.selector_names,
+                          tiers=sorted(self.tiers))
+        journal.set_meta(self.conn, [("state", "running")])
+        workers = sum(t.max_active for t in self.spec.destinations)
+        for i in range(workers):
+            th = threading.Thread(target=self._worker, name=f"gridxfer-worker-{i}", daemon=True)
+            th.start()
+            self._threads.append(th)
+        next_tick = 0.0
+        try:
+            while True:
+                self._drain(block=0.0)
+                now = self.clock()
+                if self.stop.is_set():
+                    return self._shutdown()
+                if now >= next_tick:
+                    self._tick(now)
+                    next_tick = now + 1.0
+                self._watchdog(now)
+                self._dispatch(now)
+                if not self._inflight and not self._has_work():
+                    return self._finish()
+                self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
+                                      self._next_retry_in(now)))
+        finally:
+            for _ in self._threads:
+                self._jobs.put(None)
+
+    def _has_work(self) -> bool:
+        return any(self._queues[t] or self._retry[t] or not self._exhausted[t] for t in self.tiers)
+
+    def _next_retry_in(self, now: float) -> float:
+        due = [h[0].not_before for h in self._retry.values() if h]
+        return max(0.001, min(due) - now) if due else 0.25
+
+    def _load_counts(self) -> None:
+        counts = journal.tally(self.conn)
+        for tier in self.tiers:
+            by = counts.get(tier, {})
+            get = lambda s: by.get(s, (0, 0))
+            self.acct.load(tier, files_total=sum(n for n, _ in by.values()),
+                           bytes_total=sum(b for _, b in by.values()),
+                           done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
+                           queued=get("pending")[0] + get("active")[0])
+
+    def _tick(self, now: float) -> None:
+        self.acct.tick(now)
+        events = []
+        for tier, opt in self.optimizers.items():
+            if now < self._next_opt[tier]:
+                continue
+            self._next_opt[tier] = now + OPTIMIZER_PERIOD
+            sample = self.acct.link_sample(tier, now)
+            decision = opt.update(now, sample)
+            spec = self.tiers[tier]
+            active = max(1, min(decision.active, spec.max_active))
+            decision = optimizer_mod.Decision(active, decision.reason)
+            prev = self.acct.cap(tier)
+            if active != prev:
+                self.acct.set_cap(tier, active, decision.reason)
+                events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
+        if events:
+            self._write([], [], events, now)
+        if self.observers:
+            snap = self.acct.snapshot(now)
+            for obs in self.observers:
+                obs(snap)
+
+    # ------------------------------------------------------------ dispatch
+    def _next_file(self, tier: str, now: float) -> tuple | None:
+        heap = self._retry[tier]
+        if heap and heap[0].not_before <= now:
+            return heapq.heappop(heap).row
+        q = self._queues[tier]
+        while not q and not self._exhausted[tier]:
+            rows = journal.fetch_pending(self.conn, tier, self._cursor[tier], FETCH)
+            if len(rows) < FETCH:
+                self._exhausted[tier] = True
+            if rows:
+                self._cursor[tier] = rows[-1][0]
+            for r in reversed(rows):
+                row = (r[0], r[1], r[2], r[3], r[4], r[6], frozenset())
+                if r[5] > now:
+                    heapq.heappush(heap, _Retry(r[5], r[0], row))
+                else:
+                    q.append(row)
+        return q.pop() if q else None
+
+    def _eligible(self, tier: str, now: float) -> tuple[list[str], list[tuple]]:
+        pool = self.tiers[tier].pool
+        stats = self.acct.pool_stats(pool, now)
+        ok, excl = self.exclusions.eligible(pool, stats, now)
+        added, removed = exclusions_mod.exclusion_changes(self._excluded[tier], excl)
+        events = [("excluded", exclusions_mod.exclusion_event(tier, e, e.url)) for e in added]
+        events += [("readmitted", exclusions_mod.exclusion_event(tier, None, u)) for u in removed]
+        self._excluded[tier] = {e.url: e for e in excl}
+        if not ok and excl and all(e.until is None for e in excl):
+            ok = list(pool)     # nothing will ever come back: let the files fail on their own
+        return ok, events
+
+    def _dispatch(self, now: float) -> None:
+        file_updates, attempts, events, jobs = [], [], [], []
+        for tier, spec in self.tiers.items():
+            free = self.acct.cap(tier) - self.acct.active(tier)
+            if free <= 0:
+                continue
+            eligible, ev = self._eligible(tier, now)
+            events.extend(ev)
+            if not eligible:
+                continue
+            stats = self.acct.pool_stats(eligible, now)
+            selector = self.selectors[tier]
+            while free > 0:
+                row = self._next_file(tier, now)
+                if row is None:
+                    break
+                fid, name, src, size, n_att, expected, avoid = row
+                cands = [u for u in eligible if u not in avoid] or eligible
+                ep = selector.choose(selection.FileToPlace(fid, name, size), cands, stats)
+                dst = ep.rstrip("/") + "/" + name
+                job = Job(self._attempt_id, fid, tier, name, src, dst, ep, size, n_att + 1,
+                          expected, avoid, now, self.acct.start(tier, ep, size, now))
+                self._attempt_id += 1
+                stats = self.acct.pool_stats(eligible, now)
+                file_updates.append((ep, dst, now, fid))
+                attempts.append((job.attempt_id, fid, tier, ep, dst, now, spec.streams))
+                jobs.append(job)
+                free -= 1
+        if not jobs and not events:
+            return
+        self._write(file_updates, attempts, events, now)
+        for job in jobs:
+            self._inflight[job.attempt_id] = job
+            self._jobs.put(job)
+
+    def _write(self, file_updates: list, attempts: list, events: list, now: float) -> None:
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if file_updates:
+                c.executemany("UPDATE files SET state='active', endpoint=?, dst_url=?, "
+                              "attempts=attempts+1, updated=? WHERE id=?", file_updates)
+                c.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, "
+                              "started, streams) VALUES (?, ?, ?, ?, ?, ?, ?)", attempts)
+            for kind, detail in events:
+                journal.add_event(c, kind, ts=now, **detail)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def _watchdog(self, now: float) -> None:
+        limit = self.spec.timeout + 10.0      # the mover enforces timeout; this is the backstop
+        for job in self._inflight.values():
+            if not job.timed_out and now - job.started > limit:
+                job.timed_out = True
+                job.cancel.set()
+
+    # ------------------------------------------------------------ results
+    def _drain(self, block: float) -> None:
+        results: list[Result] = []
+        try:
+            if block > 0:
+                results.append(self._results.get(timeout=block))
+            while True:
+                results.append(self._results.get_nowait())
+        except queue.Empty:
+            pass
+        if results:
+            self._apply(results)
+
+    def _apply(self, results: list[Result]) -> None:
+        att_rows, done_rows, pend_rows, fail_rows, cancel_rows = [], [], [], [], []
+        r_spec = self.spec.retries
+        for res in results:
+            job = self._inflight.pop(res.job.attempt_id)
+            now = res.ended
+            secs = max(1e-6, now - job.started)
+            if res.outcome is not None:
+                out = res.outcome
+                rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
+                att_rows.append(("ok", now, out.bytes, rate, out.streams_used, out.mode,
+                                 None, None, job.attempt_id))
+                done_rows.append((out.checksum, now, job.file_id))
+                self.acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
+                                 outcome="done", now=now)
+                self.exclusions.record(job.endpoint, True, None, now)
+                continue
+            ec = res.error_class or ErrorClass.OTHER
+            if job.timed_out and ec in (ErrorClass.CANCELLED, ErrorClass.OTHER):
+                ec = ErrorClass.TIMEOUT
+            nbytes = job.flight.done
+            if ec is ErrorClass.CANCELLED and self.stop.is_set():
+                att_rows.append(("cancelled", now, nbytes, nbytes / secs, None, None, ec.value,
+                                 res.message, job.attempt_id))
+                cancel_rows.append((now, job.file_id))
+                self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
+                                 outcome="cancelled", now=now)
+                continue
+            if ec is ErrorClass.CANCELLED:
+                ec = ErrorClass.OTHER
+            self.exclusions.record(job.endpoint, False, ec.value, now)
+            att_rows.append(("failed", now, nbytes, nbytes / secs, None, None, ec.value,
+                             res.message, job.attempt_id))
+            avoid = job.avoid | {job.endpoint} if ec is ErrorClass.NO_SPACE else job.avoid
+            retry = ec.retryable and job.attempt_no <= r_spec.max
+            if ec is ErrorClass.NO_SPACE and avoid >= set(self.tiers[job.tier].pool):
+                retry = False
+            if retry:
+                nb = now + r_spec.backoff * (2 ** (job.attempt_no - 1))
+                pend_rows.append((ec.value, res.message, nb, now, job.file_id))
+                heapq.heappush(self._retry[job.tier], _Retry(nb, job.file_id, (
+                    job.file_id, job.name, job.src_url, job.size, job.attempt_no, job.expected,
+                    frozenset(avoid))))
+            else:
+                fail_rows.append((ec.value, res.message, now, job.file_id))
+            self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
+                             outcome="retry" if retry else "failed", now=now)
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.executemany("UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
+                          "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? "
+                          "WHERE id=?", att_rows)
+            c.executemany("UPDATE files SET state='done', checksum=?, error_class=NULL, "
+                          "error_msg=NULL, updated=? WHERE id=?", done_rows)
+            c.executemany("UPDATE files SET state='pending', error_class=?, error_msg=?, "
+                          "not_before=?, updated=? WHERE id=?", pend_rows)
+            c.executemany("UPDATE files SET state='failed', error_class=?, error_msg=?, "
+                          "updated=? WHERE id=?", fail_rows)
+            c.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
+                          "updated=? WHERE id=?", cancel_rows)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------ workers
+    def _worker(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            self._results.put(self._transfer(job))
+
+    def _mover(self, src: str, dst: str) -> object:
+        cache = getattr(self._local, "movers", None)
+        if cache is None:
+            cache = self._local.movers = {}
+        key = (src.split(":", 1)[0], dst.split(":", 1)[0])
+        if key not in cache:
+            cache[key] = self.mover_factory(src, dst, self.spec.third_party)
+        return cache[key]
+
+    def _transfer(self, job: Job) -> Result:
+        spec, tier = self.spec, self.tiers[job.tier]
+        mover = None
+        try:
+            mover = self._mover(job.src_url, job.dst_url)
+            params = TransferParams(
+                streams=tier.streams, tcp_buffer=tier.tcp_buffer, timeout=spec.timeout,
+                checksum=spec.checksum.algorithm, expected_checksum=job.expected,
+                verify=spec.checksum.verify if spec.checksum.algorithm else "none",
+                overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel)
+            acct, flight = self.acct, job.flight
+            out = mover.copy(job.src_url, job.dst_url, params=params,
+                             progress=lambda done, total: acct.progress(flight, done))
+            if (job.expected and out.checksum and params.verify != "none"
+                    and normalise_adler32(out.checksum) != job.expected):
+                _unlink(mover, job.dst_url)
+                return Result(job, None, ErrorClass.CHECKSUM,
+                              f"destination adler32 {normalise_adler32(out.checksum)} != expected "
+                              f"{job.expected}", self.clock())
+            return Result(job, out, None, "", self.clock())
+        except TransferError as exc:
+            if exc.error_class is ErrorClass.CHECKSUM and mover is not None:
+                _unlink(mover, job.dst_url)
+            return Result(job, None, exc.error_class, _line(str(exc)), self.clock())
+        except Exception as exc:        # a mover bug must not kill the campaign
+            return Result(job, None, ErrorClass.OTHER, _line(f"{type(exc).__name__}: {exc}"),
+                          self.clock())
+
+    # ------------------------------------------------------------ the end
+    def _finish(self) -> SchedulerResult:
+        now = self.clock()
+        self._tick(now)
+        snap = self.acct.snapshot(now)
+        state = "partial" if snap.files_failed else "done"
+        self._close(state, "finished", now, done=snap.files_done, failed=snap.files_failed,
+                    seconds=round(now - self.started, 3))
+        return SchedulerResult(state, snap.files_done, snap.files_failed, now - self.started, snap)
+
+    def _shutdown(self) -> SchedulerResult:
+        for job in self._inflight.values():
+            job.cancel.set()
+        deadline = self.clock() + self.stop_grace
+        while self._inflight and self.clock() < deadline and not self.hurry.is_set():
+            self._drain(block=0.1)
+        now = self.clock()
+        stuck = list(self._inflight.values())
+        if stuck:       # still running: journal them as cancelled; resume cleans up
+            self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now) for j in stuck])
+        snap = self.acct.snapshot(now)
+        self._close("interrupted", "interrupted", now, in_flight=len(stuck),
+                    done=snap.files_done, failed=snap.files_failed)
+        return SchedulerResult("interrupted", snap.files_done, snap.files_failed,
+                               now - self.started, snap)
+
+    def _close(self, state: str, kind: str, now: float, **detail) -> None:
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        journal.add_event(c, kind, ts=now, **detail)
+        journal.set_meta(c, [("state", state), ("updated", repr(now))])
+        c.execute("COMMIT")
+
+
+def _unlink(mover: object, url: str) -> None:
+    fn = getattr(mover, "unlink", None)
+    if fn is None:
+        return
+    try:
+        fn(url)
+    except Exception:       # best effort: the copy may never have reached its final name
+        pass
+
+
+def _line(text: str) -> str:
+    text = text.strip().splitlines()
+    return text[0][:500] if text else "unknown error"

@@ -1,0 +1,458 @@
+"""Campaign files: YAML in, frozen dataclasses out, every error names ``file:line`` and
+the field.
+
+```yaml
+campaign: sc-t0-t1
+source: {url: "root://t0.example:1094//store/raw/", files: {glob: "*.root"}}
+destinations:
+  - tier: T1-CNAF
+    pool: ["gsiftp://se01.cnaf.example/data/", "gsiftp://se02.cnaf.example/data/"]
+    streams: 4          # TCP streams per transfer
+    max_active: 6       # concurrent transfers on this link
+checksum: {algorithm: adler32, verify: both}
+retries: {max: 3, backoff: 30s}
+```
+
+``source.files`` is one of: a list (``["a.root", {name: b.root, size: 3MB, adler32: ...}]``),
+``{glob: "*.root"}`` (one directory), ``{recursive: true}`` (optionally with ``glob``),
+or ``{from: list.txt}`` (lines ``name size [adler32]``, relative to the campaign file).
+URLs in ``source.url`` and ``pool`` may instead be testbed inventory endpoint names
+(``t1a-xrd1``, optionally followed by a sub-path: ``t1a-xrd1/data/``).
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..errors import SpecError, UsageError
+from .. import units
+from .journal import _NAME_RE
+
+SCHEMES = frozenset({"root", "xroot", "roots", "gsiftp", "ftp", "file", "http", "https", "davs"})
+VERIFY_MODES = ("source", "destination", "both", "none")
+ALGORITHMS = ("adler32",)
+_HEX8 = re.compile(r"[0-9a-fA-F]{1,8}")
+
+
+@dataclass(frozen=True)
+class FileItem:
+    name: str                       # relative to the source base URL
+    size: int | None = None         # None: looked up with the mover's stat
+    adler32: str | None = None      # expected checksum, 8 lowercase hex digits
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    url: str                                # base URL (ends with '/')
+    files: tuple[FileItem, ...] = ()        # explicit list
+    glob: str | None = None
+    recursive: bool = False
+    list_file: str | None = None            # absolute path of a 'name size [adler32]' list
+
+    @property
+    def mode(self) -> str:
+        if self.list_file:
+            return "list-file"
+        if self.recursive:
+            return "recursive"
+        return "glob" if self.glob is not None else "list"
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    name: str
+    pool: tuple[str, ...]
+    streams: int = 1
+    max_active: int = 4
+    min_active: int = 1
+    tcp_buffer: int | None = None
+    selector: str | None = None
+
+
+@dataclass(frozen=True)
+class ChecksumSpec:
+    algorithm: str | None = "adler32"       # None: no checksum at all
+    verify: str = "both"
+
+
+@dataclass(frozen=True)
+class RetrySpec:
+    max: int = 3
+    backoff: float = 30.0                   # seconds before the first retry; doubles after
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    name: str
+    source: SourceSpec
+    destinations: tuple[TierSpec, ...]
+    checksum: ChecksumSpec = ChecksumSpec()
+    retries: RetrySpec = RetrySpec()
+    timeout: float = 3600.0
+    overwrite: bool = False
+    third_party: bool = False
+    path: str = ""                          # the campaign file it came from
+    inventory: bool = False                 # endpoint names were resolved via the testbed inventory
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def tier(self, name: str) -> TierSpec:
+        return next(t for t in self.destinations if t.name == name)
+
+
+# ---------------------------------------------------------------- validation plumbing
+class _Checker:
+    def __init__(self, path: str, resolver: Callable[[str], str] | None) -> None:
+        self.path, self._resolver, self.used_inventory = path, resolver, False
+        self._con = SafeConstructor()
+
+    def fail(self, node: Node | None, fieldname: str | None, msg: str) -> SpecError:
+        line = node.start_mark.line + 1 if node is not None else None
+        return SpecError(msg, path=self.path, line=line, field=fieldname)
+
+    def mapping(self, node: Node, fieldname: str, allowed: tuple[str, ...],
+                required: tuple[str, ...] = ()) -> dict[str, Node]:
+        if not isinstance(node, MappingNode):
+            raise self.fail(node, fieldname, f"expected a mapping, got {_kind(node)}")
+        out: dict[str, Node] = {}
+        for knode, vnode in node.value:
+            key = knode.value if isinstance(knode, ScalarNode) else None
+            sub = f"{fieldname}.{key}" if fieldname else str(key)
+            if not isinstance(key, str) or key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                more = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
+                raise self.fail(knode, sub, f"unknown key{more}")
+            if key in out:
+                raise self.fail(knode, sub, "duplicate key")
+            out[key] = vnode
+        for key in required:
+            if key not in out:
+                raise self.fail(node, f"{fieldname}.{key}" if fieldname else key,
+                                "required key is missing")
+        return out
+
+    def value(self, node: Node, fieldname: str) -> Any:
+        if not isinstance(node, ScalarNode):
+            raise self.fail(node, fieldname, f"expected a single value, got {_kind(node)}")
+        try:
+            return self._con.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise self.fail(node, fieldname, f"bad value: {exc}") from None
+
+    def string(self, node: Node, fieldname: str) -> str:
+        val = self.value(node, fieldname)
+        if not isinstance(val, str) or not val.strip():
+            raise self.fail(node, fieldname, f"expected a non-empty string, got {val!r}")
+        return val.strip()
+
+    def boolean(self, node: Node, fieldname: str) -> bool:
+        val = self.value(node, fieldname)
+        if not isinstance(val, bool):
+            raise self.fail(node, fieldname, f"expected true or false, got {val!r}")
+        return val
+
+    def integer(self, node: Node, fieldname: str, minimum: int = 1) -> int:
+        val = self.value(node, fieldname)
+        if isinstance(val, bool) or not isinstance(val, int):
+            raise self.fail(node, fieldname, f"expected a whole number, got {val!r}")
+        if val < minimum:
+            raise self.fail(node, fieldname, f"must be at least {minimum}, got {val}")
+        return val
+
+    def parsed(self, node: Node, fieldname: str, parser: Callable[[Any], Any],
+               positive: bool = False) -> Any:
+        raw = self.value(node, fieldname)
+        try:
+            val = parser(raw)
+        except UsageError as exc:
+            raise self.fail(node, fieldname, str(exc)) from None
+        if positive and val <= 0:
+            raise self.fail(node, fieldname, f"must be greater than zero, got {raw!r}")
+        return val
+
+    def url(self, node: Node, fieldname: str, directory: bool = True) -> str:
+        text = self.string(node, fieldname)
+        if "://" not in text:
+            text = self._endpoint_name(node, fieldname, text)
+        parts = urlsplit(text)
+        scheme = parts.scheme.lower()
+        if scheme not in SCHEMES:
+            raise self.fail(node, fieldname,
+                            f"unsupported URL scheme {parts.scheme!r} in {text!r} "
+                            f"(use one of {', '.join(sorted(SCHEMES))})")
+        if scheme != "file" and not parts.hostname:
+            raise self.fail(node, fieldname, f"URL {text!r} has no host")
+        try:
+            parts.port
+        except ValueError:
+            raise self.fail(node, fieldname, f"URL {text!r} has a bad port") from None
+        if not parts.path or not parts.path.startswith("/"):
+            raise self.fail(node, fieldname, f"URL {text!r} has no absolute path")
+        if parts.query or parts.fragment or any(c.isspace() for c in text):
+            raise self.fail(node, fieldname, f"URL {text!r} must not contain spaces, '?' or '#'")
+        return text if not directory or text.endswith("/") else text + "/"
+
+    def _endpoint_name(self, node: Node, fieldname: str, text: str) -> str:
+        name, _, sub = text.partition("/")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise self.fail(node, fieldname, f"not a URL or endpoint name: {text!r}")
+        try:
+            resolver = self._resolver or _inventory_resolver()
+            base = resolver(name)
+        except (UsageError, KeyError, LookupError, OSError) as exc:
+            raise self.fail(node, fieldname, f"endpoint name {name!r}: {_one_line(exc)}") from None
+        self.used_inventory = True
+        return base.rstrip("/") + "/" + sub if sub else base
+
+
+def _kind(node: Node) -> str:
+    return {MappingNode: "a mapping", SequenceNode: "a list", ScalarNode: "a value"}.get(
+        type(node), type(node).__name__)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _inventory_resolver() -> Callable[[str], str]:
+    try:
+        from ..testbed.inventory import load_inventory
+    except ImportError as exc:
+        raise UsageError(f"no testbed inventory available ({exc})") from None
+    inv = load_inventory()
+    return lambda name: str(inv.resolve(name))
+
+
+# ---------------------------------------------------------------- the schema
+_TOP = ("campaign", "source", "destinations", "checksum", "retries", "timeout", "overwrite",
+        "third_party")
+_TIER = ("tier", "pool", "streams", "max_active", "min_active", "tcp_buffer", "selector")
+
+
+def load_spec(path: str | os.PathLike, *,
+              resolver: Callable[[str], str] | None = None) -> CampaignSpec:
+    """Read and validate a campaign file. Raises SpecError (exit 2) naming file:line."""
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read: {_one_line(exc)}", path=shown) from None
+    try:
+        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise SpecError(f"YAML syntax: {exc.problem or exc.context}", path=shown,
+                        line=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"YAML: {_one_line(exc)}", path=shown) from None
+    docs = [d for d in docs if d is not None]
+    if len(docs) != 1:
+        raise SpecError("expected exactly one YAML document" if docs else "the file is empty",
+                        path=shown, line=docs[1].start_mark.line + 1 if len(docs) > 1 else None)
+    return _campaign(_Checker(shown, resolver), docs[0], Path(path).resolve().parent)
+
+
+def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec:
+    top = c.mapping(root, "", _TOP, required=("campaign", "source", "destinations"))
+    name = c.string(top["campaign"], "campaign")
+    if not _NAME_RE.fullmatch(name):
+        raise c.fail(top["campaign"], "campaign",
+                     f"bad name {name!r}: use letters, digits, '.', '_' and '-' (max 128)")
+    source = _source(c, top["source"], base_dir)
+    dests = _destinations(c, top["destinations"])
+    checksum = ChecksumSpec()
+    if "checksum" in top:
+        checksum = _checksum(c, top["checksum"])
+    retries = RetrySpec()
+    if "retries" in top:
+        m = c.mapping(top["retries"], "retries", ("max", "backoff"))
+        retries = RetrySpec(
+            max=c.integer(m["max"], "retries.max", minimum=0) if "max" in m else 3,
+            backoff=c.parsed(m["backoff"], "retries.backoff", units.parse_duration)
+            if "backoff" in m else 30.0)
+    timeout = 3600.0
+    if "timeout" in top:
+        timeout = c.parsed(top["timeout"], "timeout", units.parse_duration, positive=True)
+    overwrite = c.boolean(top["overwrite"], "overwrite") if "overwrite" in top else False
+    tpc = c.boolean(top["third_party"], "third_party") if "third_party" in top else False
+    if tpc and source.url.startswith("file:"):
+        raise c.fail(top["third_party"], "third_party", "third-party copy needs a remote source")
+    return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,
+                        retries=retries, timeout=timeout, overwrite=overwrite, third_party=tpc,
+                        path=c.path, inventory=c.used_inventory)
+
+
+def _checksum(c: _Checker, node: Node) -> ChecksumSpec:
+    if isinstance(node, ScalarNode) and c.value(node, "checksum") in (False, None, "none"):
+        return ChecksumSpec(algorithm=None, verify="none")
+    m = c.mapping(node, "checksum", ("algorithm", "verify"))
+    algo = "adler32"
+    if "algorithm" in m:
+        algo = c.string(m["algorithm"], "checksum.algorithm").lower()
+        if algo not in ALGORITHMS:
+            raise c.fail(m["algorithm"], "checksum.algorithm",
+                         f"unsupported algorithm {algo!r} (use {', '.join(ALGORITHMS)})")
+    verify = "both"
+    if "verify" in m:
+        verify = c.string(m["verify"], "checksum.verify").lower()
+        if verify not in VERIFY_MODES:
+            hint = difflib.get_close_matches(verify, VERIFY_MODES, n=1)
+            raise c.fail(m["verify"], "checksum.verify",
+                         f"must be one of {', '.join(VERIFY_MODES)}"
+                         + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    return ChecksumSpec(algorithm=algo, verify=verify)
+
+
+def _source(c: _Checker, node: Node, base_dir: Path) -> SourceSpec:
+    m = c.mapping(node, "source", ("url", "files"), required=("url", "files"))
+    url = c.url(m["url"], "source.url")
+    fnode = m["files"]
+    if isinstance(fnode, SequenceNode):
+        return SourceSpec(url=url, files=_file_list(c, fnode))
+    f = c.mapping(fnode, "source.files", ("glob", "recursive", "list", "from"))
+    kinds = [k for k in ("list", "from") if k in f]
+    if len(kinds) > 1 or (kinds and ("glob" in f or "recursive" in f)):
+        raise c.fail(fnode, "source.files", "use one of: list, from, glob/recursive")
+    if not f:
+        raise c.fail(fnode, "source.files", "empty: give list, from, glob or recursive")
+    if "list" in f:
+        if not isinstance(f["list"], SequenceNode):
+            raise c.fail(f["list"], "source.files.list", f"expected a list, got {_kind(f['list'])}")
+        return SourceSpec(url=url, files=_file_list(c, f["list"]))
+    if "from" in f:
+        listed = Path(c.string(f["from"], "source.files.from"))
+        listed = listed if listed.is_absolute() else base_dir / listed
+        if not listed.is_file():
+            raise c.fail(f["from"], "source.files.from", f"no such list file: {listed}")
+        return SourceSpec(url=url, list_file=str(listed))
+    pattern = c.string(f["glob"], "source.files.glob") if "glob" in f else None
+    recursive = c.boolean(f["recursive"], "source.files.recursive") if "recursive" in f else False
+    if pattern is not None and "/" in pattern:
+        raise c.fail(f["glob"], "source.files.glob", "a glob matches names, not paths (no '/')")
+    if pattern is None and not recursive:
+        raise c.fail(fnode, "source.files", "recursive: false needs a glob")
+    return SourceSpec(url=url, glob=pattern, recursive=recursive)
+
+
+def _file_list(c: _Checker, node: SequenceNode) -> tuple[FileItem, ...]:
+    if not node.value:
+        raise c.fail(node, "source.files", "the file list is empty")
+    items: list[FileItem] = []
+    seen: set[str] = set()
+    for i, item in enumerate(node.value):
+        where = f"source.files[{i}]"
+        if isinstance(item, ScalarNode):
+            fi = FileItem(name=_rel_name(c, item, where, c.string(item, where)))
+        else:
+            m = c.mapping(item, where, ("name", "size", "adler32"), required=("name",))
+            fi = FileItem(
+                name=_rel_name(c, m["name"], f"{where}.name", c.string(m["name"], f"{where}.name")),
+                size=c.parsed(m["size"], f"{where}.size", units.parse_size) if "size" in m else None,
+                adler32=_adler(c, m["adler32"], f"{where}.adler32") if "adler32" in m else None)
+        if fi.name in seen:
+            raise c.fail(item, where, f"duplicate file {fi.name!r}")
+        seen.add(fi.name)
+        items.append(fi)
+    return tuple(items)
+
+
+def _rel_name(c: _Checker, node: Node, where: str, name: str) -> str:
+    if name.startswith("/") or "://" in name or ".." in name.split("/") or name.endswith("/"):
+        raise c.fail(node, where, f"{name!r} must be a file name relative to source.url")
+    return name
+
+
+def _adler(c: _Checker, node: Node, where: str) -> str:
+    raw = c.value(node, where)
+    text = f"{raw:08x}" if isinstance(raw, int) and not isinstance(raw, bool) else str(raw)
+    if not _HEX8.fullmatch(text):
+        raise c.fail(node, where, f"not an adler32 (8 hex digits): {raw!r}")
+    return text.lower().zfill(8)
+
+
+def _destinations(c: _Checker, node: Node) -> tuple[TierSpec, ...]:
+    if not isinstance(node, SequenceNode):
+        raise c.fail(node, "destinations", f"expected a list of tiers, got {_kind(node)}")
+    if not node.value:
+        raise c.fail(node, "destinations", "at least one destination tier is needed")
+    tiers: list[TierSpec] = []
+    for i, tnode in enumerate(node.value):
+        where = f"destinations[{i}]"
+        m = c.mapping(tnode, where, _TIER, required=("tier", "pool"))
+        name = c.string(m["tier"], f"{where}.tier")
+        if not _NAME_RE.fullmatch(name):
+            raise c.fail(m["tier"], f"{where}.tier", f"bad tier name {name!r}")
+        if any(t.name == name for t in tiers):
+            raise c.fail(m["tier"], f"{where}.tier", f"duplicate tier {name!r}")
+        pnode = m["pool"]
+        if isinstance(pnode, ScalarNode):
+            pool_nodes = [pnode]
+        elif isinstance(pnode, SequenceNode):
+            pool_nodes = list(pnode.value)
+        else:
+            raise c.fail(pnode, f"{where}.pool", f"expected a list of URLs, got {_kind(pnode)}")
+        if not pool_nodes:
+            raise c.fail(pnode, f"{where}.pool", "the pool is empty")
+        pool: list[str] = []
+        for j, p in enumerate(pool_nodes):
+            u = c.url(p, f"{where}.pool[{j}]")
+            if u in pool:
+                raise c.fail(p, f"{where}.pool[{j}]", f"duplicate endpoint {u!r}")
+            pool.append(u)
+        kw: dict[str, Any] = {}
+        for key in ("streams", "max_active", "min_active"):
+            if key in m:
+                kw[key] = c.integer(m[key], f"{where}.{key}", minimum=1)
+        if "tcp_buffer" in m:
+            kw["tcp_buffer"] = c.parsed(m["tcp_buffer"], f"{where}.tcp_buffer", units.parse_size,
+                                        positive=True)
+        if "selector" in m:
+            kw["selector"] = _selector(c, m["selector"], f"{where}.selector")
+        tier = TierSpec(name=name, pool=tuple(pool), **kw)
+        if "max_active" in kw and "min_active" not in kw:
+            tier = replace(tier, min_active=min(tier.min_active, tier.max_active))
+        if tier.min_active > tier.max_active:
+            raise c.fail(m.get("min_active", tnode), f"{where}.min_active",
+                         f"min_active {tier.min_active} is above max_active {tier.max_active}")
+        tiers.append(tier)
+    return tuple(tiers)
+
+
+def _selector(c: _Checker, node: Node, where: str) -> str:
+    name = c.string(node, where)
+    from .selection import SELECTORS
+    if name not in SELECTORS:
+        hint = difflib.get_close_matches(name, list(SELECTORS), n=1)
+        raise c.fail(node, where, f"unknown selector {name!r}"
+                     + (f" (did you mean {hint[0]!r}?)" if hint
+                        else f" (choose from {', '.join(sorted(SELECTORS))})"))
+    return name
+
+
+# ---------------------------------------------------------------- (de)serialisation
+def spec_to_dict(spec: CampaignSpec) -> dict[str, Any]:
+    """A JSON-able dict; stored in the journal so `resume` needs no campaign file."""
+    from dataclasses import asdict
+    d = asdict(spec)
+    d.pop("extra", None)
+    return d
+
+
+def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
+    src = dict(d["source"])
+    src["files"] = tuple(FileItem(**f) for f in src.get("files", ()))
+    return CampaignSpec(
+        name=d["name"], source=SourceSpec(**src),
+        destinations=tuple(TierSpec(**{**t, "pool": tuple(t["pool"])}) for t in d["destinations"]),
+        checksum=ChecksumSpec(**d["checksum"]), retries=RetrySpec(**d["retries"]),
+        timeout=d["timeout"], overwrite=d["overwrite"], third_party=d["third_party"],
+        path=d.get("path", ""), inventory=d.get("inventory", False))
