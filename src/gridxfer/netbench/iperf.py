@@ -1,0 +1,150 @@
+"""iperf3 runs between two testbed hosts, through ``iperf3 -J`` inside their namespaces.
+
+The server is started in the receiving host's namespace and bound to its address; the
+client runs in the sending host's namespace. Results are parsed from iperf3's JSON.
+A host without a namespace (``netns=None``) runs on this machine (loopback grid).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..errors import GridxferError
+from ..testbed.netns import wrap
+
+DEFAULT_PORT = 5201
+
+
+class NetbenchError(GridxferError):
+    """iperf3 could not run or returned no result."""
+
+
+@dataclass(frozen=True)
+class BenchHost:
+    name: str
+    address: str
+    netns: str | None = None
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return [*wrap(self.netns), *argv] if self.netns else argv
+
+
+@dataclass(frozen=True)
+class TcpRun:
+    bits_per_second: float          # receiver side, all streams
+    sent_bps: float
+    retransmits: int
+    seconds: float
+    streams: int
+    intervals_bps: tuple[float, ...]  # per reporting interval (1 s), all streams summed
+
+
+@dataclass(frozen=True)
+class UdpRun:
+    packets: int                    # datagrams sent
+    lost: int                       # datagrams lost
+    loss_fraction: float
+    jitter_ms: float
+    bits_per_second: float
+    seconds: float
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(host: BenchHost, port: int | None = None) -> Iterator[int]:
+    """An iperf3 server on ``host`` for the duration of the block; yields its port."""
+    port = port or (DEFAULT_PORT if host.netns else _free_port())
+    argv = host.argv(["iperf3", "-s", "-B", host.address, "-p", str(port)])
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError:
+        raise NetbenchError("iperf3 not found (apt-get install iperf3)") from None
+    try:
+        _wait_listening(host, port, proc)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def _wait_listening(host: BenchHost, port: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+            raise NetbenchError(f"iperf3 server on {host.name} exited: {err or proc.returncode}")
+        out = subprocess.run(host.argv(["ss", "-Hltn", f"sport = :{port}"]),
+                             capture_output=True, text=True).stdout
+        if out.strip():
+            return
+        time.sleep(0.05)
+    raise NetbenchError(f"iperf3 server on {host.name}:{port} did not start listening")
+
+
+def _client(src: BenchHost, dst: BenchHost, port: int, extra: list[str], duration: float) -> dict:
+    argv = src.argv(["iperf3", "-c", dst.address, "-p", str(port), "-B", src.address, "-J",
+                     "-t", f"{duration:g}", *extra])
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60)
+    except subprocess.TimeoutExpired:
+        raise NetbenchError(f"iperf3 {src.name} -> {dst.name} timed out") from None
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        raise NetbenchError(f"iperf3 {src.name} -> {dst.name}: no JSON output "
+                            f"({(proc.stderr or proc.stdout).strip()[:200]})") from None
+    if doc.get("error"):
+        raise NetbenchError(f"iperf3 {src.name} -> {dst.name}: {doc['error']}")
+    return doc
+
+
+def tcp_once(src: BenchHost, dst: BenchHost, port: int, *, streams: int = 1,
+             duration: float = 10.0, omit: float = 0.0, window: int | None = None,
+             congestion: str | None = None) -> TcpRun:
+    extra = ["-P", str(streams)]
+    if omit:
+        extra += ["-O", f"{omit:g}"]
+    if window:
+        extra += ["-w", str(window)]
+    if congestion:
+        extra += ["-C", congestion]
+    doc = _client(src, dst, port, extra, duration)
+    end = doc["end"]
+    recv, sent = end.get("sum_received", {}), end.get("sum_sent", {})
+    intervals = tuple(float(iv["sum"]["bits_per_second"]) for iv in doc.get("intervals", [])
+                      if not iv["sum"].get("omitted"))
+    return TcpRun(bits_per_second=float(recv.get("bits_per_second", 0.0)),
+                  sent_bps=float(sent.get("bits_per_second", 0.0)),
+                  retransmits=int(sent.get("retransmits", 0) or 0),
+                  seconds=float(recv.get("seconds", duration)), streams=streams,
+                  intervals_bps=intervals)
+
+
+def udp_once(src: BenchHost, dst: BenchHost, port: int, *, rate_bps: float,
+             duration: float = 10.0, length: int = 1400) -> UdpRun:
+    doc = _client(src, dst, port, ["-u", "-b", str(int(rate_bps)), "-l", str(length)], duration)
+    s = doc["end"]["sum"]
+    packets, lost = int(s.get("packets", 0)), int(s.get("lost_packets", 0))
+    if packets <= 0:
+        raise NetbenchError(f"iperf3 UDP {src.name} -> {dst.name}: no datagrams counted")
+    return UdpRun(packets=packets, lost=lost, loss_fraction=lost / packets,
+                  jitter_ms=float(s.get("jitter_ms", 0.0)),
+                  bits_per_second=float(s.get("bits_per_second", 0.0)),
+                  seconds=float(s.get("seconds", duration)))
