@@ -11,3 +11,111 @@ def gridxfer_home(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.setenv("GRIDXFER_HOME", str(home))
     return home
+
+
+# --- embedded local grid (real XRootD / GSI GridFTP / anonymous GridFTP servers) -------------
+# One test CA + user proxy per session, shared by every grid of the session: XrdCl and
+# gfal2 read X509_* (and XRD_*) from the environment once per process, so the client env
+# must not change between grids.
+
+import contextlib  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+
+@contextlib.contextmanager
+def _gridxfer_home_env(home):
+    old = os.environ.get("GRIDXFER_HOME")
+    os.environ["GRIDXFER_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("GRIDXFER_HOME", None)
+        else:
+            os.environ["GRIDXFER_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def grid_ca():
+    """The session's test CA (GsiFiles); client env vars are set in os.environ for the session."""
+    from gridxfer.testbed import ca, localgrid
+    from gridxfer.testbed.xrootd import ensure_user
+
+    ca_dir = tempfile.mkdtemp(prefix="gridxfer-grid-ca-")
+    os.chmod(ca_dir, 0o755)
+    gsi = ca.make_test_ca(ca_dir, local_user=ensure_user())
+    saved = {k: os.environ.get(k) for k in localgrid.client_env(gsi)}
+    os.environ.update(localgrid.client_env(gsi))
+    try:
+        yield gsi
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(ca_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def local_grid(tmp_path_factory, grid_ca):
+    """The default local grid (t0-xrd, t0-gsiftp, t1a-xrd1, t1a-xrd2, t1a-gsiftp, t1b-xrd,
+    t1b-ftp), up for the whole session under its own $GRIDXFER_HOME. Yields the Inventory.
+    Tests that need endpoint-name resolution through $GRIDXFER_HOME use `local_grid_home`."""
+    from gridxfer.testbed import localgrid
+
+    home = tmp_path_factory.mktemp("localgrid-home")
+    with _gridxfer_home_env(home):
+        try:
+            inv = localgrid.up(localgrid.LocalGridSpec(gsi=grid_ca))
+        except BaseException:
+            localgrid.down()
+            raise
+    try:
+        yield inv
+    finally:
+        with _gridxfer_home_env(home):
+            localgrid.down()
+
+
+@pytest.fixture
+def local_grid_home(local_grid, gridxfer_home):
+    """A private $GRIDXFER_HOME for one test that contains the session grid's inventory
+    (so `load_inventory()` / endpoint names work). Do not call `testbed down` in it."""
+    from gridxfer import state
+    from gridxfer.testbed.inventory import INVENTORY_NAME
+
+    state.write_json(gridxfer_home / "testbed" / INVENTORY_NAME, local_grid.to_json())
+    return gridxfer_home
+
+
+@pytest.fixture
+def make_grid(tmp_path, grid_ca):
+    """Factory for a custom grid torn down at test end:
+
+        inv = make_grid([ServerSpec("slow", "xrootd", "T1", throttle=2e6)])
+        inv = make_grid(LocalGridSpec(servers=(...)))
+
+    Each call gets its own $GRIDXFER_HOME (tmp_path/gridN) and shares the session CA."""
+    from gridxfer.testbed import localgrid
+
+    homes = []
+
+    def _make(spec):
+        if not isinstance(spec, localgrid.LocalGridSpec):
+            spec = localgrid.LocalGridSpec(servers=tuple(spec))
+        if spec.gsi is None:
+            spec = localgrid.LocalGridSpec(servers=spec.servers, base_parent=spec.base_parent,
+                                           extra_env=spec.extra_env, gsi=grid_ca)
+        home = tmp_path / f"grid{len(homes)}"
+        home.mkdir()
+        homes.append(home)
+        with _gridxfer_home_env(home):
+            return localgrid.up(spec)
+
+    yield _make
+    for home in homes:
+        with _gridxfer_home_env(home):
+            localgrid.down()

@@ -1,7 +1,171 @@
-"""`gridxfer testbed` commands (placeholder: being built)."""
+"""`gridxfer testbed`: bring up / tear down an embedded grid of real servers.
+
+Local mode (no TOPOLOGY): XRootD + GSI GridFTP + anonymous GridFTP servers on loopback
+(:mod:`gridxfer.testbed.localgrid`). With a TOPOLOGY file: tiers in network namespaces
+with WAN emulation (:mod:`gridxfer.testbed.netgrid`, imported lazily).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shlex
+import subprocess
+from types import ModuleType
+
 import click
+
+from ..testbed import inventory as inv_mod
+from ..testbed.inventory import Inventory, TestbedError
+
+
+def _netgrid() -> ModuleType:
+    try:
+        return importlib.import_module("gridxfer.testbed.netgrid")
+    except ImportError as exc:
+        raise TestbedError(f"network-namespace testbed is not available ({exc})") from exc
+
+
+def _mode() -> str | None:
+    if not inv_mod.inventory_path().exists():
+        return None
+    try:
+        return inv_mod.load_inventory().mode
+    except TestbedError:
+        return "local"
 
 
 @click.group(name="testbed")
 def group() -> None:
-    """Not built yet."""
+    """An embedded grid of REAL servers for tests and demos.
+
+    \b
+    Without TOPOLOGY, `up` starts on 127.0.0.1 (default grid):
+      t0-xrd (root://), t0-gsiftp (GSI gsiftp://),
+      t1a-xrd1, t1a-xrd2 (root://), t1a-gsiftp (gsiftp://),
+      t1b-xrd (root://), t1b-ftp (anonymous ftp://)
+    with a throw-away test CA, user proxy and grid-mapfile for GSI.
+    The inventory (endpoint names -> URLs) is $GRIDXFER_HOME/testbed/inventory.json;
+    campaign files may use endpoint names instead of URLs.
+
+    \b
+    Typical use:
+      gridxfer testbed up
+      eval "$(gridxfer testbed env)"    # X509_CERT_DIR, X509_USER_PROXY, ...
+      gridxfer testbed status           # endpoint URLs, pids
+      gfal-copy file:///etc/hosts gsiftp://localhost:PORT/.../t1a-gsiftp/data/hosts
+      gridxfer testbed down
+    """
+
+
+@group.command("up")
+@click.argument("topology", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
+@click.option("--dry-run", is_flag=True, help="Show what would be started; start nothing.")
+def up_cmd(topology: str | None, as_json: bool, dry_run: bool) -> None:
+    """Start the testbed: the local loopback grid, or TOPOLOGY (netns tiers)."""
+    if dry_run:
+        _dry_run_up(topology)
+        return
+    if topology:
+        inv = _netgrid().up(topology)
+    else:
+        from ..testbed import localgrid
+        inv = localgrid.up()
+    _render_inventory(inv, as_json)
+
+
+def _dry_run_up(topology: str | None) -> None:
+    if topology:
+        click.echo(f"would start the network-namespace testbed described by {topology}")
+        return
+    from ..testbed.localgrid import DEFAULT_SERVERS
+    click.echo("would start on 127.0.0.1 (plus a test CA and proxy):")
+    for s in DEFAULT_SERVERS:
+        click.echo(f"  {s.name:<12} {s.kind:<7} tier {s.tier}")
+
+
+def _render_inventory(inv: Inventory, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(inv.to_json(), indent=2, sort_keys=True))
+        return
+    click.echo(f"testbed up ({inv.mode}), inventory {inv_mod.inventory_path()}")
+    for name, ep in sorted(inv.endpoints.items()):
+        extra = []
+        if ep.throttle:
+            extra.append(f"throttle {ep.throttle:.0f} B/s")
+        if ep.size_limit:
+            extra.append(f"size {ep.size_limit} B")
+        click.echo(f"  {name:<14} {ep.tier:<6} {ep.url}" + (f"  ({', '.join(extra)})" if extra else ""))
+    click.echo('clients: eval "$(gridxfer testbed env)"')
+
+
+@group.command("down")
+@click.option("--dry-run", is_flag=True, help="Show what would be stopped; stop nothing.")
+def down_cmd(dry_run: bool) -> None:
+    """Stop every testbed server (whatever mode is up) and remove its files. Idempotent."""
+    mode = _mode()
+    if dry_run:
+        if mode is None:
+            click.echo("no testbed inventory; would still clean up left-overs of a killed `up`")
+        else:
+            inv = inv_mod.load_inventory()
+            click.echo(f"would stop the {mode} testbed: {', '.join(sorted(inv.endpoints))}")
+        return
+    if mode == "netns":
+        _netgrid().down()
+    else:
+        from ..testbed import localgrid
+        localgrid.down()
+    click.echo("testbed down")
+
+
+@group.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status_cmd(as_json: bool) -> None:
+    """Show which testbed servers run and where."""
+    mode = _mode()
+    if mode == "netns":
+        st = _netgrid().status()
+    else:
+        from ..testbed import localgrid
+        st = localgrid.status()
+    if as_json:
+        click.echo(json.dumps(st, indent=2, sort_keys=True, default=str))
+        return
+    if not st.get("endpoints"):
+        click.echo("no testbed is up")
+        return
+    click.echo(f"testbed ({st.get('mode')}): {'up' if st.get('up') else 'DOWN'}")
+    for name, ep in sorted(st["endpoints"].items()):
+        flag = "running" if ep.get("alive") else "DEAD"
+        click.echo(f"  {name:<14} {flag:<8} pid {ep.get('pid')}  {ep.get('url')}")
+
+
+@group.command("env")
+def env_cmd() -> None:
+    """Print `export K=V` lines for clients; use with: eval "$(gridxfer testbed env)"."""
+    inv = inv_mod.load_inventory()
+    for key, value in sorted(inv.client_env().items()):
+        click.echo(f"export {key}={shlex.quote(value)}")
+
+
+@group.command("exec", context_settings={"ignore_unknown_options": True})
+@click.argument("host")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_cmd(host: str, argv: tuple[str, ...]) -> None:
+    """Run a command on testbed HOST with the client environment: exec HOST -- CMD...
+
+    In local mode every host is this machine (HOST may be an endpoint name or "local").
+    """
+    inv = inv_mod.load_inventory()
+    if inv.mode == "netns":
+        code = _netgrid().exec_in(host, list(argv))
+    else:
+        if host not in inv.endpoints and host not in ("local", "localhost"):
+            raise TestbedError(f"unknown host {host!r} (local mode: 'local' or an endpoint name)")
+        try:
+            code = subprocess.run(list(argv), env={**os.environ, **inv.client_env()}, check=False).returncode
+        except OSError as exc:
+            raise TestbedError(f"cannot run {argv[0]}: {exc}") from exc
+    raise click.exceptions.Exit(code)

@@ -1,0 +1,163 @@
+"""The testbed inventory: which servers run, where, and what clients need to use them.
+
+Written by ``gridxfer testbed up`` (local loopback grid or netns grid) as readable JSON
+at ``$GRIDXFER_HOME/testbed/inventory.json``. Campaign files may name an endpoint
+(``t1a-gsiftp``) instead of giving its URL; :meth:`Inventory.resolve` does the mapping.
+
+API::
+
+    inv = load_inventory()                 # GridxferError if no testbed is up
+    inv.resolve("t1a-xrd1")                # -> "root://127.0.0.1:40123//data/"
+    inv.resolve("t1a-xrd1/sub/f.root")     # -> "root://127.0.0.1:40123//data/sub/f.root"
+    inv.client_env()                       # X509_CERT_DIR, X509_USER_PROXY, ... for clients
+    inv.local_path("gsiftp://localhost:4100/tmp/.../data/f")  # -> Path on disk (or None)
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from .. import state
+from ..errors import GridxferError
+
+INVENTORY_NAME = "inventory.json"
+Mode = Literal["local", "netns"]
+
+
+class TestbedError(GridxferError):
+    """The testbed could not be brought up, found, or torn down."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One storage endpoint of the testbed.
+
+    ``url`` is the base URL of the endpoint's data area and always ends with ``/``;
+    ``data_dir`` is the same area on disk (for tests that inspect or corrupt files).
+    """
+
+    name: str
+    url: str
+    protocol: str          # "root" | "gsiftp" | "ftp"
+    tier: str
+    data_dir: str
+    pid: int
+    log: str
+    kind: str = ""         # "xrootd" | "gsiftp" | "ftp"
+    port: int = 0
+    host: str = ""         # the host (netns name) the server runs on; "" = this machine
+    throttle: float | None = None    # bytes/s, if the server is throttled
+    size_limit: int | None = None    # bytes, if the data dir is a size-limited mount
+
+    def path_of(self, url: str) -> Path | None:
+        """The on-disk path of ``url`` if it lies on this endpoint, else None."""
+        if not _same_endpoint(self.url, url):
+            return None
+        base, path = _url_path(self.url), _url_path(url)
+        if path.rstrip("/") + "/" == base:
+            return Path(self.data_dir)
+        if not path.startswith(base):
+            return None
+        return Path(self.data_dir) / path[len(base):]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    mode: Mode
+    endpoints: dict[str, Endpoint]
+    env: dict[str, str]
+    base_dir: str
+    pids: dict[str, int] = field(default_factory=dict)   # server name -> pid
+    mounts: tuple[str, ...] = ()                          # size-limited mounts to remove
+    extra: dict[str, Any] = field(default_factory=dict)   # mode-specific (netns topology...)
+
+    def resolve(self, name_or_url: str) -> str:
+        """An endpoint name (optionally ``name/sub/path``) -> URL; URLs pass through."""
+        if "://" in name_or_url:
+            return name_or_url
+        name, _, rest = name_or_url.partition("/")
+        if name not in self.endpoints:
+            known = ", ".join(sorted(self.endpoints)) or "none"
+            raise TestbedError(f"unknown testbed endpoint {name!r} (known: {known})")
+        return self.endpoints[name].url + rest
+
+    def client_env(self) -> dict[str, str]:
+        """Environment variables a client (gfal2, XrdCl, globus-url-copy) needs."""
+        return dict(self.env)
+
+    def local_path(self, url: str) -> Path | None:
+        """The on-disk path behind a URL on one of the endpoints, or None."""
+        for ep in self.endpoints.values():
+            path = ep.path_of(url)
+            if path is not None:
+                return path
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        obj = dataclasses.asdict(self)
+        obj["mounts"] = list(self.mounts)
+        return obj
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Inventory:
+        eps = {name: Endpoint(**ep) for name, ep in obj.get("endpoints", {}).items()}
+        return cls(mode=obj["mode"], endpoints=eps, env=dict(obj.get("env", {})),
+                   base_dir=obj["base_dir"], pids={k: int(v) for k, v in obj.get("pids", {}).items()},
+                   mounts=tuple(obj.get("mounts", ())), extra=dict(obj.get("extra", {})))
+
+
+def testbed_dir() -> Path:
+    """``$GRIDXFER_HOME/testbed`` (created 0700)."""
+    return state.subdir("testbed")
+
+
+def inventory_path() -> Path:
+    return testbed_dir() / INVENTORY_NAME
+
+
+def save_inventory(inv: Inventory) -> Path:
+    path = inventory_path()
+    state.write_json(path, inv.to_json())
+    return path
+
+
+def load_inventory(path: Path | None = None) -> Inventory:
+    """The inventory of the running testbed; TestbedError if there is none."""
+    path = Path(path) if path else inventory_path()
+    if not path.exists():
+        raise TestbedError(f"no testbed is up (no {path}); run `gridxfer testbed up` first")
+    try:
+        return Inventory.from_json(state.read_json(path))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TestbedError(f"unreadable testbed inventory {path}: {exc}") from exc
+
+
+def remove_inventory() -> None:
+    try:
+        os.unlink(inventory_path())
+    except FileNotFoundError:
+        pass
+
+
+def _url_path(url: str) -> str:
+    """The path part of a URL, normalised: ``root://h:1//data/x`` -> ``/data/x``."""
+    path = urlsplit(url).path
+    while path.startswith("//"):
+        path = path[1:]
+    return path or "/"
+
+
+def _netloc(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host in ("localhost", "127.0.0.1", "::1", "ip6-localhost"):
+        host = "localhost"
+    return parts.scheme, host, parts.port
+
+
+def _same_endpoint(a: str, b: str) -> bool:
+    return _netloc(a) == _netloc(b)

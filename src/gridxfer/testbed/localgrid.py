@@ -1,0 +1,216 @@
+"""The embedded local grid: real XRootD and GridFTP (GSI + anonymous) servers on loopback.
+
+API::
+
+    up(spec: LocalGridSpec | None = None) -> Inventory    # TestbedError if a grid is already up
+    down() -> None        # kill every server (and its children), unmount, forget; idempotent
+    status() -> dict      # {"mode", "up", "base_dir", "endpoints": {name: {url, alive, pid, ...}}}
+
+The default spec is a T0 and two T1 tiers using both protocols (see DEFAULT_SERVERS).
+Server files live in a world-traversable ``base_dir`` (``/tmp/gridxfer-grid-XXXX`` unless
+``$GRIDXFER_TESTBED_DIR`` names another parent), because the servers run as the
+unprivileged ``gridxfer`` user and ``$GRIDXFER_HOME`` is private (0700). The pointer to
+``base_dir`` is written to ``$GRIDXFER_HOME/testbed/local.json`` before the first server
+starts, so ``down`` works even after ``up`` was killed -9 half-way.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .. import state
+from . import ca as ca_mod
+from . import inventory as inv_mod
+from .gridftp import check_gsi_login, start_gridftp
+from .inventory import Endpoint, Inventory, TestbedError
+from .procs import alive, kill_matching, kill_pidfiles, run_quiet
+from .xrootd import chown_tree, ensure_user, start_xrootd
+
+Kind = Literal["xrootd", "gsiftp", "ftp"]
+POINTER = "local.json"
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    kind: Kind
+    tier: str
+    throttle: float | None = None      # bytes/s (xrootd only: the throttle plugin)
+    size_limit: int | None = None      # bytes: data dir is a tmpfs of this size (root only)
+
+
+DEFAULT_SERVERS: tuple[ServerSpec, ...] = (
+    ServerSpec("t0-xrd", "xrootd", "T0"),
+    ServerSpec("t0-gsiftp", "gsiftp", "T0"),
+    ServerSpec("t1a-xrd1", "xrootd", "T1A"),
+    ServerSpec("t1a-xrd2", "xrootd", "T1A"),
+    ServerSpec("t1a-gsiftp", "gsiftp", "T1A"),
+    ServerSpec("t1b-xrd", "xrootd", "T1B"),
+    ServerSpec("t1b-ftp", "ftp", "T1B"),
+)
+
+
+@dataclass(frozen=True)
+class LocalGridSpec:
+    servers: tuple[ServerSpec, ...] = DEFAULT_SERVERS
+    base_parent: str | None = None     # parent of base_dir (default $GRIDXFER_TESTBED_DIR or /tmp)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    gsi: ca_mod.GsiFiles | None = None  # reuse this test CA + proxy (e.g. one per test session)
+
+
+def client_env(gsi: ca_mod.GsiFiles) -> dict[str, str]:
+    """What gfal2 / XrdCl / globus-url-copy need to talk to this grid."""
+    return {**gsi.client_env(),
+            # gfal-copy & co. pick the first `python` on PATH that imports gfal2; a pyenv
+            # or venv python without the Debian bindings makes them fail with 127.
+            "GFAL_PYTHONBIN": "/usr/bin/python3",
+            "GLOBUS_USAGE_OPTOUT": "1"}
+
+
+def _pointer() -> Path:
+    return inv_mod.testbed_dir() / POINTER
+
+
+def _running(inv: Inventory) -> list[str]:
+    return [name for name, ep in inv.endpoints.items() if alive(ep.pid)]
+
+
+def up(spec: LocalGridSpec | None = None) -> Inventory:
+    """Start the servers of ``spec`` (default grid), write and return the inventory."""
+    spec = spec or LocalGridSpec()
+    _check_spec(spec)
+    if inv_mod.inventory_path().exists():
+        old = inv_mod.load_inventory()
+        running = _running(old)
+        if running:
+            raise TestbedError(f"a {old.mode} testbed is already up ({len(running)} servers running, "
+                               f"inventory {inv_mod.inventory_path()}); run `gridxfer testbed down` first")
+        down()
+    elif _pointer().exists():
+        down()      # left-overs of an `up` that was killed half-way
+    parent = Path(spec.base_parent or os.environ.get("GRIDXFER_TESTBED_DIR") or tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="gridxfer-grid-", dir=parent))
+    os.chmod(base, 0o755)
+    state.write_json(_pointer(), {"base_dir": str(base), "mounts": []})
+    try:
+        return _start(spec, base)
+    except BaseException:
+        down()
+        raise
+
+
+def _check_spec(spec: LocalGridSpec) -> None:
+    names = [s.name for s in spec.servers]
+    if len(set(names)) != len(names):
+        raise TestbedError(f"duplicate server names in grid spec: {names}")
+    for s in spec.servers:
+        if s.kind not in ("xrootd", "gsiftp", "ftp"):
+            raise TestbedError(f"server {s.name}: unknown kind {s.kind!r} (xrootd, gsiftp, ftp)")
+        if s.throttle and s.kind != "xrootd":
+            raise TestbedError(f"server {s.name}: throttle is only supported for xrootd")
+        if s.size_limit and os.geteuid() != 0:
+            raise TestbedError(f"server {s.name}: size_limit needs root (tmpfs mount)")
+
+
+def _start(spec: LocalGridSpec, base: Path) -> Inventory:
+    user = ensure_user()
+    gsi = spec.gsi or ca_mod.make_test_ca(base / "ca", local_user=user)
+    env = {**client_env(gsi), **spec.extra_env}
+    mounts: list[str] = []
+    endpoints: dict[str, Endpoint] = {}
+    for s in spec.servers:
+        sdir = base / s.name
+        (sdir / "data").mkdir(parents=True)
+        if s.size_limit:
+            _mount_tmpfs(sdir / "data", s.size_limit)
+            mounts.append(str(sdir / "data"))
+            state.write_json(_pointer(), {"base_dir": str(base), "mounts": mounts})
+            chown_tree(sdir / "data", user)
+        if s.kind == "xrootd":
+            ep = start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle, size_limit=s.size_limit)
+        else:
+            ep = start_gridftp(s.name, sdir, gsi=gsi if s.kind == "gsiftp" else None, tier=s.tier,
+                               size_limit=s.size_limit)
+        endpoints[s.name] = ep
+    first_gsi = next((ep for ep in endpoints.values() if ep.kind == "gsiftp"), None)
+    if first_gsi is not None:
+        check_gsi_login(first_gsi, env)
+    inv = Inventory(mode="local", endpoints=endpoints, env=env, base_dir=str(base),
+                    pids={n: ep.pid for n, ep in endpoints.items()}, mounts=tuple(mounts),
+                    extra={"gsi": _gsi_json(gsi), "service_user": user})
+    inv_mod.save_inventory(inv)
+    return inv
+
+
+def _gsi_json(gsi: ca_mod.GsiFiles) -> dict[str, str]:
+    from dataclasses import asdict
+    return asdict(gsi)
+
+
+def gsi_of(inv: Inventory) -> ca_mod.GsiFiles:
+    """The test CA files of a running grid (e.g. to issue more host certificates)."""
+    return ca_mod.GsiFiles(**inv.extra["gsi"])
+
+
+def _mount_tmpfs(path: Path, size: int) -> None:
+    res = run_quiet(["mount", "-t", "tmpfs", "-o", f"size={int(size)},mode=0755", "tmpfs", str(path)])
+    if res.returncode != 0:
+        raise TestbedError(f"cannot mount a {size}-byte tmpfs on {path}: {res.stderr.strip()}")
+
+
+def down() -> None:
+    """Stop every server of the local grid (incl. children), unmount, remove state. Idempotent."""
+    bases: list[Path] = []
+    mounts: list[str] = []
+    if inv_mod.inventory_path().exists():
+        try:
+            inv = inv_mod.load_inventory()
+        except TestbedError:
+            inv = None
+        if inv is not None and inv.mode == "local":
+            bases.append(Path(inv.base_dir))
+            mounts += inv.mounts
+    if _pointer().exists():
+        try:
+            ptr = state.read_json(_pointer())
+            bases.append(Path(ptr["base_dir"]))
+            mounts += ptr.get("mounts", [])
+        except (OSError, ValueError, KeyError):
+            pass
+    for base in dict.fromkeys(bases):
+        if base.is_dir():
+            kill_pidfiles(base)
+        kill_matching(str(base) + "/")
+    for mnt in dict.fromkeys(mounts):
+        if os.path.ismount(mnt):
+            run_quiet(["umount", "-l", mnt])
+    for base in dict.fromkeys(bases):
+        _rmtree(base)
+    inv_mod.remove_inventory()
+    try:
+        _pointer().unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _rmtree(base: Path) -> None:
+    import shutil
+    if base.is_dir() and base.name.startswith("gridxfer-grid-"):
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def status() -> dict:
+    """What runs: mode, base_dir and per endpoint url/pid/alive. {"up": False} if nothing."""
+    if not inv_mod.inventory_path().exists():
+        return {"mode": None, "up": False, "endpoints": {}}
+    inv = inv_mod.load_inventory()
+    eps = {n: {"url": ep.url, "protocol": ep.protocol, "tier": ep.tier, "pid": ep.pid,
+               "alive": alive(ep.pid), "data_dir": ep.data_dir, "log": ep.log,
+               "throttle": ep.throttle, "size_limit": ep.size_limit}
+           for n, ep in inv.endpoints.items()}
+    return {"mode": inv.mode, "up": any(e["alive"] for e in eps.values()), "base_dir": inv.base_dir,
+            "inventory": str(inv_mod.inventory_path()), "endpoints": eps, "env": inv.client_env()}

@@ -1,0 +1,125 @@
+"""Run a real XRootD server (``/usr/bin/xrootd``) for the testbed.
+
+xrootd refuses to run as root: when we are root it is started with ``-R <user>``
+(default ``gridxfer``, a system user created on demand by :func:`ensure_user`), and
+its directories are chown'ed to that user. When not root it runs as ourselves.
+
+Each server gets ``server_dir/{data,run}``; ``oss.localroot`` is ``server_dir`` and
+``/data`` is exported, so ``root://HOST:PORT//data/f`` is ``server_dir/data/f`` on disk.
+The config enables ``xrootd.chksum adler32``, root->root third-party copy
+(``ofs.tpc autorm pgm /usr/bin/xrdcp --server``: the destination server pulls from the
+source with ``xrdcp``; use ``xrdcp --tpc only``/gfal2 with the TPC flag), and optionally
+the throttle plugin (``xrootd.fslib throttle default`` + ``throttle.throttle data N``;
+libXrdThrottle-5.so) which caps the *server's total* data rate (reads and writes).
+
+API::
+
+    start_xrootd(name, server_dir, *, port=None, bind="127.0.0.1", host=None,
+                 throttle=None, wrap=(), run_as=None, tier="", ready_timeout=20.0) -> Endpoint
+
+``wrap`` is a command prefix such as ``["ip", "netns", "exec", "gx-t1a-se01"]`` (it must
+exec the server so the pid is the server's; the readiness probe ``xrdfs ... query config
+version`` is run through the same prefix). ``bind`` is the address to probe/connect to
+(xrootd itself listens on all addresses of its network namespace); ``host`` is the name
+put into the URL (default: ``bind``).
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from .inventory import Endpoint, TestbedError
+from .procs import free_port, run_quiet, spawn, wait_ready
+
+XROOTD = "/usr/bin/xrootd"
+SERVICE_USER = "gridxfer"
+
+
+def ensure_user(name: str = SERVICE_USER) -> str:
+    """The unprivileged account servers run as; created (system, no home) when root."""
+    if os.geteuid() != 0:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        res = run_quiet(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+        if res.returncode not in (0, 9):      # 9: already exists (race with another up)
+            raise TestbedError(f"cannot create service user {name!r}: {res.stderr.strip()}")
+    return name
+
+
+def chown_tree(path: Path, user: str) -> None:
+    """Give ``path`` (recursively) to ``user`` when we are root; no-op otherwise."""
+    if os.geteuid() != 0:
+        return
+    pw = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        os.chown(root, pw.pw_uid, pw.pw_gid)
+        for entry in dirs + files:
+            os.chown(os.path.join(root, entry), pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+
+
+def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None) -> str:
+    run = server_dir / "run"
+    lines = [
+        f"xrd.port {port}",
+        f"all.adminpath {run}",
+        f"all.pidpath {run}",
+        f"oss.localroot {server_dir}",
+        "all.export /data",
+        "xrootd.chksum adler32",
+        "ofs.tpc autorm pgm /usr/bin/xrdcp --server",
+    ]
+    if throttle:
+        lines += ["xrootd.fslib throttle default", f"throttle.throttle data {int(throttle)}"]
+    return "\n".join(lines) + "\n"
+
+
+def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: str = "127.0.0.1",
+                 host: str | None = None, throttle: float | None = None, wrap: Sequence[str] = (),
+                 run_as: str | None = None, tier: str = "", ready_timeout: float = 20.0,
+                 size_limit: int | None = None) -> Endpoint:
+    """Start one xrootd; returns its Endpoint once ``xrdfs query config version`` answers."""
+    if not Path(XROOTD).exists():
+        raise TestbedError(f"{XROOTD} not found (apt-get install xrootd-server)")
+    server_dir = Path(server_dir).resolve()
+    data, run = server_dir / "data", server_dir / "run"
+    data.mkdir(parents=True, exist_ok=True)
+    run.mkdir(parents=True, exist_ok=True)
+    port = port or free_port(bind if not wrap else "127.0.0.1")
+    cfg = run / "xrootd.cfg"
+    cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle))
+    log = run / "xrootd.log"
+    argv = [XROOTD, "-c", str(cfg), "-l", str(log)]
+    if os.geteuid() == 0:
+        user = run_as or ensure_user()
+        chown_tree(server_dir, user)
+        os.chmod(server_dir, 0o755)
+        argv[1:1] = ["-R", user]
+    proc = spawn("xrootd", argv, run, env=_server_env(), wrap=wrap, cwd=run)
+    url_host = host or bind
+    netloc = f"[{url_host}]:{port}" if ":" in url_host else f"{url_host}:{port}"
+    probe_url = f"root://{bind}:{port}" if ":" not in bind else f"root://[{bind}]:{port}"
+
+    def probe() -> bool:
+        res = run_quiet([*wrap, "xrdfs", probe_url, "query", "config", "version"], timeout=5,
+                        env={**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "4"})
+        return res.returncode == 0 and res.stdout.strip().startswith("v")
+
+    wait_ready(proc, probe, timeout=ready_timeout, what=f"xrootd {name!r} on port {port}", log=str(log))
+    return Endpoint(name=name, url=f"root://{netloc}//data/", protocol="root", tier=tier,
+                    data_dir=str(data), pid=proc.pid, log=str(log), kind="xrootd", port=port,
+                    throttle=throttle, size_limit=size_limit)
+
+
+def _server_env() -> dict[str, str]:
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+    for key in ("LD_LIBRARY_PATH",):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    if shutil.which("xrdcp") is None:
+        raise TestbedError("xrdcp not found (apt-get install xrootd-client); needed for TPC")
+    return env
