@@ -1,0 +1,31 @@
+"""The ``check_gridxfer_*`` Nagios plugins (entry points named in setup.cfg).
+
+Each submodule has ``build_parser()``, ``build(args) -> nagiosplugin.Check`` and
+``main(argv)``; the thin executables in ``checks/`` call these ``*_main`` functions.
+"""
+from __future__ import annotations
+
+
+def throughput_main() -> None:
+    from .throughput import main
+    main()
+
+
+def tape_main() -> None:
+    from .tape import main
+    main()
+
+
+def buffer_main() -> None:
+    from .buffer import main
+    main()
+
+
+def tuning_main() -> None:
+    from .tuning import main
+    main()
+
+
+def link_main() -> None:
+    from .link import main
+    main()

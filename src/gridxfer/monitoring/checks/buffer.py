@@ -1,0 +1,177 @@
+"""check_gridxfer_buffer: disk-buffer fill and time-to-full from inflow and outflow.
+
+Fill comes from statvfs of --path (the filesystem), from the bytes under --path against
+--capacity (a buffer directory or pool), or from --used/--capacity numbers. Inflow is
+the transfer rate into the buffer from campaign journals (or --inflow); outflow is the
+write-to-tape rate from the tape sources (or --outflow). With inflow above outflow the
+buffer fills in free / (inflow - outflow) seconds: --ttf-critical pages *before* it is
+full, whatever the fill percentage.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+import nagiosplugin
+
+from ...units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_size
+from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
+                      duration_arg, run_plugin, typed)
+from ..sources.journal import journal_paths, window_throughput
+from .tape import add_source_args, read_window
+
+NAME = "buffer"
+TTF_CAP = 365 * 86400.0    # perfdata value when the buffer is not filling
+
+
+def usage(args: argparse.Namespace) -> tuple[float, float]:
+    """(used, capacity) in bytes."""
+    if args.used is not None:
+        return float(args.used), float(args.capacity)
+    path: Path = args.path
+    if args.capacity is not None:
+        used = 0
+        for root, _dirs, files in os.walk(path, onerror=_raise):
+            for name in files:
+                try:
+                    used += os.lstat(os.path.join(root, name)).st_size
+                except FileNotFoundError:      # drained by tape meanwhile
+                    pass
+        return float(used), float(args.capacity)
+    st = os.statvfs(path)
+    capacity = st.f_blocks * st.f_frsize
+    free = st.f_bavail * st.f_frsize
+    return float(capacity - free), float(capacity)
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+class TimeToFull(nagiosplugin.Context):
+    """OK while time-to-full >= warning; infinite when the buffer is not filling."""
+
+    def __init__(self, name: str, warning: float, critical: float) -> None:
+        super().__init__(name)
+        self.warning, self.critical = warning, critical
+
+    def evaluate(self, metric, resource):
+        v = metric.value
+        if v < self.critical:
+            return nagiosplugin.Result(nagiosplugin.Critical,
+                                       f"full in {fmt_duration(v)} (< {fmt_duration(self.critical)})",
+                                       None)
+        if v < self.warning:
+            return nagiosplugin.Result(nagiosplugin.Warn,
+                                       f"full in {fmt_duration(v)} (< {fmt_duration(self.warning)})",
+                                       None)
+        return nagiosplugin.Result(nagiosplugin.Ok, None, metric)
+
+    def performance(self, metric, resource):
+        value = min(metric.value, TTF_CAP)
+        return nagiosplugin.Performance(metric.name, round(value, 1), "",
+                                        f"{self.warning:g}:", f"{self.critical:g}:", 0)
+
+
+class Buffer(GxResource):
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.headline = ""
+
+    def inflow(self, now: float) -> float:
+        a = self.args
+        if a.inflow is not None:
+            return float(a.inflow)
+        paths = journal_paths(a.inflow_campaign, a.inflow_journal)
+        return window_throughput(paths, a.window, now=now, endpoint=a.inflow_endpoint).rate
+
+    def outflow(self) -> float:
+        a = self.args
+        if a.outflow is not None:
+            return float(a.outflow)
+        tw, _garbage = read_window(a, NAME)
+        return tw.rate if a.outflow_basis == "drives" else tw.volume_rate
+
+    def collect(self):
+        a = self.args
+        now = a.at if a.at is not None else time.time()
+        used, capacity = usage(a)
+        if capacity <= 0:
+            raise ValueError(f"buffer capacity is {capacity:.0f} bytes")
+        free = max(0.0, capacity - used)
+        fill = 100.0 * used / capacity
+        rate_in, rate_out = self.inflow(now), self.outflow()
+        net = rate_in - rate_out
+        ttf = free / net if net > 0 else math.inf
+        where = str(a.path) if a.path else "buffer"
+        head = (f"{where} {fill:.1f}% full ({fmt_bytes(used)} of {fmt_bytes(capacity)}), "
+                f"in {fmt_rate(rate_in)}, out {fmt_rate(rate_out)}")
+        head += (f", full in {fmt_duration(ttf)}" if net > 0
+                 else ", not filling")
+        self.headline = head
+        yield nagiosplugin.Metric("fill_pct", round(fill, 2), min=0, max=100, context="fill")
+        yield nagiosplugin.Metric("time_to_full_s", ttf, context="ttf")
+        yield nagiosplugin.Metric("inflow_MBps", round(rate_in / 1e6, 3), min=0, context="info")
+        yield nagiosplugin.Metric("outflow_MBps", round(rate_out / 1e6, 3), min=0,
+                                  context="info")
+        yield nagiosplugin.Metric("used_GB", round(used / 1e9, 3), min=0,
+                                  max=round(capacity / 1e9, 3), context="info")
+
+
+def build_parser() -> PluginParser:
+    p = PluginParser("check_gridxfer_buffer", __doc__, thresholds="fill %%",
+                     default_warning="80", default_critical="90")
+    g = p.add_argument_group("buffer")
+    g.add_argument("-p", "--path", type=Path, help="buffer directory / filesystem")
+    g.add_argument("--capacity", type=typed(parse_size, "size"), metavar="SIZE",
+                   help="buffer size: with --path, fill = bytes under path / SIZE")
+    g.add_argument("--used", type=typed(parse_size, "size"), metavar="SIZE",
+                   help="bytes in the buffer (with --capacity, instead of --path)")
+    g.add_argument("-W", "--window", type=duration_arg, default=900.0,
+                   help="window for the rates (default 15m)")
+    g.add_argument("--ttf-warning", type=duration_arg, default=4 * 3600.0, metavar="DURATION",
+                   help="warn when full in less than this (default 4h)")
+    g.add_argument("--ttf-critical", type=duration_arg, default=3600.0, metavar="DURATION",
+                   help="critical when full in less than this (default 1h)")
+    f = p.add_argument_group("inflow (one of)")
+    f.add_argument("--inflow", type=typed(parse_byterate, "rate"), metavar="RATE",
+                   help="fixed inflow, e.g. 200MB/s")
+    f.add_argument("--inflow-campaign", metavar="NAME", help="campaign journal")
+    f.add_argument("--inflow-journal", type=Path, metavar="PATH", help="journal file")
+    f.add_argument("--inflow-endpoint", metavar="GLOB", help="only transfers to this endpoint")
+    o = p.add_argument_group("outflow: a fixed --outflow or the tape sources below")
+    o.add_argument("--outflow", type=typed(parse_byterate, "rate"), metavar="RATE",
+                   help="fixed outflow, e.g. 60MB/s")
+    o.add_argument("--outflow-basis", choices=("volume", "drives"), default="volume",
+                   help="volume: bytes written in the window (default); drives: sum of "
+                        "per-drive rates")
+    add_source_args(p)
+    return p
+
+
+def build(args: argparse.Namespace) -> nagiosplugin.Check:
+    if args.used is not None and args.capacity is None:
+        raise PluginUsage("--used needs --capacity")
+    if args.used is None and args.path is None:
+        raise PluginUsage("give --path (or --used with --capacity)")
+    if args.ttf_critical > args.ttf_warning:
+        raise PluginUsage("--ttf-critical must not exceed --ttf-warning")
+    has_tape = args.cta or args.dcache or args.jsonl
+    if args.outflow is None and not has_tape:
+        raise PluginUsage("give --outflow or a tape source (--cta/--dcache/--jsonl)")
+    if args.outflow is not None and has_tape:
+        raise PluginUsage("--outflow and tape sources exclude each other")
+    res = Buffer(args)
+    return GxCheck(res,
+                   nagiosplugin.ScalarContext("fill", args.warning, args.critical,
+                                              fmt_metric="{value}% full"),
+                   TimeToFull("ttf", args.ttf_warning, args.ttf_critical),
+                   nagiosplugin.ScalarContext("info"), LineSummary(res), name=NAME,
+                   prom_file=args.prom_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_plugin(NAME, build_parser(), build, argv)

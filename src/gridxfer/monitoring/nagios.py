@@ -1,0 +1,214 @@
+"""Shared plumbing for the ``check_gridxfer_*`` plugins, built on ``nagiosplugin``.
+
+Monitoring Plugins guidelines, and where each is enforced:
+
+- exit codes 0-3 only; one status line plus perfdata (``nagiosplugin.Check``/``Runtime``);
+- ``-w/-c`` are ``nagiosplugin.Range`` strings, validated while parsing (:func:`range_arg`);
+- ``-h``/``--help``, ``-V``/``--version`` and every argument error exit 3 (UNKNOWN). argparse
+  would exit 2 (CRITICAL to Nagios) through ``SystemExit``, which ``nagiosplugin.guarded``
+  does not catch: :class:`PluginParser` turns both into UNKNOWN, here and nowhere else;
+- ``-t`` timeout (default 10 s) aborts the probe with an UNKNOWN line (``nagiosplugin``
+  raises ``Timeout`` from SIGALRM; ``guarded`` reports it);
+- expected data problems (missing/garbled files, bad journals, unreadable state) become
+  ``CheckError`` in :class:`GxResource` -> one UNKNOWN line, no traceback;
+- tracebacks for real bugs appear only with ``-v`` (``guarded(verbose=0)``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, NoReturn
+
+import nagiosplugin
+
+from .. import __version__
+from ..errors import GridxferError
+from ..units import parse_duration
+
+UNKNOWN = 3
+_DATA_ERRORS = (GridxferError, OSError, sqlite3.Error, ValueError, KeyError, TypeError,
+                json.JSONDecodeError, subprocess.SubprocessError, UnicodeError)
+
+
+class PluginUsage(Exception):
+    """A bad command line: reported as one UNKNOWN line (exit 3)."""
+
+
+class PluginParser(argparse.ArgumentParser):
+    """argparse with the Monitoring Plugins conventions (see module doc)."""
+
+    def __init__(self, prog: str, description: str, *, thresholds: str | None = None,
+                 default_warning: str | None = None, default_critical: str | None = None) -> None:
+        super().__init__(prog=prog, description=description, add_help=False,
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="Thresholds are Nagios ranges ([@]start:end, '~' = -inf): "
+                                "'200:' alerts below 200, '10' alerts above 10.\n"
+                                "Exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN "
+                                "(also for --help, --version and bad arguments).")
+        std = self.add_argument_group("standard options")
+        std.add_argument("-h", "--help", action="help", help="show this help and exit (3)")
+        std.add_argument("-V", "--version", action="version",
+                         version=f"{prog} (gridxfer) {__version__}",
+                         help="print the version and exit (3)")
+        std.add_argument("-v", "--verbose", action="count", default=0,
+                         help="more output: -v adds detail lines, -vvv debug")
+        std.add_argument("-t", "--timeout", type=timeout_arg, default=10, metavar="SECONDS",
+                         help="abort with UNKNOWN after this many seconds (default 10, 0 = none)")
+        if thresholds:
+            std.add_argument("-w", "--warning", type=range_arg, default=default_warning,
+                             metavar="RANGE", help=f"warning range for {thresholds}"
+                             + (f" (default {default_warning})" if default_warning else ""))
+            std.add_argument("-c", "--critical", type=range_arg, default=default_critical,
+                             metavar="RANGE", help=f"critical range for {thresholds}"
+                             + (f" (default {default_critical})" if default_critical else ""))
+        std.add_argument("--prom-file", type=Path, metavar="PATH",
+                         help="also write the metrics as a node_exporter textfile (.prom)")
+
+    def error(self, message: str) -> NoReturn:
+        raise PluginUsage(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stdout.write(message)
+        sys.stdout.flush()
+        sys.exit(UNKNOWN)
+
+
+def range_arg(text: str) -> nagiosplugin.Range:
+    """A Nagios threshold range, or an argparse error naming what is wrong."""
+    try:
+        rng = nagiosplugin.Range(text)
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(f"bad range {text!r}: {exc}") from None
+    if any(v != v for v in (rng.start, rng.end)):   # NaN
+        raise argparse.ArgumentTypeError(f"bad range {text!r}")
+    return rng
+
+
+def timeout_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"timeout must be whole seconds, got {text!r}") from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"timeout out of range: {value}")
+    return value
+
+
+def duration_arg(text: str) -> float:
+    try:
+        value = parse_duration(text)
+    except GridxferError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 0 < value < 10 * 365 * 86400:
+        raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
+    return value
+
+
+def typed(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
+    """Wrap a ``gridxfer.units`` parser as an argparse type."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except (GridxferError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(f"{what}: {exc}") from None
+    convert.__name__ = what
+    return convert
+
+
+def perf_label(text: str) -> str:
+    """A perfdata label: no quotes or '=' (guidelines), short and stable."""
+    return re.sub(r"[^A-Za-z0-9_.:/-]+", "_", text)[:60] or "_"
+
+
+class GxResource(nagiosplugin.Resource):
+    """A resource whose expected failures become one UNKNOWN line (``CheckError``)."""
+
+    def collect(self) -> Iterable[nagiosplugin.Metric]:
+        raise NotImplementedError
+
+    def probe(self) -> list[nagiosplugin.Metric]:
+        try:
+            return list(self.collect())
+        except nagiosplugin.CheckError:
+            raise
+        except _DATA_ERRORS as exc:
+            raise nagiosplugin.CheckError(one_line(exc)) from exc
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    return " ".join(text.split())[:300].replace("|", "/")
+
+
+class GxCheck(nagiosplugin.Check):
+    """``nagiosplugin.Check`` that can also export its metrics to a Prometheus textfile."""
+
+    def __init__(self, *objects: Any, name: str, prom_file: Path | None = None) -> None:
+        super().__init__(*objects, name=name)
+        self.prom_file = prom_file
+
+    def __call__(self) -> None:
+        super().__call__()
+        if self.prom_file:
+            from .prometheus import check_samples, write_textfile
+            try:
+                write_textfile(self.prom_file, check_samples(self.name, self))
+            except OSError as exc:
+                self.results.add(nagiosplugin.Result(
+                    nagiosplugin.Unknown, f"cannot write --prom-file: {one_line(exc)}"))
+
+
+def run_plugin(name: str, parser: PluginParser,
+               build: Callable[[argparse.Namespace], nagiosplugin.Check],
+               argv: list[str] | None = None) -> NoReturn:
+    """Parse, build and run a check: the one place usage errors become UNKNOWN."""
+    prefix = name.upper()
+
+    @nagiosplugin.guarded(verbose=0)
+    def main() -> None:
+        try:
+            args = parser.parse_args(argv)
+            check = build(args)
+        except (PluginUsage, GridxferError) as exc:
+            print(f"{prefix} UNKNOWN - {one_line(exc)} (see --help)")
+            sys.exit(UNKNOWN)
+        check.main(verbose=args.verbose, timeout=args.timeout)
+
+    main()
+    sys.exit(UNKNOWN)   # not reached: Runtime always exits
+
+
+class LineSummary(nagiosplugin.Summary):
+    """Status line: the worst result first (when not OK), then the resource's headline."""
+
+    def __init__(self, resource: GxResource) -> None:
+        self.resource = resource
+
+    def ok(self, results: nagiosplugin.Results) -> str:
+        return getattr(self.resource, "headline", "") or str(results[0])
+
+    def problem(self, results: nagiosplugin.Results) -> str:
+        first = str(results.first_significant)
+        head = getattr(self.resource, "headline", "")
+        if first and head and first not in head:
+            return f"{first}; {head}"
+        return first or head
+
+
+class StateContext(nagiosplugin.Context):
+    """A state decided by the resource: ``Metric(<message>, <0..3>, context=<name>)``.
+
+    The metric's name carries the message; no perfdata is produced."""
+
+    def evaluate(self, metric: nagiosplugin.Metric, resource: Any) -> nagiosplugin.Result:
+        state = {0: nagiosplugin.Ok, 1: nagiosplugin.Warn, 2: nagiosplugin.Critical}.get(
+            int(metric.value), nagiosplugin.Unknown)
+        return nagiosplugin.Result(state, metric.name, None)
