@@ -30,6 +30,7 @@ BUNDLED_DIR = Path(__file__).resolve().parents[3] / "sysctl-profiles"
 NIC_PREFIX = "nic."
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 _DIRECTIVE_RE = re.compile(r"#\s*(source|intent|include)\s*:\s*(.*)$", re.I)
+_CONT_RE = re.compile(r"#\s{3,}(\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -171,12 +172,19 @@ def _parse_conf(path: Path) -> tuple[dict[str, str], list[Setting], list[tuple[s
     settings: list[Setting] = []
     includes: list[tuple[str, int]] = []
     seen: set[str] = set()
+    last_meta: str | None = None
     for no, raw in enumerate(_read_lines(path), 1):
         stripped = raw.strip()
         if not stripped:
+            last_meta = None
             continue
         if stripped[0] in "#;":
             m = _DIRECTIVE_RE.match(stripped)
+            cont = _CONT_RE.match(raw)
+            if not m and cont and last_meta and not settings:
+                meta[last_meta] += " " + cont.group(1).strip()
+                continue
+            last_meta = m.group(1).lower() if m and m.group(1).lower() != "include" else None
             if m and m.group(1).lower() == "include":
                 names = [n.strip() for n in m.group(2).split(",") if n.strip()]
                 if not names:
