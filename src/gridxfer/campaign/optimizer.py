@@ -6,16 +6,19 @@ is journalled as an ``optimizer`` event with its reason (cf. FTS3 t_optimizer_ev
 see ``decision_event``; ``link_status(conn)`` reads the latest one per link back.
 
 ``AdaptiveConcurrency`` is FTS3's idea (step the number of active transfers on a
-throughput EMA and the success rate) on a short clock so it converges in seconds:
+throughput EMA and the success rate) on a short clock, with a search that converges in
+seconds instead of FTS3's +-1..2 per minute:
 
-- every ``interval`` s (default 2) it takes the link's rate into an EMA; the first
+- every ``interval`` s (default 1.5) it takes the link's rate into an EMA; the first
   sample after a change is skipped, since new transfers need a moment to ramp up;
-- a success rate below ``min_success`` in the interval: back off (-2, or halve);
-- slow start: while each step up brings more than ``gain`` (10 %) more throughput,
-  double the cap (+1..+2 at least); once a step brings no gain, go back to the best
-  level seen, and from then on probe +1 every ``probe_every`` s (FTS3's additive step);
-- a throughput collapse at a steady level (< ``drop`` x the rate it was chosen for)
-  steps down by one;
+- slow start: double the cap while each doubling brings more than ``gain`` (10 %);
+- refine: then bisect between the measured levels around the best one, towards the
+  more promising side, until its neighbours are measured; settle on the *fewest*
+  transfers within ``gain``/2 of the best rate (sessions cost the servers);
+- steady: probe +1 every ``probe_every`` s, keep it only if it gains (FTS3's step);
+  a throughput collapse (< ``drop`` x the rate the level was chosen for) steps down;
+- a success rate below ``min_success`` in an interval: back off (-2, or halve
+  below 50 %), whatever the phase;
 - no change while the link is not using its cap (too few queued files): more slots
   would not be measured.
 """
@@ -68,9 +71,9 @@ class _Link:
     next_at: float = 0.0
     settle: bool = True                 # skip the next sample (cap just changed)
     ema: float = 0.0
+    samples: int = 0                    # samples in ``ema`` since the cap changed
     rates: dict[int, float] = field(default_factory=dict)   # cap -> EMA measured there
-    slow_start: bool = True
-    probing_from: int | None = None     # cap we stepped up from, awaiting the verdict
+    phase: str = "slow-start"           # slow-start | refine | steady | probe
     steady_rate: float = 0.0
     next_probe: float = 0.0
     succeeded: int = 0
@@ -79,7 +82,7 @@ class _Link:
 
 class AdaptiveConcurrency:
     def __init__(self, min_active: int, max_active: int, *, start: int | None = None,
-                 interval: float = 2.0, alpha: float = 0.6, gain: float = 0.10,
+                 interval: float = 1.5, alpha: float = 0.6, gain: float = 0.10,
                  min_success: float = 0.9, probe_every: float = 20.0,
                  drop: float = 0.6) -> None:
         self.min_active = max(1, min_active)
@@ -105,74 +108,95 @@ class AdaptiveConcurrency:
         st.next_at = now + self.interval
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
-        if st.settle:
-            st.settle = False
+        if failed and done / (done + failed) < self.min_success:
+            new, why = self._back_off(now, st, done, failed)
+        elif st.settle or (link.active < st.cap and link.queued == 0):
+            st.settle = False               # ramping up, or nothing to learn from
             return Decision(st.cap, st.reason)
-        st.ema = link.rate if st.ema <= 0 else self.alpha * link.rate + (1 - self.alpha) * st.ema
-        new, why = self._decide(now, st, link, done, failed)
+        else:
+            st.ema = link.rate if st.samples == 0 else (self.alpha * link.rate
+                                                         + (1 - self.alpha) * st.ema)
+            st.samples += 1
+            new, why = self._decide(now, st)
         if new != st.cap:
-            st.cap, st.reason, st.settle, st.ema = new, why, True, 0.0
+            st.cap, st.reason, st.settle, st.ema, st.samples = new, why, True, 0.0, 0
+        elif why:
+            st.reason = why
         return Decision(st.cap, st.reason)
 
-    def _set(self, st: _Link, cap: int, why: str) -> tuple[int, str]:
-        cap = self._clamp(cap)
-        return (cap, why) if cap != st.cap else (cap, st.reason)
+    def _back_off(self, now: float, st: _Link, done: int, failed: int) -> tuple[int, str]:
+        ratio = done / (done + failed)
+        st.rates.clear()
+        st.phase, st.steady_rate, st.next_probe = "steady", 0.0, now + self.probe_every
+        new = self._clamp(min(st.cap - 2, st.cap // 2) if ratio < 0.5 else st.cap - 2)
+        return new, (f"success rate {ratio:.0%} < {self.min_success:.0%} ({failed} failed): "
+                     f"{st.cap} -> {new}")
 
     def _best(self, st: _Link) -> int:
-        """The fewest transfers that get within ``gain`` of the best rate seen."""
+        """The fewest transfers that get within ``gain``/2 of the best rate seen."""
         top = max(st.rates.values())
-        return min(c for c, r in st.rates.items() if r >= (1 - self.gain) * top)
+        return min(c for c, r in st.rates.items() if r >= (1 - self.gain / 2) * top)
 
-    def _settle_at(self, now: float, st: _Link, cap: int) -> None:
-        st.probing_from, st.slow_start = None, False
-        st.steady_rate, st.next_probe = st.rates.get(cap, st.ema), now + self.probe_every
+    def _bisect(self, st: _Link) -> int | None:
+        """Next level to try around the best one, or None when its neighbours are known."""
+        best = self._best(st)
+        below = [c for c in st.rates if c < best]
+        above = [c for c in st.rates if c > best]
+        options = []
+        if below and best - max(below) >= 2:
+            lo = max(below)
+            options.append((st.rates[lo], (lo + best) // 2))
+        if above and min(above) - best >= 2:
+            hi = min(above)
+            if st.rates[hi] < (1 - self.gain) * st.rates[best]:   # a peak may hide there
+                options.append((st.rates[hi], (best + hi) // 2))
+        return max(options)[1] if options else None
 
-    def _decide(self, now: float, st: _Link, link: LinkSample, done: int,
-                failed: int) -> tuple[int, str]:
+    def _decide(self, now: float, st: _Link) -> tuple[int, str]:
         rate, cap = st.ema, st.cap
-        if failed and done / (done + failed) < self.min_success:
-            ratio = done / (done + failed)
-            st.rates.clear()
-            st.probing_from, st.slow_start, st.steady_rate = None, False, 0.0
+        where = f"{fmt_rate(rate)} at {cap}"
+        if st.phase == "steady":
+            if st.steady_rate > 0 and rate < self.drop * st.steady_rate and cap > self.min_active:
+                before, st.steady_rate = st.steady_rate, 0.0   # re-baselined at the new level
+                st.rates = {cap: rate}
+                st.next_probe = now + self.probe_every
+                return cap - 1, f"throughput fell to {where} from {fmt_rate(before)}: -1"
+            if cap < self.max_active and now >= st.next_probe:
+                st.rates[cap], st.phase = rate, "probe"
+                return cap + 1, f"probe: {where}, trying {cap + 1}"
+            if st.steady_rate <= 0:
+                st.steady_rate = rate
+            return cap, ""
+        prev = max((c for c in st.rates if c < cap), default=None)
+        st.rates[cap] = rate
+        gained = prev is not None and rate > st.rates[prev] * (1 + self.gain)
+        vs = "" if prev is None else f" vs {fmt_rate(st.rates[prev])} at {prev}"
+        if st.phase == "slow-start" and (prev is None or gained) and cap < self.max_active:
+            nxt = self._clamp(2 * cap)
+            return nxt, f"slow start: {where}{vs}, trying {nxt}"
+        if st.phase == "probe" and prev is not None:
+            if st.samples < 2:              # a +1 gain is small: measure it twice
+                del st.rates[cap]
+                return cap, ""
+            if gained and cap < self.max_active:
+                return cap + 1, f"probe: {where}{vs}, trying {cap + 1}"
+            best = cap if gained else prev
+            st.phase, st.steady_rate = "steady", st.rates[best]
             st.next_probe = now + self.probe_every
-            return self._set(st, min(cap - 2, cap // 2) if ratio < 0.5 else cap - 2,
-                             f"success rate {ratio:.0%} < {self.min_success:.0%} "
-                             f"({failed} failed): back off")
-        if link.active < cap and link.queued == 0:
-            return cap, st.reason          # not using its slots: nothing to learn
-        if st.probing_from is not None:
-            prev = st.probing_from
-            base = st.rates.get(prev, 0.0)
-            st.rates[cap] = rate
-            if rate > base * (1 + self.gain) and cap < self.max_active:
-                step = cap if st.slow_start else 1
-                st.probing_from = cap
-                return self._set(st, cap + step, f"{fmt_rate(rate)} at {cap} > {fmt_rate(base)} "
-                                 f"at {prev}: +{min(step, self.max_active - cap)}")
-            best = self._best(st)
-            self._settle_at(now, st, best)
-            if best == cap:
-                why = (f"at max_active {cap} ({fmt_rate(rate)})" if cap >= self.max_active
-                       else f"converged at {cap} ({fmt_rate(rate)})")
-                return cap, why
-            return self._set(st, best, f"no gain at {cap} ({fmt_rate(rate)} vs "
-                             f"{fmt_rate(base)} at {prev}): back to {best}")
-        if st.steady_rate > 0 and rate < self.drop * st.steady_rate and cap > self.min_active:
-            before, st.steady_rate = st.steady_rate, rate
-            st.rates.clear()
-            st.next_probe = now + self.probe_every
-            return self._set(st, cap - 1, f"throughput fell to {fmt_rate(rate)} from "
-                             f"{fmt_rate(before)}: -1")
-        if cap < self.max_active and now >= st.next_probe:
-            st.rates[cap] = rate
-            st.probing_from = cap
-            step = cap if st.slow_start else 1
-            word = "slow start" if st.slow_start else "probe"
-            return self._set(st, cap + step, f"{word}: {fmt_rate(rate)} at {cap}, "
-                             f"trying {self._clamp(cap + step)}")
-        if st.steady_rate <= 0:
-            st.steady_rate = rate
-        return cap, st.reason
+            return best, (f"kept {cap}: {where}{vs}" if gained else f"no gain at {cap} "
+                          f"({fmt_rate(rate)}{vs}): back to {prev}")
+        if st.phase in ("slow-start", "refine"):
+            st.phase = "refine"
+            nxt = self._bisect(st)
+            if nxt is not None:
+                return nxt, f"refine: {where}{vs}, trying {nxt}"
+        best = self._best(st)
+        st.phase, st.steady_rate = "steady", st.rates[best]
+        st.next_probe = now + self.probe_every
+        if best == cap:
+            return cap, f"converged at {cap} ({fmt_rate(rate)})"
+        return best, f"settled on {best} ({fmt_rate(st.rates[best])}; {where})"
+
 
 OPTIMIZERS: dict[str, type] = {"adaptive": AdaptiveConcurrency, "fixed": FixedConcurrency}
 DEFAULT_OPTIMIZER = "adaptive"

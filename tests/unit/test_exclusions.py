@@ -1,0 +1,123 @@
+"""Exclusion rules on recorded stats: circuit breaker, slow drain, no space."""
+from __future__ import annotations
+
+from gridxfer.campaign.exclusions import DefaultExclusions, exclusion_changes, exclusion_event
+from gridxfer.campaign.selection import EndpointStats, Exclusion, FileToPlace, NoExclusions
+
+MB = 1_000_000
+POOL = ["a", "b", "c"]
+
+
+def stats(**per_url):
+    out = {u: EndpointStats(url=u, throughput=10 * MB, completed=5) for u in POOL}
+    for url, kw in per_url.items():
+        out[url] = EndpointStats(url=url, **kw)
+    return out
+
+
+def eligible(policy, st, now, file=None):
+    ok, excl = policy.eligible(POOL, st, now, file)
+    assert sorted(ok + [e.url for e in excl]) == sorted(POOL)   # a partition of the pool
+    return ok, {e.url: e for e in excl}
+
+
+def test_no_exclusions_keeps_everything():
+    assert NoExclusions().eligible(POOL, {}, 0.0) == (POOL, [])
+
+
+def test_breaker_opens_after_threshold_and_half_opens_for_one_probe():
+    p = DefaultExclusions(failure_threshold=3, cooldown=10.0)
+    for t in (1.0, 2.0):
+        p.record("a", False, "connection", t)
+    assert eligible(p, stats(), 2.5)[0] == POOL            # two failures: still in
+    p.record("a", False, "connection", 3.0)
+    ok, ex = eligible(p, stats(), 4.0)
+    assert ok == ["b", "c"]
+    assert ex["a"].reason.startswith("circuit open: 3 failures in a row (last: connection)")
+    assert ex["a"].until == 13.0
+    p.record("a", False, "connection", 5.0)                # stragglers do not extend it
+    assert eligible(p, stats(), 12.9)[1]["a"].until == 13.0
+    # cooldown over: half-open, one probe at a time
+    assert "a" in eligible(p, stats(), 13.5)[0]
+    ok, ex = eligible(p, stats(a=dict(pending=1)), 13.6)
+    assert "a" not in ok and "half-open" in ex["a"].reason
+    # the probe fails: open again, for twice as long
+    p.record("a", False, "timeout", 14.0)
+    ex = eligible(p, stats(), 14.1)[1]
+    assert ex["a"].until == 34.0 and "probe failed" in ex["a"].reason
+    # next probe succeeds: closed
+    assert "a" in eligible(p, stats(), 34.5)[0]
+    p.record("a", True, None, 35.0)
+    assert eligible(p, stats(a=dict(pending=3, throughput=10 * MB, completed=9)), 35.1)[0] == POOL
+
+
+def test_success_resets_the_count_and_foreign_faults_do_not_count():
+    p = DefaultExclusions(failure_threshold=3)
+    for cls in ("connection", "connection"):
+        p.record("a", False, cls, 1.0)
+    p.record("a", True, None, 2.0)
+    p.record("a", False, "timeout", 3.0)
+    for cls in ("source_missing", "exists", "cancelled", "source_missing"):
+        p.record("a", False, cls, 4.0)
+    assert eligible(p, stats(), 5.0)[0] == POOL
+
+
+def test_enospc_excludes_for_a_cooldown_that_doubles():
+    p = DefaultExclusions(space_cooldown=30.0)
+    p.record("b", False, "no_space", 100.0)
+    ok, ex = eligible(p, stats(), 101.0)
+    assert ok == ["a", "c"] and ex["b"].reason.startswith("no space") and ex["b"].until == 130.0
+    assert "b" in eligible(p, stats(), 131.0)[0]
+    p.record("b", False, "no_space", 132.0)
+    assert eligible(p, stats(), 133.0)[1]["b"].until == 192.0
+
+
+def test_free_space_counts_pending_writes_and_the_file():
+    p = DefaultExclusions()
+    big = FileToPlace(1, "big", 50 * MB)
+    st = stats(c=dict(free_bytes=120 * MB, pending=1, pending_bytes=80 * MB))
+    ok, ex = eligible(p, st, 1.0, big)
+    assert ok == ["a", "b"] and "40.00 MB free" in ex["c"].reason and ex["c"].until is None
+    assert "c" in eligible(p, st, 1.0, FileToPlace(2, "small", 10 * MB))[0]
+    # without a file only a full endpoint is skipped
+    assert "c" in eligible(p, st, 1.0)[0]
+    assert "c" not in eligible(p, stats(c=dict(free_bytes=0)), 1.0)[0]
+
+
+def test_slow_endpoint_is_drained_then_reprobed():
+    p = DefaultExclusions(slow_ratio=0.2, slow_min_completed=3, drain_for=30.0)
+    slow = dict(throughput=1 * MB, completed=3)
+    ok, ex = eligible(p, stats(c=slow), 10.0)
+    assert ok == ["a", "b"]
+    assert ex["c"].reason.startswith("slow: 1.0 MB/s < 0.2 x pool median 10.0 MB/s")
+    assert ex["c"].until == 40.0
+    # too few transfers to judge: not drained
+    assert eligible(DefaultExclusions(slow_ratio=0.2), stats(c=dict(throughput=1 * MB, completed=2)), 0.0)[0] == POOL
+    # drain over: one re-probe transfer, judged on its fresh sample
+    assert "c" in eligible(p, stats(c=slow), 41.0)[0]
+    assert "c" not in eligible(p, stats(c=dict(slow, pending=1)), 42.0)[0]
+    ok, ex = eligible(p, stats(c=dict(throughput=1 * MB, completed=4)), 50.0)
+    assert "c" not in ok and ex["c"].until == 80.0
+    # recovered
+    assert "c" in eligible(p, stats(c=dict(throughput=8 * MB, completed=5)), 81.0)[0]
+    assert "c" in eligible(p, stats(c=dict(throughput=8 * MB, completed=6)), 82.0)[0]
+
+
+def test_ten_times_slower_is_not_drained_by_default():
+    """The default only drains a much slower (20x) endpoint: throughput-aware selection
+    gives a 10x slower one its fair share instead of wasting its capacity."""
+    assert "c" in eligible(DefaultExclusions(), stats(c=dict(throughput=1 * MB, completed=9)), 0.0)[0]
+    assert "c" not in eligible(DefaultExclusions(), stats(c=dict(throughput=0.4 * MB, completed=9)), 0.0)[0]
+
+
+def test_changes_and_event_detail():
+    e1 = Exclusion("a", "circuit open: 3 failures in a row; cooldown 9.0s", 10.0)
+    e1b = Exclusion("a", "circuit open: 3 failures in a row; cooldown 8.0s", 10.0)
+    e2 = Exclusion("b", "no space: x", None)
+    added, removed = exclusion_changes({"a": e1}, [e1b, e2])
+    assert added == [e2] and removed == []
+    added, removed = exclusion_changes({"a": e1, "b": e2}, [])
+    assert added == [] and removed == ["a", "b"]
+    assert exclusion_event("T1", e2, "b") == {"tier": "T1", "url": "b", "reason": "no space: x",
+                                               "until": None}
+    assert exclusion_event("T1", None, "b") == {"tier": "T1", "url": "b"}

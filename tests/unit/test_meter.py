@@ -1,0 +1,42 @@
+from gridxfer.campaign.meter import EndpointMeter
+
+MB = 1_000_000
+
+
+def test_aggregate_throughput_from_overlapping_sessions():
+    m = EndpointMeter()
+    # a server sharing 10 MB/s between two sessions: 10 MB each, both end at t=2
+    m.start("a", 1, 10 * MB, 0.0)
+    m.start("a", 2, 10 * MB, 0.0)
+    assert m.snapshot(1.0)["a"].pending == 2
+    assert m.snapshot(1.0)["a"].pending_bytes == 20 * MB
+    m.end("a", 1, True, 2.0)
+    m.end("a", 2, True, 2.0)
+    s = m.snapshot(2.0)["a"]
+    assert s.throughput == 10 * MB and s.ewma_rate == 5 * MB
+    assert s.completed == 2 and s.pending == 0 and s.pending_bytes == 0
+
+
+def test_staggered_sessions_count_the_mean_load():
+    m = EndpointMeter(alpha=1.0)
+    m.start("a", 1, 10 * MB, 0.0)       # alone for 1 s at 10 MB/s, then shares for 1.8 s
+    m.start("a", 2, 10 * MB, 1.0)
+    m.end("a", 1, True, 2.8)            # 10 MB in 2.8 s at a mean load of 1.64 sessions
+    assert abs(m.snapshot(2.8)["a"].throughput - 10 / 2.8 * (1 + 1.8 * 2) / 2.8 * MB) < 1
+
+
+def test_progress_lowers_pending_bytes_and_failures_count_in_a_row():
+    m = EndpointMeter()
+    m.start("a", 1, 10 * MB, 0.0)
+    m.progress("a", 1, 4 * MB, 0.5)
+    m.progress("a", 1, 3 * MB, 0.6)     # never goes backwards
+    assert m.snapshot(1.0)["a"].pending_bytes == 6 * MB
+    m.end("a", 1, False, 1.0)
+    m.start("a", 2, 1, 1.0)
+    m.end("a", 2, False, 1.1)
+    m.start("a", 3, 1, 1.1)
+    m.end("a", 3, False, 1.2, counts_as_failure=False)   # e.g. source missing
+    s = m.snapshot(2.0)["a"]
+    assert s.failures_in_row == 2 and s.throughput == 0 and s.pending == 0
+    m.set_free("a", 123, 2.0)
+    assert m.snapshot(2.0)["a"].free_bytes == 123
