@@ -1,0 +1,76 @@
+"""check_gridxfer_link: an iperf3 throughput floor between this host and an iperf3 server.
+
+Runs ``iperf3 -J -c HOST`` (an ``iperf3 -s`` must listen there) and checks the received
+rate in Mbit/s against -w/-c, e.g. ``-w 5000: -c 1000:``. -t must leave room for the
+test: the check refuses a --duration that cannot finish within the timeout.
+"""
+from __future__ import annotations
+
+import argparse
+
+import nagiosplugin
+
+from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
+                      duration_arg, range_arg, run_plugin)
+from ..sources.iperf import run_iperf3
+
+NAME = "link"
+
+
+class Link(GxResource):
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.headline = ""
+
+    def collect(self):
+        a = self.args
+        budget = (a.timeout or 3600) - 1
+        r = run_iperf3(a.host, port=a.port, duration=a.duration, streams=a.parallel,
+                       reverse=a.reverse, connect_timeout=min(3.0, a.duration),
+                       timeout=budget, iperf3=a.iperf3)
+        mbps = r.received_bps / 1e6
+        direction = "from" if a.reverse else "to"
+        self.headline = (f"{mbps:.1f} Mbit/s {direction} {a.host}:{a.port} "
+                         f"({r.streams} stream(s), {r.seconds:.1f}s"
+                         + (f", {r.retransmits} retransmits)" if r.retransmits is not None
+                            else ")"))
+        yield nagiosplugin.Metric("link_Mbps", round(mbps, 2), min=0, context="link")
+        if r.retransmits is not None:
+            yield nagiosplugin.Metric("retransmits", r.retransmits, min=0, context="retr")
+
+
+def build_parser() -> PluginParser:
+    p = PluginParser("check_gridxfer_link", __doc__, thresholds="received Mbit/s")
+    g = p.add_argument_group("iperf3")
+    g.add_argument("-H", "--host", required=True, help="iperf3 server")
+    g.add_argument("-p", "--port", type=int, default=5201, help="server port (5201)")
+    g.add_argument("-d", "--duration", type=duration_arg, default=5.0,
+                   help="test length (default 5s)")
+    g.add_argument("-P", "--parallel", type=int, default=1, help="parallel streams (1)")
+    g.add_argument("-R", "--reverse", action="store_true", help="server sends (download)")
+    g.add_argument("--retransmits-warning", type=range_arg, metavar="RANGE")
+    g.add_argument("--retransmits-critical", type=range_arg, metavar="RANGE")
+    g.add_argument("--iperf3", default="iperf3", help="iperf3 executable")
+    return p
+
+
+def build(args: argparse.Namespace) -> nagiosplugin.Check:
+
+    if not 0 < args.port < 65536:
+        raise PluginUsage(f"bad port {args.port}")
+    if not 1 <= args.parallel <= 128:
+        raise PluginUsage("--parallel must be 1..128")
+    if args.timeout and args.duration + 4 > args.timeout:
+        raise PluginUsage(f"--duration {args.duration:g}s does not fit in -t {args.timeout}s "
+                          "(needs duration + 4s)")
+    res = Link(args)
+    return GxCheck(res,
+                   nagiosplugin.ScalarContext("link", args.warning, args.critical,
+                                              fmt_metric="{value} Mbit/s"),
+                   nagiosplugin.ScalarContext("retr", args.retransmits_warning,
+                                              args.retransmits_critical, fmt_metric="{value} retransmits"),
+                   LineSummary(res), name=NAME, prom_file=args.prom_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_plugin(NAME, build_parser(), build, argv)
