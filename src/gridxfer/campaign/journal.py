@@ -191,7 +191,7 @@ def active_attempts(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     """Attempts left 'active' (the process died or was killed): partial index, no scan."""
     return conn.execute(
         "SELECT a.id, a.file_id, a.tier, a.endpoint, a.dst_url, a.tmp_url, a.started, "
-        "f.size, f.expected_checksum, f.state AS file_state FROM attempts a "
+        "f.src_url, f.size, f.expected_checksum, f.state AS file_state FROM attempts a "
         "INDEXED BY attempts_active JOIN files f ON f.id = a.file_id "
         "WHERE a.status = 'active'").fetchall()
 

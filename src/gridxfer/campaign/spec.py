@@ -33,7 +33,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..errors import SpecError, UsageError
+from ..errors import GridxferError, SpecError, UsageError
 from .. import units
 from .journal import _NAME_RE
 
@@ -205,9 +205,10 @@ class _Checker:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise self.fail(node, fieldname, f"not a URL or endpoint name: {text!r}")
         try:
-            resolver = self._resolver or _inventory_resolver()
-            base = resolver(name)
-        except (UsageError, KeyError, LookupError, OSError) as exc:
+            if self._resolver is None:
+                self._resolver = _inventory_resolver()
+            base = self._resolver(name)
+        except (GridxferError, KeyError, LookupError, OSError) as exc:
             raise self.fail(node, fieldname, f"endpoint name {name!r}: {_one_line(exc)}") from None
         self.used_inventory = True
         return base.rstrip("/") + "/" + sub if sub else base
@@ -224,10 +225,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _inventory_resolver() -> Callable[[str], str]:
-    try:
-        from ..testbed.inventory import load_inventory
-    except ImportError as exc:
-        raise UsageError(f"no testbed inventory available ({exc})") from None
+    from ..testbed.inventory import load_inventory
     inv = load_inventory()
     return lambda name: str(inv.resolve(name))
 

@@ -1,7 +1,289 @@
-"""`gridxfer campaign` commands (placeholder: being built)."""
+"""`gridxfer campaign run|resume|status|report|list`: parse, call the core, render.
+
+Exit codes come from gridxfer.errors only: PartialFailure (3) after rendering when some
+files failed, Interrupted (4) when stopped by Ctrl-C/SIGTERM (resumable).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from typing import Any, Callable
+
 import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import Interrupted, PartialFailure, UsageError
+from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
+
+
+def _echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def _console() -> Console:
+    con = Console(highlight=False)
+    return con if con.is_terminal else Console(highlight=False, width=200)
+
+
+def _num(x: float, step: float) -> str:
+    """x with as many decimals as the step between values needs."""
+    decimals = max(0, min(6, -int(math.floor(math.log10(step) + 1e-9)) if step > 0 else 0))
+    return f"{x:.{decimals}f}"
+
+
+def _short(url: str) -> str:
+    from urllib.parse import urlsplit
+    p = urlsplit(url)
+    return f"{p.netloc}{p.path.rstrip('/')}" if len(url) <= 40 else p.netloc
 
 
 @click.group(name="campaign")
 def group() -> None:
-    """Not built yet."""
+    """Run, resume and report bulk transfer campaigns."""
+
+
+def _alert_options(f: Callable) -> Callable:
+    opts = [
+        click.option("--alert-cmd-file", type=click.Path(dir_okay=False), default=None,
+                     help="Nagios external command file for passive throughput alerts."),
+        click.option("--on-drop", "on_drop", default=None, metavar="CMD",
+                     help="Command run (no shell) when throughput drops or recovers."),
+        click.option("--alert-floor", default=None, metavar="RATE",
+                     help="Alert when the aggregate rate stays below this (MB/s, or e.g. 20MB/s)."),
+        click.option("--alert-baseline", type=float, default=None, metavar="FRACTION",
+                     help="Alert when the rate stays below FRACTION x its moving baseline."),
+        click.option("--alert-window", default="60s", show_default=True, metavar="DURATION",
+                     help="How long the rate must stay low before an alert."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _alerter(name: str, kw: dict[str, Any]):
+    cmd_file, on_drop = kw.get("alert_cmd_file"), kw.get("on_drop")
+    floor, base = kw.get("alert_floor"), kw.get("alert_baseline")
+    if not (cmd_file or on_drop):
+        if floor or base:
+            raise UsageError("--alert-floor/--alert-baseline need --alert-cmd-file or --on-drop")
+        return None
+    if floor is None and base is None:
+        raise UsageError("alerts need a threshold: --alert-floor RATE or --alert-baseline FRACTION")
+    try:
+        from ..monitoring.alerts import DropAlerter
+    except ImportError as exc:
+        raise UsageError(f"throughput alerts are not available: {exc}") from None
+    floor_bps = None
+    if floor is not None:
+        text = str(floor).strip()
+        floor_bps = float(text) * 1e6 if text.replace(".", "", 1).isdigit() else parse_byterate(text)
+    from pathlib import Path
+    return DropAlerter(campaign=name, floor_bytes_per_s=floor_bps, baseline_fraction=base,
+                       window=parse_duration(kw.get("alert_window") or "60s"),
+                       cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
+
+
+def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool,
+             kw: dict[str, Any], selector: str | None):
+    from ..campaign.progress import LiveProgress
+    alerter = _alerter(name, kw)
+    observers: list[Callable] = []
+    if alerter is not None:
+        observers.append(lambda snap: alerter.observe(time.time(), snap.rate))
+    with contextlib.ExitStack() as stack:
+        if not quiet and not as_json:
+            live = stack.enter_context(LiveProgress(name))
+            observers.append(live)
+        try:
+            result = start(observers=observers, selector_name=selector)
+        finally:
+            if alerter is not None:
+                alerter.close()
+    _render_result(result, as_json)
+    if result.state == "interrupted":
+        raise Interrupted(f"campaign {result.name} interrupted; "
+                          f"continue with: gridxfer campaign resume {result.name}")
+    if result.files_failed:
+        raise PartialFailure(f"{result.files_failed} of {result.files_total} files failed "
+                             f"(details: gridxfer campaign report {result.name})")
+
+
+def _render_result(r, as_json: bool) -> None:
+    if as_json:
+        _echo_json(r.to_dict())
+        return
+    verb = "would transfer" if r.dry_run else r.state
+    click.echo(f"campaign {r.name}: {verb}: {r.files_done}/{r.files_total} files done, "
+               f"{r.files_failed} failed, {fmt_bytes(r.bytes_done)} of {fmt_bytes(r.bytes_total)}"
+               + ("" if r.dry_run else f" in {fmt_duration(r.seconds)} ({fmt_rate(r.mean_rate)})")
+               + (f", {r.recovered} recovered after a crash" if r.recovered else ""))
+    for f in r.failures[:20]:
+        click.echo(f"  FAILED {f.tier} {f.name}: {f.error_class}: {f.error_msg} "
+                   f"({f.attempts} attempts)")
+    if len(r.failures) > 20:
+        click.echo(f"  ... and {len(r.failures) - 20} more")
+    if not r.dry_run:
+        click.echo(f"journal: {r.journal}")
+
+
+@group.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--quiet", is_flag=True, help="No live progress; only the final summary (cron).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--dry-run", is_flag=True, help="Validate and expand the source; transfer nothing.")
+@click.option("--selector", default=None, help="Destination selector for every tier.")
+@click.option("--replace", is_flag=True, help="Discard an existing journal of the same name.")
+@_alert_options
+def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, selector: str | None,
+            replace: bool, **kw: Any) -> None:
+    """Run the campaign described in FILE (YAML)."""
+    from ..campaign import runner
+    from ..campaign.spec import load_spec
+    _check_selector(selector)
+    spec = load_spec(file)
+    if dry_run:
+        runner.prepare_environment(spec)
+        _render_result(runner.dry_run(spec), as_json)
+        return
+    _execute(spec.name, lambda **k: runner.run_campaign(file, replace=replace, **k),
+             quiet=quiet, as_json=as_json, kw=kw, selector=selector)
+
+
+@group.command("resume")
+@click.argument("name")
+@click.option("--quiet", is_flag=True, help="No live progress; only the final summary (cron).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--selector", default=None, help="Destination selector for every tier.")
+@click.option("--dry-run", is_flag=True, help="Show what is left to do; transfer nothing.")
+@_alert_options
+def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_run: bool,
+               **kw: Any) -> None:
+    """Continue campaign NAME after an interruption or a crash."""
+    from ..campaign import runner
+    _check_selector(selector)
+    if dry_run:
+        _render_status(runner.campaign_status(name), as_json, links=False)
+        return
+    _execute(name, lambda **k: runner.resume_campaign(name, **k), quiet=quiet, as_json=as_json,
+             kw=kw, selector=selector)
+
+
+def _check_selector(name: str | None) -> None:
+    if name is not None:
+        from ..campaign.selection import make_selector
+        make_selector(name)
+
+
+@group.command("status")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.option("--links", is_flag=True, help="Current concurrency per link and the optimizer's reason.")
+def status_cmd(name: str, as_json: bool, links: bool) -> None:
+    """Files and bytes per state and tier of campaign NAME."""
+    from ..campaign.runner import campaign_status
+    _render_status(campaign_status(name, links=links), as_json, links)
+
+
+def _render_status(st, as_json: bool, links: bool) -> None:
+    if as_json:
+        _echo_json(st.to_dict())
+        return
+    total = sum(st.files.values())
+    f = st.files
+    click.echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
+               f"{f.get('failed', 0)} failed, {f.get('active', 0)} active, "
+               f"{f.get('pending', 0)} pending; {fmt_bytes(st.bytes.get('done', 0))} of "
+               f"{fmt_bytes(sum(st.bytes.values()))}")
+    for tier, by in sorted(st.tiers.items()):
+        click.echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    if links:
+        if not st.links:
+            click.echo("  (no optimizer decisions journalled yet)")
+        for ln in st.links:
+            click.echo(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
+                       f"{ln['decisions']} decisions)")
+
+
+@group.command("report")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--png", "png", type=click.Path(dir_okay=False), default=None,
+              help="Write a throughput timeline PNG to this file.")
+def report_cmd(name: str, as_json: bool, png: str | None) -> None:
+    """Throughput statistics per link and endpoint, distribution, shares over time."""
+    from ..campaign.report import build_report, write_png
+    rep = build_report(name)
+    out = str(write_png(name, png)) if png else None
+    if as_json:
+        d = rep.to_dict()
+        d["png"] = out
+        _echo_json(d)
+        return
+    _render_report(rep)
+    if out:
+        click.echo(f"timeline: {out}")
+
+
+def _render_report(rep) -> None:
+    con = _console()
+    con.print(f"[bold]campaign {rep.name}[/] ({rep.state}): {rep.files_done}/{rep.files_total} "
+              f"files, {rep.files_failed} failed, {fmt_bytes(rep.bytes_done)} in "
+              f"{fmt_duration(rep.seconds)}, aggregate {fmt_rate(rep.rate)}")
+    for title, groups in (("per link", rep.links), ("per destination endpoint", rep.endpoints)):
+        t = Table(title=title, title_justify="left")
+        for col in ("link" if title == "per link" else "endpoint", "files", "failed", "bytes",
+                    "mean", "min", "max", "stddev", "failed attempts"):
+            t.add_column(col, justify="left" if col in ("link", "endpoint", "failed attempts")
+                         else "right")
+        for g in groups:
+            t.add_row(g.key if title == "per link" else _short(g.key), str(g.files_done), str(g.files_failed), fmt_bytes(g.bytes),
+                      fmt_rate(g.mean_rate), fmt_rate(g.min_rate), fmt_rate(g.max_rate),
+                      fmt_rate(g.stddev_rate),
+                      ", ".join(f"{k} {v}" for k, v in sorted(g.failures.items())) or "-")
+        con.print(t)
+    if rep.histogram:
+        t = Table(title="per-transfer throughput distribution", title_justify="left")
+        for col in ("MB/s", "transfers", "%", ""):
+            t.add_column(col, justify="right" if col != "" else "left")
+        for b in rep.histogram:
+            step = (b.high - b.low) / 1e6
+            t.add_row(f"{_num(b.low / 1e6, step)} - {_num(b.high / 1e6, step)}", str(b.count),
+                      f"{100 * b.share:.1f}", "#" * round(40 * b.share))
+        con.print(t)
+    if rep.buckets:
+        eps = sorted({e for b in rep.buckets for e in b.sessions})
+        t = Table(title="share per endpoint over time: files / bytes % / mean sessions",
+                  title_justify="left")
+        t.add_column("time (s)")
+        for e in eps:
+            t.add_column(_short(e), justify="right")
+        for b in rep.buckets:
+            tot = sum(b.bytes.values()) or 1
+            step = b.end - b.start
+            t.add_row(f"{_num(b.start, step)}-{_num(b.end, step)}", *(
+                f"{b.files.get(e, 0)} / {100 * b.bytes.get(e, 0) / tot:.0f}% / "
+                f"{b.sessions.get(e, 0):.1f}" for e in eps))
+        con.print(t)
+    for f in rep.failed_files[:20]:
+        con.print(f"FAILED {f['tier']} {f['name']}: {f['error_class']}: {f['error_msg']}",
+                  markup=False)
+
+
+@group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def list_cmd(as_json: bool) -> None:
+    """Campaign journals under $GRIDXFER_HOME/campaigns."""
+    from ..campaign.runner import list_campaigns
+    items = list_campaigns()
+    if as_json:
+        _echo_json([s.to_dict() for s in items])
+        return
+    if not items:
+        click.echo("no campaigns")
+    for s in items:
+        total = sum(s.files.values())
+        click.echo(f"{s.name:24} {s.state:12} {s.files.get('done', 0)}/{total} done, "
+                   f"{s.files.get('failed', 0)} failed  {s.journal}")

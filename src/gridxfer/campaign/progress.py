@@ -1,0 +1,62 @@
+"""Live progress for ``campaign run``/``resume``: reads ``StatsSnapshot``s, never counts.
+
+``LiveProgress`` is an observer (called about once a second by the scheduler) that
+redraws a rich table: files done/total, bytes, aggregate and per-link rate, ETA and
+failures. Used as a context manager around the run. ``--quiet`` does not create it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from ..units import fmt_bytes, fmt_duration, fmt_rate
+from .stats import StatsSnapshot
+
+
+def render(snap: StatsSnapshot, name: str) -> Group:
+    eta = fmt_duration(snap.eta) if snap.eta is not None else "-"
+    head = Text.assemble(
+        (f"{name} ", "bold"),
+        f"files {snap.files_done}/{snap.files_total}",
+        (f"  failed {snap.files_failed}", "red" if snap.files_failed else "dim"),
+        f"  active {snap.files_active}",
+        f"  bytes {fmt_bytes(snap.bytes_done)}/{fmt_bytes(snap.bytes_total)}",
+        f"  rate {fmt_rate(snap.rate)}",
+        f"  ETA {eta}",
+        f"  elapsed {fmt_duration(snap.elapsed)}")
+    bar = ProgressBar(total=max(1, snap.bytes_total), completed=snap.bytes_done, width=60)
+    table = Table(box=None, padding=(0, 1), header_style="bold")
+    for col in ("link", "active/cap", "queued", "done", "failed", "bytes", "rate", "optimizer"):
+        table.add_column(col, justify="left" if col in ("link", "optimizer") else "right")
+    for link in snap.links:
+        table.add_row(link.tier, f"{link.active}/{link.cap}", str(link.queued),
+                      f"{link.done}/{link.files_total}", str(link.failed),
+                      fmt_bytes(link.bytes_done), fmt_rate(link.rate), link.reason[:48])
+    parts: list[Any] = [head, bar, table]
+    if snap.failures:
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(snap.failures.items()))
+        parts.append(Text(f"failed attempts: {fails}  (retries {snap.retries})", style="yellow"))
+    return Group(*parts)
+
+
+class LiveProgress:
+    def __init__(self, name: str, console: Console | None = None) -> None:
+        self.name = name
+        self.console = console or Console(stderr=True)
+        self._live = Live(Text(f"{name}: starting..."), console=self.console,
+                          refresh_per_second=2, transient=False)
+
+    def __enter__(self) -> "LiveProgress":
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._live.__exit__(*exc)
+
+    def __call__(self, snap: StatsSnapshot) -> None:
+        self._live.update(render(snap, self.name))
