@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ def _env() -> dict[str, str]:
     env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json",
                 "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_NOCOLOR": "1",
                 "ANSIBLE_DEPRECATION_WARNINGS": "0"})
+    env.setdefault("ANSIBLE_PIPELINING", "1")
     return env
 
 
@@ -61,10 +63,13 @@ class AnsibleTarget(CommandTarget):
         return out
 
     def run(self, argv: Sequence[str], *, input: str | None = None) -> RunResult:
+        if any("$" in a or a.startswith("~") for a in argv):
+            raise TargetError(f"{self.label}: ansible's command module would expand $VAR/~ in "
+                              f"{shlex.join(argv)}; refusing")
         args: dict = {"argv": list(argv)}
         if input is not None:
             args.update(stdin=input, stdin_add_newline=False)
-        data = self._ansible(["ansible", self.host, "-i", self.inventory, "-o",
+        data = self._ansible(["ansible", self.host, "-i", self.inventory,
                               "-m", "ansible.builtin.command", "-a", json.dumps(args)])
         res = self._host_results(data)[-1]
         rc = res.get("rc", 1 if res.get("failed") else 0)

@@ -77,7 +77,7 @@ class TuningTarget(abc.ABC):
 
     def put_file(self, path: str, text: str) -> None:
         """Write a file on the target (used by --persist)."""
-        res = self.run(["sh", "-c", 'umask 022 && cat > "$1"', "gridxfer-put", path], input=text)
+        res = self.run(["tee", path], input=text)
         if not res.ok:
             raise TargetError(f"{self.label}: cannot write {path}: {res.first_error_line()}")
 
@@ -94,9 +94,12 @@ class TuningTarget(abc.ABC):
     def in_child_netns(self) -> bool:
         """True when the target's network namespace is not the initial one (global keys
         cannot be set there)."""
-        res = self.run(["readlink", "/proc/1/ns/net", "/proc/self/ns/net"])
-        lines = res.stdout.split()
-        return res.ok and len(lines) == 2 and lines[0] != lines[1]
+        # In a child namespace the global-only keys are missing (netdev_max_backlog, tcp_mem)
+        # or read-only (rmem_max, mode 0444); /proc/1/ns/net is often unreadable in sandboxes.
+        res = self.run(["stat", "-c", "%a", "/proc/sys/net/core/rmem_max",
+                        "/proc/sys/net/core/netdev_max_backlog"])
+        modes = res.stdout.split()
+        return not res.ok or len(modes) != 2 or any(m[0] in "0145" for m in modes)
 
     def session_interfaces(self) -> frozenset[str]:
         """Interfaces that carry the SSH session we depend on (empty when none)."""
