@@ -1,0 +1,296 @@
+"""EMULATED tape system (no tape hardware involved) for the demo and the tests.
+
+THIS IS AN EMULATION. N emulated drives drain a disk-buffer directory at a configured
+per-drive rate, with mount and positioning time, cartridges that fill up, and an
+injectable drive failure. Every session ends with a CTA ``cta-taped`` "Tape session
+finished" line (key="value" text or JSON), marked ``emulated="true"`` and logged from
+host ``emulated-tape``, so ``check_gridxfer_tape`` and ``check_gridxfer_buffer`` read it
+exactly as they would read a real CTA log and change state for real.
+
+A file is taken from the buffer by renaming it into ``.tape-staging/<drive>/`` (atomic:
+no two drives take the same file), "written" by sleeping size / rate, then deleted
+(migrated). Dot files and ``*.part``/``*.tmp`` names (transfers in progress) are left
+alone. The log is opened per line, so it can be rotated underneath.
+
+    python -m gridxfer.testbed.tape --buffer DIR --log cta-taped.log --drives 4 \\
+        --rate 18MB/s --mount 2s --position 0.5s --cartridge 400GB [--fail-drive 1 \\
+        --fail-after 30s] [--format json] [--duration 10m]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import GridxferError, UsageError
+from ..units import parse_byterate, parse_duration, parse_size
+
+EMULATION = "EMULATED tape (gridxfer.testbed.tape): no real tape hardware"
+STAGING = ".tape-staging"
+
+
+@dataclass(frozen=True)
+class TapeConfig:
+    buffer: Path
+    log: Path
+    drives: int = 4
+    rate: float = 18e6                    # bytes/s per drive while writing
+    mount_time: float = 2.0
+    position_time: float = 0.5            # per file
+    unmount_time: float = 1.0
+    cartridge: int = 400 * 10**9          # bytes per cartridge
+    log_format: str = "text"              # text | json
+    min_age: float = 0.0                  # only files unmodified this long
+    max_session: float = 60.0             # end (and log) a session after this long
+    poll: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.drives < 1 or self.rate <= 0 or self.cartridge <= 0:
+            raise UsageError("emulated tape needs drives >= 1, rate > 0, cartridge > 0")
+        if self.log_format not in ("text", "json"):
+            raise UsageError("log format must be text or json")
+
+
+@dataclass
+class DriveStats:
+    name: str
+    sessions: int = 0
+    files: int = 0
+    bytes: int = 0
+    down: bool = False
+    vid: str = ""
+
+
+@dataclass
+class _Session:
+    vid: str
+    started: float
+    mount_time: float
+    files: int = 0
+    bytes: int = 0
+    write_time: float = 0.0
+    position_time: float = 0.0
+    filled: bool = False
+    failed: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+class EmulatedTape:
+    """Start with :meth:`start`, stop with :meth:`stop`; :meth:`fail_drive` injects a fault."""
+
+    def __init__(self, cfg: TapeConfig) -> None:
+        self.cfg = cfg
+        self.stats = [DriveStats(f"EMU-LTO-{i:02d}") for i in range(cfg.drives)]
+        self._stop = threading.Event()
+        self._fail = [threading.Event() for _ in range(cfg.drives)]
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._cart_free = [cfg.cartridge] * cfg.drives
+        self._vid_seq = 0
+        self._origin: dict[Path, Path] = {}
+        self._seq = itertools.count()
+
+    # --- control ---------------------------------------------------------------------
+    def start(self) -> "EmulatedTape":
+        self.cfg.buffer.mkdir(parents=True, exist_ok=True)
+        self.cfg.log.parent.mkdir(parents=True, exist_ok=True)
+        for i in range(self.cfg.drives):
+            t = threading.Thread(target=self._drive, args=(i,), daemon=True,
+                                 name=f"emulated-tape-{i}")
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads = []
+
+    def fail_drive(self, index: int) -> None:
+        """The drive fails mid-write: session logged as failure, drive stays down."""
+        self._fail[index].set()
+
+    def __enter__(self) -> "EmulatedTape":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- drive loop ------------------------------------------------------------------
+    def _next_vid(self) -> str:
+        with self._lock:
+            self._vid_seq += 1
+            return f"E{self._vid_seq:05d}"
+
+    def _claim(self, drive: int) -> Path | None:
+        staging = self.cfg.buffer / STAGING / self.stats[drive].name
+        staging.mkdir(parents=True, exist_ok=True)
+        now = time.time()
+        for root, dirs, files in os.walk(self.cfg.buffer):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if name.startswith(".") or name.endswith((".part", ".tmp")):
+                    continue
+                src = Path(root) / name
+                try:
+                    if now - src.stat().st_mtime < self.cfg.min_age:
+                        continue
+                    dst = staging / f"{next(self._seq)}-{name}"
+                    os.rename(src, dst)
+                    self._origin[dst] = src
+                    return dst
+                except FileNotFoundError:      # another drive took it
+                    continue
+        return None
+
+    def _sleep(self, seconds: float, drive: int) -> bool:
+        """Sleep; False when stopping or the drive failed meanwhile."""
+        end = time.monotonic() + seconds
+        while not self._stop.is_set() and not self._fail[drive].is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(left, 0.05))
+        return False
+
+    def _drive(self, i: int) -> None:
+        st = self.stats[i]
+        while not self._stop.is_set():
+            if self._fail[i].is_set():
+                st.down = True                 # failed while idle: just goes down
+                return
+            first = self._claim(i)
+            if first is None:
+                self._stop.wait(self.cfg.poll)
+                continue
+            if self._cart_free[i] <= 0 or not st.vid:
+                st.vid, self._cart_free[i] = self._next_vid(), self.cfg.cartridge
+            s = _Session(vid=st.vid, started=time.time(), mount_time=self.cfg.mount_time)
+            if self._sleep(self.cfg.mount_time, i):
+                self._write_files(i, s, first)
+            else:
+                self._unclaim(first)
+            if self._fail[i].is_set():
+                s.failed, st.down = True, True
+                s.extra["Error_tapeWriteData"] = 1
+            else:
+                self._sleep(self.cfg.unmount_time, i)
+            st.sessions += 1
+            self._log(i, s)
+            if st.down:
+                return
+
+    def _write_files(self, i: int, s: _Session, path: Path | None) -> None:
+        while path is not None:
+            size = path.stat().st_size
+            if size > self._cart_free[i]:
+                self._unclaim(path)            # does not fit: next cartridge
+                s.filled, s.extra["Info_tapeFilledUp"] = True, 1
+                self._cart_free[i] = 0
+                return
+            t0 = time.monotonic()
+            ok = self._sleep(self.cfg.position_time, i)
+            s.position_time += time.monotonic() - t0
+            t1 = time.monotonic()
+            ok = ok and self._sleep(size / self.cfg.rate, i)
+            if not ok:
+                self._unclaim(path)            # failed or stopped: stays in the buffer
+                return
+            s.write_time += time.monotonic() - t1
+            path.unlink()
+            self._origin.pop(path, None)
+            s.files, s.bytes = s.files + 1, s.bytes + size
+            self._cart_free[i] -= size
+            st = self.stats[i]
+            st.files, st.bytes = st.files + 1, st.bytes + size
+            if time.time() - s.started >= self.cfg.max_session:
+                return
+            path = self._claim(i)
+
+    def _unclaim(self, path: Path) -> None:
+        try:
+            os.rename(path, self._origin.pop(path))
+        except (OSError, KeyError):
+            pass
+
+    # --- CTA-format log ----------------------------------------------------------------
+    def _log(self, i: int, s: _Session) -> None:
+        now = time.time()
+        write = max(s.write_time, 1e-9)
+        headers = s.files * 480
+        fields: dict[str, object] = {
+            "tapeDrive": self.stats[i].name, "tapeVid": s.vid, "mountType": "ArchiveForUser",
+            "status": "failure" if s.failed else "success", "emulated": "true",
+            "filesCount": s.files, "dataVolume": s.bytes, "headerVolume": headers,
+            "mountTime": round(s.mount_time, 3), "positionTime": round(s.position_time, 3),
+            "readWriteTime": round(s.write_time, 3), "totalTime": round(now - s.started, 3),
+            "driveTransferSpeedMBps": round((s.bytes + headers) / write / 1e6, 2),
+            "payloadTransferSpeedMBps": round(s.bytes / write / 1e6, 2), **s.extra}
+        if self.cfg.log_format == "json":
+            line = json.dumps({"epoch_time": round(now, 6), "hostname": "emulated-tape",
+                               "program": "cta-taped", "log_level": "INFO",
+                               "pid": os.getpid(), "tid": threading.get_native_id(),
+                               "message": "Tape session finished", **fields})
+        else:
+            iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+            kv = " ".join(f'{k}="{v}"' for k, v in fields.items())
+            line = (f"{iso}.{int(now % 1 * 1e6):06d}+00:00 emulated-tape cta-taped: "
+                    f'LVL="INFO" PID="{os.getpid()}" TID="{threading.get_native_id()}" '
+                    f'MSG="Tape session finished" thread="MainThread" {kv}')
+        with self._lock, open(self.cfg.log, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m gridxfer.testbed.tape", description=EMULATION)
+    p.add_argument("--buffer", type=Path, required=True)
+    p.add_argument("--log", type=Path, required=True)
+    p.add_argument("--drives", type=int, default=4)
+    p.add_argument("--rate", default="18MB/s", help="per drive")
+    p.add_argument("--mount", default="2s")
+    p.add_argument("--position", default="0.5s")
+    p.add_argument("--cartridge", default="400GB")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--max-session", default="60s", help="log a session at least this often")
+    p.add_argument("--fail-drive", type=int)
+    p.add_argument("--fail-after", default="30s")
+    p.add_argument("--duration", default="0", help="stop after this long (0: until Ctrl-C)")
+    a = p.parse_args(argv)
+    try:
+        cfg = TapeConfig(buffer=a.buffer, log=a.log, drives=a.drives,
+                         rate=parse_byterate(a.rate), mount_time=parse_duration(a.mount),
+                         position_time=parse_duration(a.position),
+                         cartridge=parse_size(a.cartridge), log_format=a.format,
+                         max_session=parse_duration(a.max_session))
+        duration, fail_after = parse_duration(a.duration), parse_duration(a.fail_after)
+    except GridxferError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{EMULATION}: {cfg.drives} drives x {cfg.rate / 1e6:.1f} MB/s draining "
+          f"{cfg.buffer}, CTA log {cfg.log}", flush=True)
+    tape = EmulatedTape(cfg).start()
+    t0 = time.monotonic()
+    try:
+        while not duration or time.monotonic() - t0 < duration:
+            if a.fail_drive is not None and time.monotonic() - t0 >= fail_after:
+                tape.fail_drive(a.fail_drive)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tape.stop()
+    for st in tape.stats:
+        print(f"EMULATED {st.name}: {st.sessions} sessions, {st.files} files, "
+              f"{st.bytes / 1e6:.1f} MB{' (DOWN)' if st.down else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
