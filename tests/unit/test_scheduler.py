@@ -1,0 +1,259 @@
+"""Scheduler logic with a test mover implementing the Mover seam (pure logic; the real
+movers are exercised by tests/integration/test_campaign_*.py on real servers)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gridxfer.campaign import journal, runner, scheduler
+from gridxfer.campaign.selection import Exclusion
+from gridxfer.campaign.spec import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
+                                    TierSpec)
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.base import Capabilities, Entry, TransferOutcome
+
+POOL = ("root://a:1//d/", "root://b:1//d/")
+
+
+class FakeMover:
+    """Scripted outcomes per (name, endpoint); records calls and concurrency."""
+
+    name = "fake"
+    schemes = frozenset({"root"})
+    capabilities = Capabilities(stat=True, unlink=True, checksum=True)
+
+    def __init__(self, script=None, delay=0.0, block: threading.Event | None = None):
+        self.script = script or {}          # callable(src, dst, n) -> None | ErrorClass
+        self.delay, self.block = delay, block
+        self.calls: list[tuple[str, str]] = []
+        self.unlinked: list[str] = []
+        self.active = self.peak = 0
+        self.lock = threading.Lock()
+        self.params = []
+        self.files: dict[str, tuple[int, str]] = {}   # dst -> (size, adler32)
+
+    def copy(self, src, dst, *, params, progress=None):
+        with self.lock:
+            self.calls.append((src, dst))
+            self.params.append(params)
+            n = sum(1 for s, _ in self.calls if s == src)
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            if self.block is not None:
+                while not self.block.is_set():
+                    if params.cancel is not None and params.cancel.wait(0.01):
+                        raise TransferError(ErrorClass.CANCELLED, "cancelled")
+            if self.delay:
+                time.sleep(self.delay)
+            rule = self.script.get("rule")
+            verdict = rule(src, dst, n) if rule else None
+            if isinstance(verdict, ErrorClass):
+                raise TransferError(verdict, f"scripted {verdict.value}")
+            if progress:
+                progress(100, 100)
+            self.files[dst] = (100, verdict or "0000abcd")
+            return TransferOutcome(100, 0.01, verdict or "0000abcd", params.streams, "fake")
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    def unlink(self, url):
+        self.unlinked.append(url)
+        self.files.pop(url, None)
+
+    def stat(self, url):
+        if url not in self.files:
+            raise TransferError(ErrorClass.SOURCE_MISSING, "no such file")
+        return Entry(url, self.files[url][0])
+
+    def checksum(self, url, algorithm="adler32"):
+        return self.files[url][1] if url in self.files else "0000abcd"
+
+
+def make_spec(n_tiers=1, max_active=3, retries=2, pool=POOL, **kw):
+    tiers = tuple(TierSpec(f"T{i}", pool if i == 0 else ("root://c:1//d/",), streams=2,
+                           max_active=max_active) for i in range(n_tiers))
+    return CampaignSpec(name="s1", source=SourceSpec(url="root://src:1//s/"), destinations=tiers,
+                        retries=RetrySpec(retries, 0.01), checksum=ChecksumSpec("adler32", "both"),
+                        **kw)
+
+
+def plan(spec, n=10, expected=None, size=100):
+    conn = journal.connect(journal.journal_path(spec.name), create=True)
+    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src:1//s/f{i}", size, t.name,
+                                              expected) for i in range(n)
+                                             for t in spec.destinations))
+    return conn
+
+
+def run(conn, spec, mover, **kw):
+    kw.setdefault("optimizer_factory", scheduler.fixed_optimizer_factory)
+    kw.setdefault("selector_name", "round-robin")
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover, **kw)
+    return s, s.run()
+
+
+def states(conn):
+    return dict(conn.execute("SELECT state, count(*) FROM files GROUP BY state").fetchall())
+
+
+def test_all_done_round_robin_and_cap(gridxfer_home):
+    spec = make_spec(n_tiers=2, max_active=3)
+    conn = plan(spec, 30)
+    mover = FakeMover(delay=0.01)
+    _, res = run(conn, spec, mover)
+    assert res.state == "done" and res.files_done == 60 and res.files_failed == 0
+    assert states(conn) == {"done": 60}
+    assert 1 < mover.peak <= 6                      # two links x max_active 3
+    t0 = [d for s, d in mover.calls if "//a:1" in d or "//b:1" in d]
+    assert abs(sum("//a:1" in d for d in t0) - sum("//b:1" in d for d in t0)) <= 1
+    assert all(p.streams == 2 and p.checksum == "adler32" for p in mover.params)
+    ok = conn.execute("SELECT count(*) FROM attempts WHERE status='ok' AND rate > 0").fetchone()[0]
+    assert ok == 60
+    assert conn.execute("SELECT count(*) FROM files WHERE dst_url LIKE 'root://_:1//d/f%'"
+                        ).fetchone()[0] == 60
+    assert journal.get_meta(conn)["state"] == "done"
+
+
+def test_retry_classes(gridxfer_home):
+    spec = make_spec(retries=2)
+    conn = plan(spec, 4)
+
+    def rule(src, dst, n):
+        if src.endswith("f0"):
+            return ErrorClass.SOURCE_MISSING          # never retried
+        if src.endswith("f1"):
+            return ErrorClass.CONNECTION if n < 3 else None   # retried, third try works
+        if src.endswith("f2"):
+            return ErrorClass.TIMEOUT                 # retried until max, then failed
+        return None
+
+    mover = FakeMover({"rule": rule})
+    _, res = run(conn, spec, mover, exclusion_factory=lambda: _NoExcl())
+    assert res.state == "partial" and res.files_done == 2 and res.files_failed == 2
+    got = {r["name"]: (r["state"], r["attempts"], r["error_class"]) for r in conn.execute(
+        "SELECT name, state, attempts, error_class FROM files")}
+    assert got == {"f0": ("failed", 1, "source_missing"), "f1": ("done", 3, None),
+                   "f2": ("failed", 3, "timeout"), "f3": ("done", 1, None)}
+    assert conn.execute("SELECT count(*) FROM attempts WHERE status='failed'").fetchone()[0] == 6
+
+
+def test_no_space_goes_elsewhere(gridxfer_home):
+    spec = make_spec(retries=1)
+    conn = plan(spec, 6)
+    mover = FakeMover({"rule": lambda s, d, n: ErrorClass.NO_SPACE if "//a:1" in d else None})
+    _, res = run(conn, spec, mover, exclusion_factory=lambda: _NoExcl())
+    assert res.files_done == 6 and res.files_failed == 0
+    assert conn.execute("SELECT count(*) FROM files WHERE endpoint = ?", (POOL[1],)
+                        ).fetchone()[0] == 6
+
+
+def test_checksum_mismatch_deletes_and_retries(gridxfer_home):
+    spec = make_spec(retries=1)
+    conn = plan(spec, 2, expected="12345678")
+    mover = FakeMover({"rule": lambda s, d, n: "12345678" if n == 2 else "deadbeef"})
+    _, res = run(conn, spec, mover, exclusion_factory=lambda: _NoExcl())
+    assert res.files_done == 2
+    assert len(mover.unlinked) == 2                   # the bad first copies were deleted
+    assert {r[0] for r in conn.execute("SELECT error_class FROM attempts WHERE status='failed'")} \
+        == {"checksum"}
+    assert all(p.expected_checksum == "12345678" for p in mover.params)
+
+
+def test_stop_leaves_consistent_journal_and_resume_finishes(gridxfer_home):
+    spec = make_spec(max_active=2)
+    conn = plan(spec, 6)
+    block = threading.Event()
+    mover = FakeMover(block=block)
+    stop = threading.Event()
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover, stop=stop,
+                            optimizer_factory=scheduler.fixed_optimizer_factory)
+    threading.Timer(0.3, stop.set).start()
+    res = s.run()
+    assert res.state == "interrupted"
+    assert states(conn) == {"pending": 6}
+    assert conn.execute("SELECT count(*) FROM attempts WHERE status='cancelled'").fetchone()[0] == 2
+    assert conn.execute("SELECT max(attempts) FROM files").fetchone()[0] == 0
+    assert journal.get_meta(conn)["state"] == "interrupted"
+    block.set()
+    _, res = run(conn, spec, mover)
+    assert res.state == "done" and states(conn) == {"done": 6}
+
+
+def test_recover_after_kill(gridxfer_home):
+    spec = make_spec()
+    conn = plan(spec, 3)
+    mover = FakeMover()
+    mover.files["root://a:1//d/f0"] = (100, "0000abcd")       # finished before the kill
+    mover.files["root://b:1//d/f1"] = (50, "0000abcd")        # partial at the final name
+    now = time.time()
+    conn.execute("UPDATE files SET state='active', attempts=1 WHERE id IN (1, 2, 3)")
+    conn.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, tmp_url)"
+                     " VALUES (?, ?, 'T0', ?, ?, ?, ?)",
+                     [(1, 1, POOL[0], POOL[0] + "f0", now, None),
+                      (2, 2, POOL[1], POOL[1] + "f1", now, POOL[1] + ".f1.part")])
+    n = runner.recover(conn, spec, lambda a, b, c: mover)
+    assert n == 3                                          # two attempts + one orphan file
+    assert dict(conn.execute("SELECT name, state FROM files").fetchall()) == {
+        "f0": "done", "f1": "pending", "f2": "pending"}
+    assert set(mover.unlinked) == {POOL[1] + ".f1.part", POOL[1] + "f1"}
+    assert conn.execute("SELECT count(*) FROM attempts WHERE status='active'").fetchone()[0] == 0
+
+
+def test_exclusions_and_optimizer_are_journalled(gridxfer_home):
+    spec = make_spec()
+    conn = plan(spec, 4)
+
+    class ExcludeA(_NoExcl):
+        def eligible(self, candidates, stats, now, file=None):
+            return [c for c in candidates if "//a:1" not in c], [
+                Exclusion(POOL[0], "circuit open: test", now + 60)]
+
+    class Two:
+        def __init__(self, lo, hi):
+            pass
+
+        def update(self, now, link):
+            from gridxfer.campaign.optimizer import Decision
+            return Decision(2, "two because the test says so")
+
+    _, res = run(conn, spec, FakeMover(), exclusion_factory=ExcludeA,
+                 optimizer_factory=lambda t: Two(1, 3))
+    assert res.files_done == 4
+    assert conn.execute("SELECT count(*) FROM files WHERE endpoint=?", (POOL[0],)).fetchone()[0] == 0
+    ex = list(journal.last_events(conn, "excluded"))
+    assert ex and ex[0]["url"] == POOL[0] and ex[0]["reason"] == "circuit open: test"
+    opt = list(journal.last_events(conn, "optimizer"))
+    assert opt[0]["active"] == 2 and opt[0]["reason"] == "two because the test says so"
+
+
+def test_dispatch_rate_with_noop_mover(gridxfer_home):
+    """Scale goal (issue 7): >= 1000 files/s with a no-op mover."""
+    spec = make_spec(max_active=8)
+    conn = plan(spec, 5000)
+
+    class Noop:
+        def copy(self, src, dst, *, params, progress=None):
+            return TransferOutcome(1, 0.001, None, 1, "noop")
+
+    t = time.monotonic()
+    _, res = run(conn, spec, Noop())
+    rate = res.files_done / (time.monotonic() - t)
+    assert res.files_done == 5000
+    assert rate >= 1000, f"{rate:.0f} files/s"
+
+
+class _NoExcl:
+    def eligible(self, candidates, stats, now, file=None):
+        return list(candidates), []
+
+    def record(self, url, ok, error_class, now):
+        pass
+
+
+@pytest.fixture(autouse=True)
+def _fast_backoff(monkeypatch):
+    monkeypatch.setattr(scheduler, "STOP_GRACE", 5.0)
