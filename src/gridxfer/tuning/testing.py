@@ -71,7 +71,7 @@ def scratch_netns() -> Iterator[ScratchNetns]:
 
 
 @dataclass(frozen=True)
-class TestSshd:
+class SshdHost:
     ns: ScratchNetns
     port: int
     key: str            # client private key
@@ -113,7 +113,7 @@ def _wait_port(addr: str, port: int, proc: subprocess.Popen, timeout: float = 10
 
 
 @contextlib.contextmanager
-def test_sshd(ns: ScratchNetns) -> Iterator[TestSshd]:
+def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
     """A real OpenSSH server inside ``ns`` with its own host key and authorized_keys."""
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gxtune-sshd-") as work:
@@ -138,7 +138,7 @@ def test_sshd(ns: ScratchNetns) -> Iterator[TestSshd]:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             _wait_port(ns.ns_addr, port, proc)
-            yield TestSshd(ns, port, str(w / "id_ed25519"), str(w / "known_hosts"),
+            yield SshdHost(ns, port, str(w / "id_ed25519"), str(w / "known_hosts"),
                            str(w / "known_hosts_empty"), str(w / "known_hosts_wrong"), work)
         finally:
             proc.terminate()
