@@ -31,6 +31,8 @@ Mode = Literal["local", "netns"]
 class TestbedError(GridxferError):
     """The testbed could not be brought up, found, or torn down."""
 
+    __test__ = False   # not a pytest test class, despite the name
+
 
 @dataclass(frozen=True)
 class Endpoint:

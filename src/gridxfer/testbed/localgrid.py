@@ -26,7 +26,7 @@ from . import ca as ca_mod
 from . import inventory as inv_mod
 from .gridftp import check_gsi_login, start_gridftp
 from .inventory import Endpoint, Inventory, TestbedError
-from .procs import alive, kill_matching, kill_pidfiles, run_quiet
+from .procs import alive, matching_procs, pidfile_procs, run_quiet, terminate
 from .xrootd import chown_tree, ensure_user, start_xrootd
 
 Kind = Literal["xrootd", "gsiftp", "ftp"]
@@ -181,10 +181,12 @@ def down() -> None:
             mounts += ptr.get("mounts", [])
         except (OSError, ValueError, KeyError):
             pass
+    victims = []
     for base in dict.fromkeys(bases):
         if base.is_dir():
-            kill_pidfiles(base)
-        kill_matching(str(base) + "/")
+            victims += pidfile_procs(base)
+        victims += matching_procs(str(base) + "/")
+    terminate(victims)
     for mnt in dict.fromkeys(mounts):
         if os.path.ismount(mnt):
             run_quiet(["umount", "-l", mnt])

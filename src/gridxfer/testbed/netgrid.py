@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import state
-from . import netns
+from . import inventory as inv_mod
+from . import netns, netservices
 from .inventory import TestbedError, testbed_dir
 from .topology import ROUTER_ADDR, Topology, load
 
@@ -84,6 +85,13 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
                "loopback local grid (no RTT, rate or loss emulation)")
         from . import localgrid
         return localgrid.up()
+    if inv_mod.inventory_path().exists():
+        try:
+            other = inv_mod.load_inventory().mode
+        except TestbedError:
+            other = "netns"
+        if other != "netns":
+            raise TestbedError(f"a {other} testbed is up; run `gridxfer testbed down` first")
     old = _load_state()
     if old is not None:
         if old.get("phase") == "up" and all(netns.exists(n) for n in old["namespaces"]):
@@ -110,15 +118,16 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
     }
     _save(st)
     try:
+        netservices.placeholder_inventory(st)
         st["netem"] = netns.netem_available(f"gx-{topo.name}-probe")
         if st["netem"]:
             notify("tc has netem, but the userspace delay line is used (netem path not built)")
         _build_network(topo, st)
         if services:
-            from .netservices import start_services
-            inv = start_services(topo, st, notify)
+            inv = netservices.start_services(topo, st, notify)
         else:
-            inv = None
+            netservices.placeholder_inventory(st)
+            inv = inv_mod.load_inventory()
         st["phase"] = "up"
         _save(st)
     except BaseException:
@@ -219,11 +228,7 @@ def down() -> None:
     for dev in st.get("root_links", []):
         if netns.link_exists(None, dev):
             netns.ip(None, "link", "delete", dev, check=False)
-    try:
-        from .netservices import cleanup_services
-        cleanup_services(st)
-    except ImportError:
-        pass
+    netservices.cleanup_services(st)
     left = [ns for ns in st.get("namespaces", []) if netns.exists(ns)]
     if left:
         raise TestbedError(f"could not delete namespaces: {', '.join(left)}")
@@ -247,11 +252,20 @@ def status() -> dict[str, Any]:
         return {"mode": "netns", "up": False}
     alive = {name: _alive(int(pid)) for name, pid in st.get("pids", {}).items()}
     present = {ns: netns.exists(ns) for ns in st.get("namespaces", [])}
+    endpoints: dict[str, Any] = {}
+    try:
+        inv = inv_mod.load_inventory()
+        endpoints = {n: {"url": ep.url, "protocol": ep.protocol, "tier": ep.tier, "pid": ep.pid,
+                         "alive": _alive(ep.pid), "host": ep.host, "log": ep.log}
+                     for n, ep in inv.endpoints.items()} if inv.mode == "netns" else {}
+    except TestbedError:
+        pass
     return {"mode": "netns", "up": st.get("phase") == "up" and all(present.values())
             and all(alive.values()), "phase": st.get("phase"), "name": st.get("name"),
             "topology": st.get("topology"), "hosts": st.get("hosts", {}),
             "links": st.get("links", []), "controller": st.get("controller"),
-            "namespaces": present, "processes": alive, "netem": st.get("netem", False)}
+            "namespaces": present, "processes": alive, "netem": st.get("netem", False),
+            "endpoints": endpoints, "base_dir": st.get("base_dir")}
 
 
 def _alive(pid: int) -> bool:
@@ -284,8 +298,13 @@ def exec_in(host: str, argv: list[str]) -> int:
         raise TestbedError(f"no host {host!r} (hosts: {', '.join(sorted(st['hosts']))}, router)")
     if not argv:
         raise TestbedError("nothing to run: give a command after --")
+    env = dict(os.environ)
     try:
-        return subprocess.call([*netns.wrap(ns), *argv])
+        env.update(inv_mod.load_inventory().client_env())
+    except TestbedError:
+        pass
+    try:
+        return subprocess.call([*netns.wrap(ns), *argv], env=env)
     except FileNotFoundError:
         raise TestbedError("ip not found (install iproute2)") from None
 

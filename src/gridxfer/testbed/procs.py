@@ -12,6 +12,7 @@ API::
     wait_ready(proc, probe, *, timeout=20.0, what="")     # raises TestbedError + log tail
     kill_pidfiles(directory) -> list[int]                  # kill all servers found below dir
     kill_matching(marker) -> list[int]                     # kill every process whose argv mentions marker
+    terminate(pidfile_procs(d) + matching_procs(m))        # both at once (one grace period)
     log_tail(path, lines=15) -> str
 
 ``wrap`` is a command prefix (e.g. ``["ip", "netns", "exec", "gx-t1a-se01"]``) that must
@@ -131,8 +132,8 @@ def log_tail(path: str | os.PathLike, lines: int = 15) -> str:
     return " | ".join(line for line in text.splitlines()[-lines:] if line.strip())
 
 
-def kill_tree(pid: int, create_time: float | None = None, *, grace: float = 3.0) -> list[int]:
-    """SIGTERM the process, its descendants and its process group; SIGKILL after ``grace``."""
+def tree(pid: int, create_time: float | None = None) -> list[psutil.Process]:
+    """The process, its descendants and (if it leads one) its whole process group."""
     if not alive(pid, create_time):
         return []
     try:
@@ -143,7 +144,12 @@ def kill_tree(pid: int, create_time: float | None = None, *, grace: float = 3.0)
         return []
     if pgid == pid:      # it leads its own group (start_new_session): take the group too
         procs += [p for p in psutil.process_iter() if _pgid(p.pid) == pgid and p not in procs]
-    return _terminate(procs, grace)
+    return procs
+
+
+def kill_tree(pid: int, create_time: float | None = None, *, grace: float = 1.5) -> list[int]:
+    """SIGTERM the process, its descendants and its process group; SIGKILL after ``grace``."""
+    return terminate(tree(pid, create_time), grace)
 
 
 def _pgid(pid: int) -> int | None:
@@ -153,7 +159,11 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
-def _terminate(procs: list[psutil.Process], grace: float) -> list[int]:
+def terminate(procs: list[psutil.Process], grace: float = 1.5) -> list[int]:
+    """SIGTERM all, SIGKILL what is left after ``grace`` seconds; returns the pids."""
+    procs = list(dict.fromkeys(procs))
+    if not procs:
+        return []
     for p in procs:
         try:
             p.send_signal(signal.SIGTERM)
@@ -184,24 +194,34 @@ def read_pidfiles(directory: Path) -> list[dict]:
     return found
 
 
-def kill_pidfiles(directory: Path) -> list[int]:
-    killed: list[int] = []
+def pidfile_procs(directory: Path) -> list[psutil.Process]:
+    """Every live process (with its tree) recorded in a pidfile below ``directory``."""
+    found: list[psutil.Process] = []
     for obj in read_pidfiles(directory):
-        killed += kill_tree(int(obj["pid"]), obj.get("create_time"))
-    return killed
+        found += tree(int(obj["pid"]), obj.get("create_time"))
+    return found
 
 
-def kill_matching(marker: str, *, grace: float = 3.0) -> list[int]:
-    """Kill every process whose command line mentions ``marker`` (a unique testbed path)."""
+def matching_procs(marker: str) -> list[psutil.Process]:
+    """Every process (not us) whose command line mentions ``marker`` (a unique testbed path)."""
     me = os.getpid()
-    procs = []
-    for p in psutil.process_iter(["cmdline", "pid"]):
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
         try:
             if p.pid != me and any(marker in arg for arg in (p.info["cmdline"] or ())):
-                procs.append(p)
+                found.append(p)
         except psutil.Error:
             continue
-    return _terminate(procs, grace) if procs else []
+    return found
+
+
+def kill_pidfiles(directory: Path) -> list[int]:
+    return terminate(pidfile_procs(directory))
+
+
+def kill_matching(marker: str, *, grace: float = 1.5) -> list[int]:
+    """Kill every process whose command line mentions ``marker``."""
+    return terminate(matching_procs(marker), grace)
 
 
 def run_quiet(argv: Sequence[str], *, env: Mapping[str, str] | None = None,

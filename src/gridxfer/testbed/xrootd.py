@@ -1,8 +1,9 @@
 """Run a real XRootD server (``/usr/bin/xrootd``) for the testbed.
 
-xrootd refuses to run as root: when we are root it is started with ``-R <user>``
-(default ``gridxfer``, a system user created on demand by :func:`ensure_user`), and
-its directories are chown'ed to that user. When not root it runs as ourselves.
+xrootd refuses to run as root: when we are root it is started through
+``setpriv --reuid=<user> ...`` (default ``gridxfer``, a system user created on demand by
+:func:`ensure_user`; ``xrootd -R`` would only drop the effective uid), and its
+directories are chown'ed to that user. When not root it runs as ourselves.
 
 Each server gets ``server_dir/{data,run}``; ``oss.localroot`` is ``server_dir`` and
 ``/data`` is exported, so ``root://HOST:PORT//data/f`` is ``server_dir/data/f`` on disk.
@@ -62,6 +63,15 @@ def chown_tree(path: Path, user: str) -> None:
             os.chown(os.path.join(root, entry), pw.pw_uid, pw.pw_gid, follow_symlinks=False)
 
 
+def drop_privileges(user: str) -> list[str]:
+    """Command prefix that execs the rest as ``user`` (real+effective+saved ids, no groups).
+
+    Not ``xrootd -R user``: that only changes the *effective* uid (real/saved stay 0).
+    ``setpriv`` execs in place, so the spawned pid is the server's.
+    """
+    return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups", "--"]
+
+
 def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None) -> str:
     run = server_dir / "run"
     lines = [
@@ -98,7 +108,7 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
         user = run_as or ensure_user()
         chown_tree(server_dir, user)
         os.chmod(server_dir, 0o755)
-        argv[1:1] = ["-R", user]
+        argv = [*drop_privileges(user), *argv]
     proc = spawn("xrootd", argv, run, env=_server_env(), wrap=wrap, cwd=run)
     url_host = host or bind
     netloc = f"[{url_host}]:{port}" if ":" in url_host else f"{url_host}:{port}"

@@ -1,0 +1,214 @@
+"""The embedded local grid on real servers: every protocol, checksums, TPC, throttle, teardown."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gridxfer.testbed import localgrid
+from gridxfer.testbed.inventory import TestbedError
+from gridxfer.testbed.localgrid import ServerSpec
+from gridxfer.testbed.xrootd import start_xrootd
+
+pytestmark = pytest.mark.integration
+
+GRIDXFER = [sys.executable, "-m", "gridxfer"]
+
+
+def adler32(path: Path) -> str:
+    return f"{zlib.adler32(Path(path).read_bytes()) & 0xFFFFFFFF:08x}"
+
+
+def run(argv, **kw) -> subprocess.CompletedProcess:
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kw)
+    assert res.returncode == 0, f"{argv} -> {res.returncode}: {res.stderr[-500:]}"
+    return res
+
+
+@pytest.fixture(scope="module")
+def payload(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("payload") / "file.dat"
+    path.write_bytes(os.urandom(3_000_000) + b"\0" * 1_000_000)
+    return path
+
+
+def test_default_grid_layout(local_grid):
+    assert set(local_grid.endpoints) == {"t0-xrd", "t0-gsiftp", "t1a-xrd1", "t1a-xrd2", "t1a-gsiftp",
+                                         "t1b-xrd", "t1b-ftp"}
+    assert {ep.tier for ep in local_grid.endpoints.values()} == {"T0", "T1A", "T1B"}
+    assert {ep.protocol for ep in local_grid.endpoints.values()} == {"root", "gsiftp", "ftp"}
+    assert all(psutil.pid_exists(ep.pid) for ep in local_grid.endpoints.values())
+    if os.geteuid() == 0:   # xrootd never runs as root
+        owners = {psutil.Process(ep.pid).username() for ep in local_grid.endpoints.values()
+                  if ep.kind == "xrootd"}
+        assert owners == {"gridxfer"}
+
+
+@pytest.mark.parametrize("name", ["t0-xrd", "t1a-xrd2"])
+def test_xrdcp_roundtrip_and_checksum_query(local_grid, payload, tmp_path, name):
+    url = local_grid.resolve(f"{name}/rt/{name}.dat")
+    run(["xrdcp", "-f", "-s", str(payload), url])
+    run(["xrdcp", "-f", "-s", url, str(tmp_path / "back")])
+    assert (tmp_path / "back").read_bytes() == payload.read_bytes()
+    ep = local_grid.endpoints[name]
+    out = run(["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", f"/data/rt/{name}.dat"]).stdout
+    assert out.split() == ["adler32", adler32(payload)]
+    assert adler32(local_grid.local_path(url)) == adler32(payload)
+
+
+@pytest.mark.parametrize("name", ["t0-gsiftp", "t1b-ftp"])
+def test_gfal_and_globus_url_copy_roundtrip(local_grid, payload, tmp_path, name):
+    env = {**os.environ, **local_grid.client_env()}
+    up1 = local_grid.resolve(f"{name}/gfal/f.dat")
+    run(["gfal-copy", "-f", "-p", f"file://{payload}", up1], env=env)
+    up2 = local_grid.resolve(f"{name}/guc/f.dat")
+    run(["globus-url-copy", "-cd", f"file://{payload}", up2], env=env)
+    run(["gfal-copy", "-f", up2, f"file://{tmp_path}/back"], env=env)
+    run(["globus-url-copy", up1, f"file://{tmp_path}/back2"], env=env)
+    for path in (tmp_path / "back", tmp_path / "back2", local_grid.local_path(up1), local_grid.local_path(up2)):
+        assert Path(path).read_bytes() == payload.read_bytes()
+
+
+def test_gsiftp_needs_the_proxy(local_grid, payload, tmp_path):
+    """GSI is real: without a proxy the server refuses us."""
+    env = {**os.environ, **local_grid.client_env(), "X509_USER_PROXY": str(tmp_path / "none.pem")}
+    res = subprocess.run(["globus-url-copy", f"file://{payload}", local_grid.resolve("t0-gsiftp/noauth")],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode != 0
+    assert not local_grid.local_path(local_grid.resolve("t0-gsiftp/noauth")).exists()
+
+
+def test_python_gfal2_gsiftp_and_root(local_grid, payload):
+    gfal2 = pytest.importorskip("gfal2")
+    ctx = gfal2.creat_context()
+    params = ctx.transfer_parameters()
+    params.overwrite, params.create_parent = True, True
+    for name in ("t1a-gsiftp", "t1b-xrd"):
+        url = local_grid.resolve(f"{name}/py/f.dat")
+        ctx.filecopy(params, f"file://{payload}", url)
+        assert ctx.checksum(url, "ADLER32") == adler32(payload)
+
+
+def test_tpc_root_to_root(local_grid, payload):
+    src, dst = local_grid.resolve("t0-xrd/tpc/f.dat"), local_grid.resolve("t1a-xrd1/tpc/f.dat")
+    run(["xrdcp", "-f", "-s", str(payload), src])
+    run(["xrdcp", "-f", "-s", "--tpc", "only", src, dst])   # fails if the servers cannot do TPC
+    assert adler32(local_grid.local_path(dst)) == adler32(payload)
+
+
+def test_tpc_gsiftp_to_gsiftp(local_grid, payload):
+    env = {**os.environ, **local_grid.client_env()}
+    src, dst = local_grid.resolve("t0-gsiftp/tpc/f.dat"), local_grid.resolve("t1a-gsiftp/tpc/f.dat")
+    run(["gfal-copy", "-f", "-p", f"file://{payload}", src], env=env)
+    # globus-url-copy between two gsiftp URLs is always third-party (server to server)
+    run(["globus-url-copy", "-cd", src, dst], env=env)
+    run(["gfal-copy", "-f", src, dst + ".gfal"], env=env)
+    assert adler32(local_grid.local_path(dst)) == adler32(payload)
+    assert adler32(local_grid.local_path(dst + ".gfal")) == adler32(payload)
+    transfers = Path(local_grid.endpoints["t1a-gsiftp"].log).read_text()
+    assert "tpc/f.dat.gfal" in transfers
+
+
+def test_throttle_slows_a_single_stream_read(make_grid, tmp_path):
+    rate = 4_000_000
+    inv = make_grid([ServerSpec("slow", "xrootd", "T1", throttle=rate), ServerSpec("fast", "xrootd", "T1")])
+    # XrdThrottle lets roughly the first interval (~1 s) through unthrottled, so use a file
+    # several intervals long: measured ~4.1 MB/s steady state for a 4 MB/s throttle.
+    data = os.urandom(12_000_000)
+    timings = {}
+    for name in ("slow", "fast"):
+        Path(inv.endpoints[name].data_dir, "f.dat").write_bytes(data)
+        start = time.monotonic()
+        run(["xrdcp", "-f", "-s", inv.resolve(f"{name}/f.dat"), str(tmp_path / name)])
+        timings[name] = time.monotonic() - start
+    assert timings["slow"] >= 0.5 * len(data) / rate, timings      # ~2-3 s at 4 MB/s
+    assert timings["fast"] < timings["slow"] / 3, timings
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="tmpfs size limit needs root")
+def test_size_limited_server_gives_enospc_and_down_unmounts(make_grid, tmp_path, monkeypatch):
+    inv = make_grid([ServerSpec("tiny", "xrootd", "T1", size_limit=2 * 2**20)])
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(3 * 2**20))
+    res = subprocess.run(["xrdcp", "-f", "-s", str(big), inv.resolve("tiny/big")], capture_output=True, text=True)
+    assert res.returncode != 0 and "no space left" in res.stderr.lower()
+    mount = inv.endpoints["tiny"].data_dir
+    assert os.path.ismount(mount)
+    monkeypatch.setenv("GRIDXFER_HOME", str(tmp_path / "grid0"))   # make_grid's home for this grid
+    localgrid.down()
+    assert not os.path.ismount(mount) and not Path(inv.base_dir).exists()
+    assert not psutil.pid_exists(inv.endpoints["tiny"].pid)
+
+
+def test_start_failure_reports_log_tail(tmp_path):
+    """A server that cannot start (its port is taken) gives one clear error with its log."""
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as busy:
+        busy.bind(("::", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(TestbedError) as err:
+            start_xrootd("broken", tmp_path / "srv", port=port, ready_timeout=10)
+    msg = str(err.value)
+    assert "broken" in msg and "exited during start-up" in msg and "xrootd.log" in msg
+    assert "\n" not in msg
+
+
+def _procs_mentioning(marker: str) -> list[int]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in a for a in (p.info["cmdline"] or ())):
+                found.append(p.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("when", ["after_up", "during_up"])
+def test_down_after_kill9_of_up_leaves_no_process(tmp_path, when):
+    home = tmp_path / "home"
+    env = {**os.environ, "GRIDXFER_HOME": str(home)}
+    proc = subprocess.Popen([*GRIDXFER, "testbed", "up"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    pointer, inventory = home / "testbed" / "local.json", home / "testbed" / "inventory.json"
+    deadline = time.monotonic() + 40
+    try:
+        while time.monotonic() < deadline:
+            if when == "after_up" and inventory.exists():
+                break
+            if when == "during_up" and pointer.exists() and list(Path(json.loads(pointer.read_text())
+                                                                       ["base_dir"]).rglob("*.pid")):
+                break
+            assert proc.poll() is None or when == "after_up", "testbed up ended before the kill"
+            time.sleep(0.02)
+        else:
+            pytest.fail("testbed up did not get far enough")
+        base = json.loads(pointer.read_text())["base_dir"] if pointer.exists() else None
+        if base is None:
+            base = json.loads(inventory.read_text())["base_dir"]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+        time.sleep(0.3)     # let a half-started server get going
+        assert _procs_mentioning(base + "/"), "no server was running at kill time"
+        res = subprocess.run([*GRIDXFER, "testbed", "down"], env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert _procs_mentioning(base + "/") == []
+        assert not Path(base).exists() and not inventory.exists()
+        st = subprocess.run([*GRIDXFER, "testbed", "status", "--json"], env=env, capture_output=True,
+                            text=True, timeout=60)
+        assert json.loads(st.stdout)["up"] is False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run([*GRIDXFER, "testbed", "down"], env=env, capture_output=True, timeout=60)
