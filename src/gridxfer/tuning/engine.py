@@ -130,13 +130,13 @@ def _classify(key: str, value: str, optional: bool, where: str, cur: str | None,
         return Item(key, value, cur, SKIPPED if optional else INVALID, reason, where)
 
     nic = split_nic_key(key)
+    if key in GLOBAL_ONLY and in_ns:
+        reason = "global-only key: cannot be set inside a network namespace"
+        return Item(key, value, cur, SKIPPED, reason, where) if skip_global else bad(reason)
     if nic is None and cur is None:
         return bad("no such sysctl on this host")
     if cur == UNSUPPORTED:
         return Item(key, value, None, SKIPPED, "not supported by the device", where)
-    if key in GLOBAL_ONLY and in_ns:
-        reason = "global-only key: cannot be set inside a network namespace"
-        return Item(key, value, cur, SKIPPED, reason, where) if skip_global else bad(reason)
     if key == CC_KEY and value not in available:
         return bad(f"{value!r} not in tcp_available_congestion_control ({' '.join(sorted(available))})")
     if same(cur, value):

@@ -1,0 +1,234 @@
+"""apply / verify / rollback for real inside network namespaces created by the tests;
+values are read back from /proc/sys inside the namespace (ip netns exec)."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from gridxfer.tuning import state as tstate
+from gridxfer.tuning.api import (ApplyFailed, CrashedApply, ValidationError, apply, diff,
+                                 load_profile, rollback, verify)
+from gridxfer.tuning.settings import same
+from gridxfer.tuning.targets.local import LocalTarget
+from gridxfer.tuning.targets.netns import NetnsTarget
+from gridxfer.tuning.testing import scratch_netns
+
+pytestmark = [pytest.mark.root, pytest.mark.integration]
+
+PER_NS = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control",
+          "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_sack",
+          "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syn_retries", "net.ipv4.tcp_fin_timeout"]
+
+
+@pytest.fixture
+def ns(gridxfer_home):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    with scratch_netns() as n:
+        yield n
+
+
+def snapshot(ns, keys=PER_NS):
+    return {k: ns.sysctl(k) for k in keys}
+
+
+def write_profile(tmp_path, name, body, nic=None):
+    path = tmp_path / f"{name}.conf"
+    path.write_text(textwrap.dedent(body))
+    if nic is not None:
+        (tmp_path / f"{name}.nic").write_text(textwrap.dedent(nic))
+    return str(path)
+
+
+def test_apply_verify_rollback_dtn_10g(ns, gridxfer_home):
+    before = snapshot(ns)
+    t = NetnsTarget(ns.name)
+    prof = load_profile("dtn-10g")
+    res = apply(prof, t, skip_global=True)
+    assert {i.key for i in res.changed} >= {"net.ipv4.tcp_rmem", "net.ipv4.tcp_mtu_probing"}
+    assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "87380", "33554432"]
+    assert ns.sysctl("net.ipv4.tcp_wmem").split() == ["4096", "65536", "33554432"]
+    assert ns.sysctl("net.ipv4.tcp_mtu_probing") == "1"
+    assert ns.sysctl("net.ipv4.tcp_congestion_control") == "bbr"
+    skipped = {i.key: i.reason for i in res.skipped}
+    assert "global-only" in skipped["net.core.rmem_max"]
+    assert verify(prof, t, skip_global=True).ok
+    # saved originals: readable JSON, 0600, in apply order
+    path = gridxfer_home / "tuning" / f"{t.state_id}.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    data = json.loads(path.read_text())
+    assert data["status"] == "applied" and data["profile"] == "dtn-10g"
+    assert [o["key"] for o in data["originals"]] == [i.key for i in res.changed]
+    # drift is seen
+    ns.exec("sysctl", "-q", "-w", "net.ipv4.tcp_mtu_probing=0")
+    v = verify(prof, t, skip_global=True)
+    assert not v.ok and [(d.key, d.expected, d.actual) for d in v.drifted] == [
+        ("net.ipv4.tcp_mtu_probing", "1", "0")]
+    rb = rollback(t)
+    assert rb.ok and [o.key for o in rb.restored][0] == res.changed[-1].key   # reverse order
+    assert snapshot(ns) == before
+    assert json.loads(path.read_text())["status"] == "restored"
+
+
+def test_stacked_applies_roll_back_to_pristine(ns):
+    before = snapshot(ns)
+    t = NetnsTarget(ns.name)
+    apply(load_profile("untuned-legacy"), t, skip_global=True)
+    apply(load_profile("dtn-100g"), t, skip_global=True)
+    assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "67108864", "1073741824"]
+    second = apply(load_profile("dtn-100g"), t, skip_global=True)
+    assert second.changed == () and second.state_file is None
+    rollback(t)
+    assert snapshot(ns) == before
+
+
+def test_global_keys_refused_inside_namespace_and_nothing_written(ns, gridxfer_home):
+    before = snapshot(ns)
+    t = NetnsTarget(ns.name)
+    with pytest.raises(ValidationError, match=r"net.core.rmem_max.*global-only.*nothing written"):
+        apply(load_profile("dtn-10g"), t)
+    assert snapshot(ns) == before
+    assert not (gridxfer_home / "tuning" / f"{t.state_id}.json").exists()
+
+
+@pytest.mark.parametrize("position", [0, 2, 4])
+def test_half_way_failure_leaves_every_value_as_before(ns, tmp_path, gridxfer_home, position):
+    """An invalid value (kernel max for tcp_syn_retries is 127) injected as the N-th key."""
+    keys = [("net.ipv4.tcp_rmem", "4096 65536 8388608"), ("net.ipv4.tcp_wmem", "4096 32768 8388608"),
+            ("net.ipv4.tcp_mtu_probing", "2"), ("net.ipv4.tcp_sack", "0"),
+            ("net.ipv4.tcp_fin_timeout", "17")]
+    keys.insert(position, ("net.ipv4.tcp_syn_retries", "500"))
+    path = write_profile(tmp_path, "halfway", "".join(f"{k} = {v}\n" for k, v in keys))
+    before = snapshot(ns)
+    t = NetnsTarget(ns.name)
+    with pytest.raises(ApplyFailed, match="tcp_syn_retries"):
+        apply(load_profile(path), t)
+    assert snapshot(ns) == before
+    st = tstate.load(t.state_id)
+    assert st is not None and st.status == tstate.RESTORED
+
+
+def test_failure_after_earlier_apply_keeps_the_first_originals(ns, tmp_path):
+    before = snapshot(ns)
+    t = NetnsTarget(ns.name)
+    apply(load_profile("untuned-legacy"), t, skip_global=True)
+    after_first = snapshot(ns)
+    bad = write_profile(tmp_path, "bad", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_syn_retries = 999\n")
+    with pytest.raises(ApplyFailed):
+        apply(load_profile(bad), t)
+    assert snapshot(ns) == after_first
+    assert tstate.load(t.state_id).status == tstate.APPLIED
+    rollback(t)
+    assert snapshot(ns) == before
+
+
+CRASHER = """
+import os, sys
+from gridxfer.tuning.api import apply, load_profile
+from gridxfer.tuning.targets.netns import NetnsTarget
+
+class Crashing(NetnsTarget):
+    writes = 0
+    def run(self, argv, *, input=None):
+        if argv[0] == "sysctl":
+            Crashing.writes += 1
+            if Crashing.writes == 3:
+                os._exit(9)          # the process dies between two writes
+        return super().run(argv, input=input)
+
+apply(load_profile(sys.argv[2]), Crashing(sys.argv[1]))
+"""
+
+
+def test_crashed_apply_is_detected_and_rolled_back(ns, tmp_path, gridxfer_home, capsys):
+    from gridxfer.cli.main import main
+    prof = write_profile(tmp_path, "crashy", "net.ipv4.tcp_rmem = 4096 65536 8388608\n"
+                         "net.ipv4.tcp_mtu_probing = 2\nnet.ipv4.tcp_sack = 0\n"
+                         "net.ipv4.tcp_fin_timeout = 17\n")
+    before = snapshot(ns)
+    proc = subprocess.run([sys.executable, "-c", CRASHER, ns.name, prof], capture_output=True,
+                          text=True, env=dict(os.environ))
+    assert proc.returncode == 9
+    assert snapshot(ns) != before                       # two keys were written, then it died
+    t = NetnsTarget(ns.name)
+    assert tstate.load(t.state_id).status == tstate.APPLYING
+    with pytest.raises(CrashedApply, match="rollback"):
+        apply(load_profile(prof), t)
+    assert main(["tune", "diff", prof, "--host", f"netns:{ns.name}"]) == 0
+    assert "stopped half-way" in capsys.readouterr().err
+    assert main(["tune", "rollback", "--host", f"netns:{ns.name}"]) == 0
+    assert snapshot(ns) == before
+    apply(load_profile(prof), t)                        # usable again
+    rollback(t)
+    assert snapshot(ns) == before
+
+
+def test_nic_settings_on_veth(ns, tmp_path):
+    prof = write_profile(tmp_path, "nicky", "net.ipv4.tcp_mtu_probing = 1\n",
+                         nic="txqueuelen = 5000\nmtu = 9000\nring.rx = 4096\npause.rx = on\n"
+                             "coalesce.rx-usecs = 50\n")
+    link = lambda: json.loads(ns.exec("ip", "-j", "link", "show", "dev", ns.ns_if))[0]  # noqa: E731
+    mtu0, q0 = link()["mtu"], link()["txqlen"]
+    t = NetnsTarget(ns.name)
+    res = apply(load_profile(prof), t, ifaces=[ns.ns_if])
+    assert link()["mtu"] == 9000 and link()["txqlen"] == 5000
+    skipped = {i.key: i.reason for i in res.skipped}
+    for param in ("ring.rx", "pause.rx", "coalesce.rx-usecs"):    # veth cannot: skipped
+        assert skipped[f"nic[{ns.ns_if}].{param}"] == "not supported by the device"
+    assert verify(load_profile(prof), t, ifaces=[ns.ns_if]).ok
+    rollback(t)
+    assert (link()["mtu"], link()["txqlen"]) == (mtu0, q0)
+
+
+def test_persist_writes_a_sysctl_d_file_that_sysctl_p_accepts(ns, tmp_path, monkeypatch):
+    conf_dir = tmp_path / "sysctl.d"
+    conf_dir.mkdir()
+    monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(conf_dir))
+    t = NetnsTarget(ns.name)
+    res = apply(load_profile("dtn-10g"), t, persist=True, skip_global=True)
+    out = conf_dir / "90-gridxfer-dtn-10g.conf"
+    assert res.persisted == str(out) and out.exists()
+    text = out.read_text()
+    assert "net.ipv4.tcp_rmem = 4096 87380 33554432" in text and "-net.core.default_qdisc = fq" in text
+    rollback(t)
+    # the file is deployable as-is: only per-namespace keys fail here, no syntax errors
+    p = subprocess.run(["ip", "netns", "exec", ns.name, "sysctl", "-p", str(out)],
+                       capture_output=True, text=True)
+    assert "syntax" not in p.stderr
+    assert ns.sysctl("net.ipv4.tcp_mtu_probing") == "1"        # sysctl -p applied it
+
+
+@pytest.mark.parametrize("name", ["cnaf-sc-wan-1g", "lan-10ge-jumbo", "daq-udp-lossless",
+                                  "dtn-10g", "dtn-40g", "dtn-100g", "untuned-legacy"])
+def test_bundled_profiles_parse_with_sysctl_p(ns, name):
+    path = load_profile(name).path
+    p = subprocess.run(["ip", "netns", "exec", ns.name, "sysctl", "-p", path],
+                       capture_output=True, text=True)
+    assert "syntax" not in p.stderr, p.stderr
+
+
+def test_global_keys_on_the_host_are_applied_and_restored(tmp_path, gridxfer_home):
+    """Global-only keys can only be tested on the host: always restored in finally."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    keys = ["net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog"]
+    t = LocalTarget()
+    saved = t.read(keys)
+    try:
+        body = "".join(f"{k} = {int(saved[k]) + 4096}\n" for k in keys)
+        prof = load_profile(write_profile(tmp_path, "hostglobal", body))
+        assert all(i.status == "change" for i in diff(prof, t))
+        apply(prof, t)
+        assert all(int(t.read([k])[k]) == int(saved[k]) + 4096 for k in keys)
+        assert verify(prof, t).ok
+        rollback(t)
+        assert t.read(keys) == saved
+    finally:
+        t.write({k: v for k, v in saved.items() if v is not None})
+    assert all(same(t.read([k])[k], saved[k]) for k in keys)
