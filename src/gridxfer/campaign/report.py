@@ -4,7 +4,8 @@
   mean/min/max/stddev, failed attempts by ErrorClass;
 - a frequency distribution of per-transfer throughput in bins (CNAF iperf-table style);
 - the share of files, bytes and sessions per endpoint over time buckets, so that a
-  black hole (one endpoint hoarding sessions while delivering few bytes) is visible;
+  black hole (one endpoint hoarding sessions while delivering few bytes) is visible
+  (``share.endpoint_share``);
 - a timeline (aggregate and per-link throughput, sessions per endpoint) for ``--png``.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import journal
+from .share import ShareReport, endpoint_share
 
 MB = 1e6
 
@@ -45,15 +47,6 @@ class Bin:
 
 
 @dataclass(frozen=True)
-class Bucket:
-    start: float                  # seconds since the first attempt started
-    end: float
-    files: dict[str, int]         # endpoint -> files completed in the bucket
-    bytes: dict[str, int]
-    sessions: dict[str, float]    # endpoint -> mean sessions in flight
-
-
-@dataclass(frozen=True)
 class Report:
     name: str
     state: str
@@ -67,14 +60,14 @@ class Report:
     links: tuple[GroupStats, ...]
     endpoints: tuple[GroupStats, ...]
     histogram: tuple[Bin, ...]
-    buckets: tuple[Bucket, ...]
+    share: ShareReport            # files/bytes/sessions per endpoint over time (share.py)
     failed_files: tuple[dict, ...]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def build_report(name: str, *, buckets: int = 10, bins: int = 10) -> Report:
+def build_report(name: str, *, buckets: int = 12, bins: int = 10) -> Report:
     conn = journal.connect(journal.journal_path(name), readonly=True)
     try:
         return _build(conn, name, buckets, bins)
@@ -109,7 +102,7 @@ def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
         "WHERE state = 'failed' ORDER BY id LIMIT 100"))
     return Report(name, meta.get("state", "?"), t0, seconds, total, done, failed, nbytes,
                   nbytes / seconds if seconds > 0 else 0.0, links, endpoints,
-                  _histogram(conn, n_bins), _buckets(conn, t0, seconds, n_buckets), failed_files)
+                  _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files)
 
 
 def _groups(ok_rows, fail_rows, files_done, files_failed, *, by_tier: bool) -> tuple[GroupStats, ...]:
@@ -181,30 +174,6 @@ def overlap(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
         k = np.searchsorted(xs, t, side="right")
         return t * cw[k] - cwx[k]
     return part(starts) - part(ends)
-
-
-def _buckets(conn, t0: float | None, seconds: float, n: int) -> tuple[Bucket, ...]:
-    a = _load_attempts(conn)
-    if not a or t0 is None:
-        return ()
-    width = nice_width(max(seconds, 1e-3), n)
-    edges = t0 + np.arange(0, math.ceil(max(seconds, 1e-3) / width) + 1) * width
-    out_files: list[dict] = [{} for _ in range(len(edges) - 1)]
-    out_bytes: list[dict] = [{} for _ in range(len(edges) - 1)]
-    out_sess: list[dict] = [{} for _ in range(len(edges) - 1)]
-    for ep in sorted(set(a["ep"])):
-        m = a["ep"] == ep
-        ok = m & a["ok"]
-        idx = np.minimum(((a["e"][ok] - t0) // width).astype(int), len(edges) - 2)
-        files = np.bincount(idx, minlength=len(edges) - 1)
-        nbytes = np.bincount(idx, weights=a["b"][ok], minlength=len(edges) - 1)
-        g = overlap(a["s"][m], a["e"][m], np.ones(int(m.sum())), edges)
-        sess = np.diff(g) / width
-        for i in range(len(edges) - 1):
-            out_files[i][ep], out_bytes[i][ep] = int(files[i]), int(nbytes[i])
-            out_sess[i][ep] = round(float(sess[i]), 3)
-    return tuple(Bucket(float(edges[i] - t0), float(edges[i + 1] - t0), out_files[i],
-                        out_bytes[i], out_sess[i]) for i in range(len(edges) - 1))
 
 
 def timeline(name: str, points: int = 200) -> dict[str, Any]:

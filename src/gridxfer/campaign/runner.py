@@ -23,7 +23,7 @@ from ..errors import TransferError, UsageError
 from ..movers.base import normalise_adler32
 from . import journal
 from .dataset import expand
-from .scheduler import Observer, Scheduler, SchedulerResult, default_mover_factory
+from .scheduler import Observer, Scheduler, SchedulerResult
 from .spec import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
 
 
@@ -69,6 +69,7 @@ class CampaignStatus:
     created: float | None = None
     updated: float | None = None
     links: tuple[dict, ...] = field(default=())
+    excluded: tuple[dict, ...] = field(default=())      # endpoints out of rotation (--links)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,7 +154,7 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     return _execute(path, spec, recovered=0, **kw)
 
 
-def resume_campaign(name: str, *, mover_factory: Callable = default_mover_factory,
+def resume_campaign(name: str, *, mover_factory: Callable | None = None,
                     **kw: Any) -> CampaignResult:
     path = journal.journal_path(name)
     conn = journal.connect(path)
@@ -212,9 +213,11 @@ def _alive(pid: str | None) -> bool:
 
 
 # ------------------------------------------------------------------ crash recovery
-def recover(conn, spec: CampaignSpec, mover_factory: Callable = default_mover_factory) -> int:
+def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None) -> int:
     """Attempts left 'active' by a killed process: clean the temp file, keep a verified
     final file (right size and adler32) as done, otherwise delete it and redo the file."""
+    from . import scheduler
+    mover_factory = mover_factory or scheduler.default_mover_factory
     rows = journal.active_attempts(conn)
     orphans = journal.orphan_active_files(conn)
     if not rows and not orphans:
@@ -312,11 +315,15 @@ def _status(path: Path, *, links: bool = False) -> CampaignStatus:
         if state == "running" and not _alive(meta.get("pid")):
             state = "interrupted"          # killed: resume recovers it
         link_rows: tuple[dict, ...] = ()
+        excluded: tuple[dict, ...] = ()
         if links:
+            from .exclusions import current_exclusions
             from .optimizer import link_status
             link_rows = tuple(asdict(s) for s in link_status(conn))
+            excluded = tuple(asdict(e) for e in current_exclusions(conn))
         return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
-                              _float(meta.get("created")), _float(meta.get("updated")), link_rows)
+                              _float(meta.get("created")), _float(meta.get("updated")), link_rows,
+                              excluded)
     finally:
         conn.close()
 

@@ -39,6 +39,10 @@ def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
     return get_mover(src, dst, third_party=third_party)
 
 
+def _default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+    return default_mover_factory(src, dst, third_party)    # looked up at call time (tests)
+
+
 def default_selector_factory(name: str) -> selection.DestinationSelector:
     return selection.make_selector(name)
 
@@ -106,7 +110,7 @@ class _Retry:
 
 class Scheduler:
     def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, *,
-                 mover_factory: MoverFactory = default_mover_factory,
+                 mover_factory: MoverFactory | None = None,
                  selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
                  exclusion_factory: Callable[[], selection.ExclusionPolicy] = default_exclusion_factory,
                  optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
@@ -115,7 +119,7 @@ class Scheduler:
                  stop_grace: float = STOP_GRACE) -> None:
         self.conn, self.spec, self.clock = conn, spec, clock
         self.tiers = {t.name: t for t in spec.destinations}
-        self.mover_factory = mover_factory
+        self.mover_factory = mover_factory or _default_mover_factory
         self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
                                for t in spec.destinations}
         self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}

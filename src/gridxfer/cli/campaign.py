@@ -205,6 +205,10 @@ def _render_status(st, as_json: bool, links: bool) -> None:
         for ln in st.links:
             click.echo(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
                        f"{ln['decisions']} decisions)")
+        for ex in st.excluded:
+            until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
+                     if ex["until"] else "")
+            click.echo(f"  excluded {ex['tier']} {ex['url']}: {ex['reason']}{until}")
 
 
 @group.command("report")
@@ -253,20 +257,10 @@ def _render_report(rep) -> None:
             t.add_row(f"{_num(b.low / 1e6, step)} - {_num(b.high / 1e6, step)}", str(b.count),
                       f"{100 * b.share:.1f}", "#" * round(40 * b.share))
         con.print(t)
-    if rep.buckets:
-        eps = sorted({e for b in rep.buckets for e in b.sessions})
-        t = Table(title="share per endpoint over time: files / bytes % / mean sessions",
-                  title_justify="left")
-        t.add_column("time (s)")
-        for e in eps:
-            t.add_column(_short(e), justify="right")
-        for b in rep.buckets:
-            tot = sum(b.bytes.values()) or 1
-            step = b.end - b.start
-            t.add_row(f"{_num(b.start, step)}-{_num(b.end, step)}", *(
-                f"{b.files.get(e, 0)} / {100 * b.bytes.get(e, 0) / tot:.0f}% / "
-                f"{b.sessions.get(e, 0):.1f}" for e in eps))
-        con.print(t)
+    if rep.share.endpoints:
+        from ..campaign.share import render_share
+        con.print("[bold]share per destination endpoint[/]")
+        con.print(render_share(rep.share), markup=False, highlight=False)
     for f in rep.failed_files[:20]:
         con.print(f"FAILED {f['tier']} {f['name']}: {f['error_class']}: {f['error_msg']}",
                   markup=False)

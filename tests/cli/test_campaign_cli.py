@@ -1,0 +1,168 @@
+"""`gridxfer campaign ...` in-process: exit codes, one-line errors, JSON keys.
+
+Transfers here use a tiny local test mover (the CLI's logic is under test); real
+movers on real servers are in tests/integration/test_campaign_*.py."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import zlib
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from gridxfer.campaign import scheduler
+from gridxfer.cli.main import main
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.base import Entry, TransferOutcome
+
+from tests.unit.test_spec import MALFORMED
+
+
+def _path(url):
+    return urlsplit(url).path
+
+
+class LocalMover:
+    """file:// -> file:// copy with adler32, for CLI logic tests only."""
+
+    kill_after: int | None = None
+    calls = 0
+
+    def copy(self, src, dst, *, params, progress=None):
+        type(self).calls += 1
+        if self.kill_after is not None and type(self).calls > self.kill_after:
+            os.kill(os.getpid(), signal.SIGINT)
+            raise TransferError(ErrorClass.CANCELLED, "interrupted")
+        if not os.path.exists(_path(src)):
+            raise TransferError(ErrorClass.SOURCE_MISSING, f"{src}: no such file")
+        os.makedirs(os.path.dirname(_path(dst)), exist_ok=True)
+        shutil.copyfile(_path(src), _path(dst))
+        data = Path(_path(dst)).read_bytes()
+        if progress:
+            progress(len(data), len(data))
+        return TransferOutcome(len(data), 0.01, f"{zlib.adler32(data):08x}", 1, "local")
+
+    def stat(self, url):
+        return Entry(url, os.path.getsize(_path(url)))
+
+    def unlink(self, url):
+        os.unlink(_path(url))
+
+
+@pytest.fixture
+def local(monkeypatch, gridxfer_home, tmp_path):
+    LocalMover.calls, LocalMover.kill_after = 0, None
+    monkeypatch.setattr(scheduler, "default_mover_factory", lambda s, d, t: LocalMover())
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(6):
+        (src / f"f{i}.dat").write_bytes(os.urandom(1000 + i))
+    (tmp_path / "dst").mkdir()
+    return tmp_path
+
+
+def campaign(tmp_path, files='{glob: "*.dat"}', name="c1", extra=""):
+    text = f"""campaign: {name}
+source: {{url: "file://{tmp_path}/src/", files: {files}}}
+destinations:
+  - tier: T1
+    pool: ["file://{tmp_path}/dst/a/", "file://{tmp_path}/dst/b/"]
+    max_active: 2
+retries: {{max: 1, backoff: 0.01s}}
+{extra}"""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_exits_2_with_one_line(tmp_path, gridxfer_home, capsys, case):
+    text, line, needle = MALFORMED[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert main(["campaign", "run", "--quiet", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"gridxfer: error: {path}:{line}: " if line else
+                          f"gridxfer: error: {path}: "), err
+
+
+def test_run_status_report_list(local, capsys):
+    spec = campaign(local)
+    assert main(["campaign", "run", "--quiet", "--json", str(spec)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert {"name", "state", "files_total", "files_done", "files_failed", "bytes_total",
+            "bytes_done", "seconds", "mean_rate", "failures", "journal", "recovered",
+            "dry_run"} <= set(res)
+    assert (res["state"], res["files_done"], res["files_failed"]) == ("done", 6, 0)
+    copied = sorted(p.name for p in (local / "dst").rglob("*.dat"))
+    assert copied == [f"f{i}.dat" for i in range(6)]
+
+    assert main(["campaign", "status", "c1", "--json", "--links"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["files"] == {"done": 6} and st["state"] == "done"
+    assert st["links"] and st["links"][0]["tier"] == "T1"
+
+    png = local / "t.png"
+    assert main(["campaign", "report", "c1", "--json", "--png", str(png)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert {"links", "endpoints", "histogram", "share", "failed_files", "png"} <= set(rep)
+    assert rep["links"][0]["files_done"] == 6 and sum(b["count"] for b in rep["histogram"]) == 6
+    assert png.stat().st_size > 10_000
+
+    assert main(["campaign", "report", "c1"]) == 0
+    text = capsys.readouterr().out
+    assert "per link" in text and "distribution" in text and "share" in text
+
+    assert main(["campaign", "list", "--json"]) == 0
+    assert [c["name"] for c in json.loads(capsys.readouterr().out)] == ["c1"]
+
+    # a second run of the same campaign is refused (resume it instead)
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 2
+    assert "resume" in capsys.readouterr().err
+
+
+def test_dry_run_transfers_nothing(local, capsys):
+    assert main(["campaign", "run", "--dry-run", str(campaign(local))]) == 0
+    assert "would transfer" in capsys.readouterr().out
+    assert not list((local / "dst").rglob("*.dat"))
+    assert not (Path(os.environ["GRIDXFER_HOME"]) / "campaigns" / "c1.sqlite").exists()
+
+
+def test_partial_failure_exit_3(local, capsys):
+    spec = campaign(local, files='["f0.dat", {name: gone.dat, size: 5}, "f1.dat"]')
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert "FAILED T1 gone.dat: source_missing" in out
+    assert "1 of 3 files failed" in err
+
+
+def test_interrupt_exit_4_then_resume(local, capsys):
+    LocalMover.kill_after = 2
+    spec = campaign(local)
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 4
+    assert "gridxfer campaign resume c1" in capsys.readouterr().err
+    assert main(["campaign", "status", "c1", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["state"] == "interrupted" and st["files"].get("active", 0) == 0
+    LocalMover.kill_after = None
+    assert main(["campaign", "resume", "c1", "--quiet"]) == 0
+    assert len(list((local / "dst").rglob("*.dat"))) == 6
+
+
+def test_unknown_campaign_and_selector(gridxfer_home, local, capsys):
+    assert main(["campaign", "status", "nope"]) == 2
+    assert "no such campaign journal" in capsys.readouterr().err
+    assert main(["campaign", "run", "--selector", "fastest", str(campaign(local))]) == 2
+    assert "unknown selector" in capsys.readouterr().err
+
+
+def test_alert_options_need_threshold(local, capsys):
+    spec = campaign(local)
+    assert main(["campaign", "run", "--quiet", "--on-drop", "true", str(spec)]) == 2
+    assert "threshold" in capsys.readouterr().err
