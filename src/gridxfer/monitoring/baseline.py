@@ -51,16 +51,16 @@ class Baseline:
 
     def learn(self, now: float, value: float, *, alpha: float = 0.1,
               learn_floor: float = 0.5) -> "Baseline":
-        """A new baseline including ``value`` (unless it is itself a drop)."""
+        """A new baseline including ``value`` in the EWMA and in this hour's bucket.
+
+        Each bucket skips a value below ``learn_floor`` x its own value (a drop)."""
         if not math.isfinite(value) or value < 0:
             return self
-        ref = self.reference(now, "auto", min_samples=1)
-        if ref and value < learn_floor * ref:
-            return replace(self, updated=now)
         hour = hour_of_day(now)
         hourly = dict(self.hourly)
-        hourly[hour] = _step(hourly.get(hour), value, alpha)
-        return Baseline(ewma=_step(self.ewma, value, alpha), hourly=hourly, updated=now)
+        hourly[hour] = _learn(hourly.get(hour), value, alpha, learn_floor)
+        return Baseline(ewma=_learn(self.ewma, value, alpha, learn_floor), hourly=hourly,
+                        updated=now)
 
     def to_json(self) -> dict:
         return {"version": 1, "updated": self.updated,
@@ -84,9 +84,11 @@ class Baseline:
                    updated=float(updated) if updated is not None else None)
 
 
-def _step(bucket: Bucket | None, value: float, alpha: float) -> Bucket:
+def _learn(bucket: Bucket | None, value: float, alpha: float, floor: float) -> Bucket:
     if bucket is None:
         return Bucket(value, 1)
+    if value < floor * bucket.value:
+        return bucket
     # average of the first samples while young, then a proper EWMA
     a = max(alpha, 1.0 / (bucket.n + 1))
     return Bucket(bucket.value + a * (value - bucket.value), bucket.n + 1)

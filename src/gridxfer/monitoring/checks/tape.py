@@ -84,6 +84,8 @@ class Tape(GxResource):
         head = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
                 f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} session(s), "
                 f"{fmt_bytes(tw.bytes)} in {fmt_duration(a.window)}")
+        if tw.down:
+            head += f", {len(tw.down)} drive(s) down (last session failed): {', '.join(tw.down)}"
         if tw.filtered:
             head += f", {tw.filtered} short session(s) ignored"
         if garbage:
@@ -97,6 +99,7 @@ class Tape(GxResource):
             return
         yield nagiosplugin.Metric("write_MBps", round(tw.rate / 1e6, 3), min=0, context="write")
         yield nagiosplugin.Metric("drives", tw.units, min=0, context="drives")
+        yield nagiosplugin.Metric("drives_down", len(tw.down), min=0, context="info")
         yield nagiosplugin.Metric("per_drive_MBps", round(tw.per_unit_rate / 1e6, 3), min=0,
                                   context="info")
         yield nagiosplugin.Metric("volume_MBps", round(tw.volume_rate / 1e6, 3), min=0,

@@ -45,7 +45,8 @@ class TapeWindow:
     sessions: int
     filtered: int                   # sessions dropped by the minimum-volume filter
     bytes: float                    # prorated to the window
-    per_unit: dict[str, float]      # unit -> bytes/s while busy
+    per_unit: dict[str, float]      # unit -> bytes/s while busy (units not down)
+    down: tuple[str, ...] = ()      # units whose last session in the window failed
 
     @property
     def rate(self) -> float:
@@ -82,9 +83,14 @@ def _busy_time(intervals: list[tuple[float, float]]) -> float:
 
 def aggregate(sessions: Iterable[TapeSession], *, now: float, window: float,
               min_volume: int = 0, kinds: frozenset[str] | None = None) -> TapeWindow:
-    """Sessions that finished inside ``[now - window, now]``, per unit and in total."""
+    """Sessions that finished inside ``[now - window, now]``, per unit and in total.
+
+    A unit whose latest session in the window failed (CTA ``status="failure"``: the
+    drive went down) is reported in ``down`` and left out of the rates.
+    """
     start = now - window
     chosen: list[TapeSession] = []
+    last: dict[str, TapeSession] = {}
     filtered = 0
     prorated = 0.0
     for s in sessions:
@@ -95,21 +101,26 @@ def aggregate(sessions: Iterable[TapeSession], *, now: float, window: float,
             if s.end > now and s.start < now:
                 prorated += s.bytes * (now - max(s.start, start)) / s.duration
             continue
+        if s.unit not in last or s.end >= last[s.unit].end:
+            last[s.unit] = s
         if s.bytes < min_volume:
             filtered += 1
             continue
         chosen.append(s)
         prorated += s.bytes * (s.end - max(s.start, start)) / s.duration
+    down = tuple(sorted(u for u, s in last.items() if not s.ok))
     per_unit: dict[str, float] = {}
     by_unit: dict[str, list[TapeSession]] = {}
     for s in chosen:
+        if s.unit in down:
+            continue
         by_unit.setdefault(s.unit, []).append(s)
     for unit, items in sorted(by_unit.items()):
         busy = _busy_time([(s.start, s.end) for s in items])
         if busy > 0:
             per_unit[unit] = sum(s.bytes for s in items) / busy
     return TapeWindow(start=start, end=now, sessions=len(chosen), filtered=filtered,
-                      bytes=prorated, per_unit=per_unit)
+                      bytes=prorated, per_unit=per_unit, down=down)
 
 
 def _rotated_remainder(path: Path, saved: dict) -> list[bytes]:
