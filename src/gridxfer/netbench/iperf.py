@@ -41,7 +41,7 @@ class TcpRun:
     retransmits: int
     seconds: float
     streams: int
-    intervals_bps: tuple[float, ...]  # per reporting interval (1 s), all streams summed
+    intervals_bps: tuple[float, ...]  # receiver side, per 1 s interval, all streams summed
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def _free_port() -> int:
 def server(host: BenchHost, port: int | None = None) -> Iterator[int]:
     """An iperf3 server on ``host`` for the duration of the block; yields its port."""
     port = port or (DEFAULT_PORT if host.netns else _free_port())
-    argv = host.argv(["iperf3", "-s", "-B", host.address, "-p", str(port)])
+    argv = host.argv(["iperf3", "-s", "-J", "-B", host.address, "-p", str(port)])
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, start_new_session=True)
@@ -118,7 +118,7 @@ def _client(src: BenchHost, dst: BenchHost, port: int, extra: list[str], duratio
 def tcp_once(src: BenchHost, dst: BenchHost, port: int, *, streams: int = 1,
              duration: float = 10.0, omit: float = 0.0, window: int | None = None,
              congestion: str | None = None) -> TcpRun:
-    extra = ["-P", str(streams)]
+    extra = ["-P", str(streams), "--get-server-output"]
     if omit:
         extra += ["-O", f"{omit:g}"]
     if window:
@@ -128,8 +128,11 @@ def tcp_once(src: BenchHost, dst: BenchHost, port: int, *, streams: int = 1,
     doc = _client(src, dst, port, extra, duration)
     end = doc["end"]
     recv, sent = end.get("sum_received", {}), end.get("sum_sent", {})
-    intervals = tuple(float(iv["sum"]["bits_per_second"]) for iv in doc.get("intervals", [])
-                      if not iv["sum"].get("omitted"))
+    # receiver-side intervals (the client's count bytes written into its socket buffer);
+    # the short tail interval at the end of a run is left out
+    server = doc.get("server_output_json") or doc
+    intervals = tuple(float(iv["sum"]["bits_per_second"]) for iv in server.get("intervals", [])
+                      if not iv["sum"].get("omitted") and iv["sum"].get("seconds", 1) >= 0.5)
     return TcpRun(bits_per_second=float(recv.get("bits_per_second", 0.0)),
                   sent_bps=float(sent.get("bits_per_second", 0.0)),
                   retransmits=int(sent.get("retransmits", 0) or 0),

@@ -20,6 +20,7 @@ API (used by ``gridxfer testbed``): :func:`up`, :func:`down`, :func:`status`,
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -147,8 +148,24 @@ def _htb(ns: str | None, dev: str, rate_bps: float) -> None:
              "limit", limit)
 
 
+def _etc_files(topo: Topology, st: dict[str, Any]) -> None:
+    """/etc/netns/<ns>/{hosts,resolv.conf}, bind-mounted by `ip netns exec`: testbed names
+    resolve inside the hosts, and DNS fails at once (no 5 s resolver timeouts)."""
+    names = "".join(f"{h.address}\t{h.name}\n" for h in topo.hosts)
+    own = {st["hosts"][h.name]["netns"]: h.address for h in topo.hosts}
+    me = socket.gethostname()     # servers (xrootd) resolve their own host name at start-up
+    for ns in st["namespaces"]:
+        d = netns.ETC_NETNS / ns
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "hosts").write_text(f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n"
+                                 f"{own.get(ns, str(ROUTER_ADDR))}\t{me}\n{names}")
+        (d / "resolv.conf").write_text("# gridxfer testbed: no DNS inside the grid\n"
+                                       "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+
+
 def _build_network(topo: Topology, st: dict[str, Any]) -> None:
     router = st["router"]
+    _etc_files(topo, st)
     netns.add(router)
     for key, val in (("net.ipv4.ip_forward", "1"), ("net.ipv4.conf.all.rp_filter", "0"),
                      ("net.ipv4.conf.default.rp_filter", "0")):
@@ -225,6 +242,8 @@ def down() -> None:
     netns.kill_pids([int(p) for p in st.get("pids", {}).values() if _is_ours(int(p))])
     for ns in st.get("namespaces", []):
         netns.delete(ns)
+    for ns in st.get("namespaces", []):
+        netns.remove_etc(ns)
     for dev in st.get("root_links", []):
         if netns.link_exists(None, dev):
             netns.ip(None, "link", "delete", dev, check=False)
@@ -232,6 +251,8 @@ def down() -> None:
     left = [ns for ns in st.get("namespaces", []) if netns.exists(ns)]
     if left:
         raise TestbedError(f"could not delete namespaces: {', '.join(left)}")
+    for log in testbed_dir().glob("delayline-*.log"):
+        log.unlink(missing_ok=True)
     state_path().unlink(missing_ok=True)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import GridxferError
 
 NETNS_DIR = Path("/run/netns")
+ETC_NETNS = Path("/etc/netns")      # per-namespace /etc overrides (bind-mounted by ip netns exec)
 CAP_NET_ADMIN = 12
 
 
@@ -154,3 +155,13 @@ def netem_available(probe_ns: str) -> bool:
         return False
     finally:
         delete(probe_ns)
+
+
+def remove_etc(ns: str) -> None:
+    """Remove ``/etc/netns/<ns>`` (our hosts/resolv.conf overrides) if present."""
+    d = ETC_NETNS / ns
+    if not d.is_dir():
+        return
+    for f in d.iterdir():
+        f.unlink()
+    d.rmdir()
