@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -151,16 +153,33 @@ def test_size_limited_server_gives_enospc_and_down_unmounts(make_grid, tmp_path,
 
 
 def test_start_failure_reports_log_tail(tmp_path):
+    srv_parent = tempfile.mkdtemp(prefix="gridxfer-grid-test-")     # reachable by the server user
+    os.chmod(srv_parent, 0o755)
+    try:
+        _start_on_busy_port(srv_parent)
+    finally:
+        shutil.rmtree(srv_parent, ignore_errors=True)
+
+
+def test_unreachable_server_dir_is_a_clear_error(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("only root drops privileges for the servers")
+    os.chmod(tmp_path, 0o700)
+    with pytest.raises(TestbedError, match="cannot enter"):
+        start_xrootd("x", tmp_path / "srv")
+
+
+def _start_on_busy_port(srv_parent: str) -> None:
     """A server that cannot start (its port is taken) gives one clear error with its log."""
     with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as busy:
         busy.bind(("::", 0))
         busy.listen()
         port = busy.getsockname()[1]
         with pytest.raises(TestbedError) as err:
-            start_xrootd("broken", tmp_path / "srv", port=port, ready_timeout=10)
+            start_xrootd("broken", Path(srv_parent) / "srv", port=port, ready_timeout=10)
     msg = str(err.value)
     assert "broken" in msg and "exited during start-up" in msg and "xrootd.log" in msg
-    assert "\n" not in msg
+    assert "\n" not in msg and "address already in use" in msg
 
 
 def _procs_mentioning(marker: str) -> list[int]:
@@ -187,7 +206,7 @@ def test_down_after_kill9_of_up_leaves_no_process(tmp_path, when):
             if when == "after_up" and inventory.exists():
                 break
             if when == "during_up" and pointer.exists() and list(Path(json.loads(pointer.read_text())
-                                                                       ["base_dir"]).rglob("*.pid")):
+                                                                       ["base_dir"]).rglob("*.gxpid")):
                 break
             assert proc.poll() is None or when == "after_up", "testbed up ended before the kill"
             time.sleep(0.02)

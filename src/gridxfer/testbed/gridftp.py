@@ -35,8 +35,8 @@ from pathlib import Path
 
 from .ca import GsiFiles
 from .inventory import Endpoint, TestbedError
-from .procs import free_port, run_quiet, spawn, wait_ready
-from .xrootd import chown_tree, ensure_user
+from .procs import free_port, listens, run_quiet, spawn, wait_ready
+from .xrootd import check_reachable, chown_tree, ensure_user
 
 GRIDFTP = "/usr/sbin/globus-gridftp-server"
 
@@ -74,6 +74,8 @@ def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None, p
     conf.write_text("# empty on purpose: everything is on the command line\n")
     log = run / "gridftp.log"
     user = (run_as or ensure_user()) if os.geteuid() == 0 else ensure_user()
+    if os.geteuid() == 0:
+        check_reachable(data, user)
     chown_tree(data, user)
     os.chmod(server_dir, 0o755)
     argv = [GRIDFTP, "-c", str(conf), "-p", str(port), "-control-interface", bind,
@@ -96,7 +98,12 @@ def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None, p
         scheme = "gsiftp"
         url_host = host or ("localhost" if bind == "127.0.0.1" else bind)
     proc = spawn("gridftp", argv, run, env=env, wrap=wrap, cwd=run)
-    wait_ready(proc, lambda: banner_ok(bind, port, wrap), timeout=ready_timeout,
+    def probe() -> bool:
+        if not wrap and not listens(proc.pid, port):     # ours, not some other server
+            return False
+        return banner_ok(bind, port, wrap)
+
+    wait_ready(proc, probe, timeout=ready_timeout,
                what=f"{scheme} server {name!r} on port {port}", log=str(log))
     netloc = f"[{url_host}]:{port}" if ":" in url_host else f"{url_host}:{port}"
     return Endpoint(name=name, url=f"{scheme}://{netloc}{data}/", protocol=scheme, tier=tier,

@@ -1,7 +1,7 @@
 """Starting, watching and killing the testbed's server processes.
 
 Every server runs in its own session/process group, with stdout+stderr in
-``<run_dir>/<name>.out`` and a pidfile ``<run_dir>/<name>.pid`` (JSON: pid, create_time,
+``<run_dir>/<name>.out`` and a pidfile ``<run_dir>/<name>.gxpid`` (JSON: pid, create_time,
 argv) written right after the spawn, so that ``down`` finds it even if the process that
 ran ``up`` was killed -9 before it wrote the inventory.
 
@@ -71,7 +71,7 @@ def spawn(name: str, argv: Sequence[str], run_dir: Path, *, env: Mapping[str, st
         ctime = psutil.Process(popen.pid).create_time()
     except psutil.Error:
         ctime = 0.0
-    pidfile = run_dir / f"{name}.pid"
+    pidfile = run_dir / f"{name}{PIDFILE_SUFFIX}"
     pidfile.write_text(json.dumps({"pid": popen.pid, "create_time": ctime, "argv": full}) + "\n")
     # The Popen object is dropped on purpose: servers outlive this process. Reap it
     # if it exits while we are still alive, so it does not linger as a zombie.
@@ -81,6 +81,16 @@ def spawn(name: str, argv: Sequence[str], run_dir: Path, *, env: Mapping[str, st
 
 
 _ZOMBIE_GUARD: list[subprocess.Popen] = []
+PIDFILE_SUFFIX = ".gxpid"    # not ".pid": servers write their own <name>.pid files
+
+
+def listens(pid: int, port: int) -> bool:
+    """True if process ``pid`` itself has a listening TCP socket on ``port`` (same netns only)."""
+    try:
+        conns = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)
 
 
 def alive(pid: int, create_time: float | None = None) -> bool:
@@ -160,31 +170,47 @@ def _pgid(pid: int) -> int | None:
 
 
 def terminate(procs: list[psutil.Process], grace: float = 1.5) -> list[int]:
-    """SIGTERM all, SIGKILL what is left after ``grace`` seconds; returns the pids."""
+    """SIGTERM all, SIGKILL what is left after ``grace`` seconds; returns the pids.
+
+    A zombie counts as gone: servers whose ``up`` process died are re-parented to init,
+    which may reap them late (psutil.wait_procs would wait for that)."""
     procs = list(dict.fromkeys(procs))
-    if not procs:
-        return []
-    for p in procs:
-        try:
-            p.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
-    _gone, still = psutil.wait_procs(procs, timeout=grace)
-    for p in still:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(still, timeout=grace)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in procs:
+            try:
+                p.send_signal(sig)
+            except psutil.Error:
+                pass
+        if _wait_gone(procs, grace):
+            break
     for p in _ZOMBIE_GUARD:
         p.poll()
     return [p.pid for p in procs]
 
 
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        for p in _ZOMBIE_GUARD:
+            p.poll()
+        if not any(_running(p) for p in procs):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def read_pidfiles(directory: Path) -> list[dict]:
-    """Every ``*.pid`` file (JSON) below ``directory``."""
+    """Every pidfile (JSON, ``*.gxpid``) below ``directory``."""
     found = []
-    for path in sorted(Path(directory).rglob("*.pid")):
+    for path in sorted(Path(directory).rglob(f"*{PIDFILE_SUFFIX}")):
         try:
             obj = json.loads(path.read_text())
             if isinstance(obj, dict) and "pid" in obj:

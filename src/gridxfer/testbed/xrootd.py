@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .inventory import Endpoint, TestbedError
-from .procs import free_port, run_quiet, spawn, wait_ready
+from .procs import free_port, listens, run_quiet, spawn, wait_ready
 
 XROOTD = "/usr/bin/xrootd"
 SERVICE_USER = "gridxfer"
@@ -106,6 +106,7 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
     argv = [XROOTD, "-c", str(cfg), "-l", str(log)]
     if os.geteuid() == 0:
         user = run_as or ensure_user()
+        check_reachable(server_dir, user)
         chown_tree(server_dir, user)
         os.chmod(server_dir, 0o755)
         argv = [*drop_privileges(user), *argv]
@@ -114,15 +115,32 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
     netloc = f"[{url_host}]:{port}" if ":" in url_host else f"{url_host}:{port}"
     probe_url = f"root://{bind}:{port}" if ":" not in bind else f"root://[{bind}]:{port}"
 
+    probe_env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_CONNECTIONWINDOW": "2",
+                 "XRD_REQUESTTIMEOUT": "4", "XRD_STREAMTIMEOUT": "4"}
+
     def probe() -> bool:
-        res = run_quiet([*wrap, "xrdfs", probe_url, "query", "config", "version"], timeout=5,
-                        env={**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "4"})
+        if not wrap and not listens(proc.pid, port):     # ours, not some other server
+            return False
+        res = run_quiet([*wrap, "xrdfs", probe_url, "query", "config", "version"], timeout=6,
+                        env=probe_env)
         return res.returncode == 0 and res.stdout.strip().startswith("v")
 
     wait_ready(proc, probe, timeout=ready_timeout, what=f"xrootd {name!r} on port {port}", log=str(log))
     return Endpoint(name=name, url=f"root://{netloc}//data/", protocol="root", tier=tier,
                     data_dir=str(data), pid=proc.pid, log=str(log), kind="xrootd", port=port,
                     throttle=throttle, size_limit=size_limit)
+
+
+def check_reachable(path: Path, user: str) -> None:
+    """TestbedError unless ``user`` can traverse every parent of ``path`` (o+x or owner)."""
+    pw = pwd.getpwnam(user)
+    for parent in Path(path).resolve().parents:
+        st = parent.stat()
+        if st.st_uid == pw.pw_uid or st.st_mode & 0o001 or (st.st_gid == pw.pw_gid and st.st_mode & 0o010):
+            continue
+        raise TestbedError(f"{path}: servers run as {user!r}, who cannot enter {parent} "
+                           f"(mode {st.st_mode & 0o777:o}); put server dirs below a world-traversable "
+                           "directory such as /tmp")
 
 
 def _server_env() -> dict[str, str]:
