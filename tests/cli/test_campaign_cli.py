@@ -140,6 +140,12 @@ def test_partial_failure_exit_3(local, capsys):
     out, err = capsys.readouterr()
     assert "FAILED T1 gone.dat: source_missing" in out
     assert "1 of 3 files failed" in err
+    (local / "src" / "gone.dat").write_bytes(b"back again")
+    assert main(["campaign", "resume", "c1", "--quiet"]) == 3        # failed stays failed
+    capsys.readouterr()
+    assert main(["campaign", "resume", "c1", "--quiet", "--retry-failed"]) == 0
+    assert (local / "dst").joinpath("a", "gone.dat").exists() or \
+        (local / "dst").joinpath("b", "gone.dat").exists()
 
 
 def test_interrupt_exit_4_then_resume(local, capsys):

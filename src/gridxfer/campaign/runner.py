@@ -155,7 +155,7 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
 
 
 def resume_campaign(name: str, *, mover_factory: Callable | None = None,
-                    **kw: Any) -> CampaignResult:
+                    retry_failed: bool = False, **kw: Any) -> CampaignResult:
     path = journal.journal_path(name)
     conn = journal.connect(path)
     try:
@@ -165,7 +165,11 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
         if meta.get("state") == "running" and _alive(meta.get("pid")):
             raise UsageError(f"campaign {name!r} is running (pid {meta['pid']})")
         recovered = recover(conn, spec, mover_factory)
-        journal.add_event(conn, "resumed", recovered=recovered)
+        again = 0
+        if retry_failed:
+            again = conn.execute("UPDATE files SET state='pending', attempts=0, not_before=0 "
+                                 "WHERE state='failed'").rowcount
+        journal.add_event(conn, "resumed", recovered=recovered, retry_failed=again)
     finally:
         conn.close()
     return _execute(path, spec, recovered=recovered, mover_factory=mover_factory, **kw)

@@ -353,7 +353,8 @@ class Scheduler:
                 rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
                 att_rows.append(("ok", now, out.bytes, rate, out.streams_used, out.mode,
                                  None, None, job.attempt_id))
-                done_rows.append((out.checksum, now, job.file_id))
+                done_rows.append((normalise_adler32(out.checksum) if out.checksum else None, now,
+                                  job.file_id))
                 self.acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
                                  outcome="done", now=now)
                 self.exclusions.record(job.endpoint, True, None, now)

@@ -158,17 +158,18 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, selector: str 
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--selector", default=None, help="Destination selector for every tier.")
 @click.option("--dry-run", is_flag=True, help="Show what is left to do; transfer nothing.")
+@click.option("--retry-failed", is_flag=True, help="Also retry files that failed for good.")
 @_alert_options
 def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_run: bool,
-               **kw: Any) -> None:
+               retry_failed: bool, **kw: Any) -> None:
     """Continue campaign NAME after an interruption or a crash."""
     from ..campaign import runner
     _check_selector(selector)
     if dry_run:
         _render_status(runner.campaign_status(name), as_json, links=False)
         return
-    _execute(name, lambda **k: runner.resume_campaign(name, **k), quiet=quiet, as_json=as_json,
-             kw=kw, selector=selector)
+    _execute(name, lambda **k: runner.resume_campaign(name, retry_failed=retry_failed, **k),
+             quiet=quiet, as_json=as_json, kw=kw, selector=selector)
 
 
 def _check_selector(name: str | None) -> None:
