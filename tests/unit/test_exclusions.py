@@ -121,3 +121,17 @@ def test_changes_and_event_detail():
     assert exclusion_event("T1", e2, "b") == {"tier": "T1", "url": "b", "reason": "no space: x",
                                                "until": None}
     assert exclusion_event("T1", None, "b") == {"tier": "T1", "url": "b"}
+
+
+def test_current_exclusions_from_the_journal(gridxfer_home):
+    from gridxfer.campaign import journal
+    from gridxfer.campaign.exclusions import current_exclusions
+    conn = journal.connect(journal.journal_path("ex"), create=True)
+    e_a = Exclusion("a", "circuit open: 3 failures in a row (last: connection)", 20.0)
+    journal.add_event(conn, "excluded", 1.0, **exclusion_event("T1", e_a, "a"))
+    journal.add_event(conn, "excluded", 2.0, **exclusion_event("T1", Exclusion("b", "slow", 9.0), "b"))
+    journal.add_event(conn, "readmitted", 3.0, **exclusion_event("T1", None, "b"))
+    journal.add_event(conn, "optimizer", 3.5, tier="T1", active=2, reason="x")
+    got = current_exclusions(conn)
+    assert [(e.tier, e.url, e.reason, e.since, e.until) for e in got] == [
+        ("T1", "a", e_a.reason, 1.0, 20.0)]

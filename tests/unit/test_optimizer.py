@@ -14,15 +14,20 @@ from gridxfer.errors import UsageError
 MB = 1e6
 
 
-def run(opt, throughput, *, seconds=90.0, step=0.5, noise=0.05, seed=7, fail=None, queued=1000):
-    """Drive ``opt`` with a link whose rate is ``throughput(active)``; return the cap history."""
+def run(opt, throughput, *, seconds=90.0, step=0.5, noise=0.05, seed=7, fail=None, queued=1000,
+        counter=False):
+    """Drive ``opt`` with a link whose rate is ``throughput(active)``; return the cap history.
+
+    ``counter``: report a monotonic byte counter (``LinkSample.moved``) too."""
     rnd = random.Random(seed)
-    cap, t, history = None, 0.0, []
+    cap, t, history, moved = None, 0.0, [], 0.0
     while t <= seconds:
         active = cap or 1
         rate = throughput(active) * rnd.uniform(1 - noise, 1 + noise)
+        moved += rate * step
         ok, bad = (fail(t) if fail else (3, 0))
-        d = opt.update(t, LinkSample("T1", active, rate, ok, bad, queued))
+        d = opt.update(t, LinkSample("T1", active, rate, ok, bad, queued,
+                                     moved=int(moved) if counter else -1))
         assert isinstance(d, Decision) and d.reason
         assert opt.min_active <= d.active <= opt.max_active
         history.append((t, d.active, d.reason))
@@ -51,13 +56,14 @@ SHAPES = {
 }
 
 
+@pytest.mark.parametrize("counter", [False, True], ids=["rate", "counter"])
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("shape", SHAPES)
-def test_converges_within_30s(shape, seed):
+def test_converges_within_30s(shape, seed, counter):
     fn, best = SHAPES[shape]
-    history = run(AdaptiveConcurrency(2, 24), fn, seed=seed)
+    history = run(AdaptiveConcurrency(1, 24), fn, seed=seed, counter=counter)
     when, final = settled_by(history)
-    assert when <= 30.0, [h for h in history if h[0] <= when + 1]
+    assert when <= (20.0 if counter else 30.0), [h for h in history if h[0] <= when + 1]
     assert fn(final) >= 0.9 * fn(best), history[-1]       # near the best throughput
     assert final <= 2 * best                               # without piling on sessions
 

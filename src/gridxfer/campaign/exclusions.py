@@ -16,11 +16,16 @@ Three rules, checked in this order for each candidate of a pool:
    judged again on its fresh throughput.
 
 The policy keeps its own state per endpoint URL; ``record()`` is called by the
-scheduler after every attempt. ``snapshot(now)`` lists what is excluded right now,
-for ``campaign status`` and for journal events (``exclusion_event``).
+scheduler after every attempt. ``until`` of an exclusion is when it is looked at again
+(a probe in flight: a second from now); None only for "no space" by free-space query.
+The scheduler journals changes as ``excluded``/``readmitted`` events
+(``exclusion_changes``, ``exclusion_event``); ``current_exclusions(conn)`` reads them
+back for ``campaign status``.
 """
 from __future__ import annotations
 
+import json
+import sqlite3
 import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -138,7 +143,7 @@ class DefaultExclusions:
                              st.open_until)
         st.half_open = True
         if es.pending > 0:
-            return Exclusion(url, "circuit half-open: probe transfer in flight", None)
+            return Exclusion(url, "circuit half-open: probe transfer in flight", now + 1.0)
         return None
 
     def _slow(self, url: str, st: _State, es: EndpointStats, pool: Sequence[str],
@@ -149,7 +154,7 @@ class DefaultExclusions:
             st.drained_until, st.probe_from = None, es.completed
         if st.probe_from is not None:
             if es.completed <= st.probe_from:     # re-probe: one transfer at a time
-                return (Exclusion(url, "slow: re-probe transfer in flight", None)
+                return (Exclusion(url, "slow: re-probe transfer in flight", now + 1.0)
                         if es.pending > 0 else None)
             st.probe_from = None                  # fresh sample: judge below
         mine = capacity(es)
@@ -186,3 +191,24 @@ def exclusion_changes(before: dict[str, Exclusion], after: Sequence[Exclusion]
              if u not in before or before[u].reason.split(";")[0] != e.reason.split(";")[0]]
     removed = [u for u in before if u not in now]
     return added, removed
+
+
+@dataclass(frozen=True)
+class ExcludedEndpoint:
+    tier: str
+    url: str
+    reason: str
+    since: float                # when this exclusion (with this reason) was journalled
+    until: float | None         # when it is re-probed; None = until further notice
+
+
+def current_exclusions(conn: sqlite3.Connection) -> list[ExcludedEndpoint]:
+    """Endpoints whose latest ``excluded``/``readmitted`` journal event is ``excluded``."""
+    latest: dict[tuple[str, str], ExcludedEndpoint | None] = {}
+    for row in conn.execute("SELECT ts, kind, detail FROM events "
+                            "WHERE kind IN ('excluded', 'readmitted') ORDER BY id"):
+        d = json.loads(row[2])
+        key = (str(d.get("tier", "?")), str(d.get("url", "?")))
+        latest[key] = (ExcludedEndpoint(key[0], key[1], str(d.get("reason", "")), float(row[0]),
+                                        d.get("until")) if row[1] == "excluded" else None)
+    return [e for _, e in sorted(latest.items()) if e is not None]

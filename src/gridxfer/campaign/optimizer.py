@@ -42,6 +42,10 @@ class LinkSample:
     succeeded: int              # completed OK since the previous update
     failed: int                 # failed since the previous update
     queued: int                 # files still waiting on this link
+    # monotonic count of bytes moved on the link (progress included), -1 = not known.
+    # With it the optimizer measures the rate over exactly its own interval, so a
+    # window that straddles a change of cap does not blur the verdict.
+    moved: int = -1
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class _Link:
     reason: str
     next_at: float = 0.0
     settle: bool = True                 # skip the next sample (cap just changed)
+    mark: tuple[float, int] | None = None   # (time, moved) at the previous sample
     ema: float = 0.0
     samples: int = 0                    # samples in ``ema`` since the cap changed
     rates: dict[int, float] = field(default_factory=dict)   # cap -> EMA measured there
@@ -87,7 +92,7 @@ class AdaptiveConcurrency:
                  drop: float = 0.6) -> None:
         self.min_active = max(1, min_active)
         self.max_active = max(self.min_active, max_active)
-        self.start = self._clamp(start if start is not None else self.min_active)
+        self.start = self._clamp(start if start is not None else max(2, self.min_active))
         self.interval, self.alpha, self.gain = interval, alpha, gain
         self.min_success, self.probe_every, self.drop = min_success, probe_every, drop
         self._links: dict[str, _Link] = {}
@@ -108,14 +113,20 @@ class AdaptiveConcurrency:
         st.next_at = now + self.interval
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
+        rate = link.rate
+        if link.moved >= 0:
+            if st.mark is not None and now > st.mark[0]:
+                rate = max(0.0, (link.moved - st.mark[1]) / (now - st.mark[0]))
+                st.settle = False           # the window began at the change: no blur
+            st.mark = (now, link.moved)
         if failed and done / (done + failed) < self.min_success:
             new, why = self._back_off(now, st, done, failed)
         elif st.settle or (link.active < st.cap and link.queued == 0):
             st.settle = False               # ramping up, or nothing to learn from
             return Decision(st.cap, st.reason)
         else:
-            st.ema = link.rate if st.samples == 0 else (self.alpha * link.rate
-                                                         + (1 - self.alpha) * st.ema)
+            st.ema = rate if st.samples == 0 else (self.alpha * rate
+                                                    + (1 - self.alpha) * st.ema)
             st.samples += 1
             new, why = self._decide(now, st)
         if new != st.cap:
