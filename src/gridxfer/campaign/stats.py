@@ -188,7 +188,7 @@ class Accounting:
             link = self._links[tier]
             sample = LinkSample(tier=tier, active=link.active, rate=_rate(link.samples, now),
                                 succeeded=link.ok_since, failed=link.failed_since,
-                                queued=link.queued)
+                                queued=link.queued, moved=link.moved)
             link.ok_since = link.failed_since = 0
             return sample
 
