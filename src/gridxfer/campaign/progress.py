@@ -29,7 +29,9 @@ def render(snap: StatsSnapshot, name: str) -> Group:
         f"  rate {fmt_rate(snap.rate)}",
         f"  ETA {eta}",
         f"  elapsed {fmt_duration(snap.elapsed)}")
-    bar = ProgressBar(total=max(1, snap.bytes_total), completed=snap.bytes_done, width=60)
+    bar = Table.grid(padding=(0, 1))
+    bar.add_row(ProgressBar(total=max(1, snap.bytes_total), completed=snap.bytes_done, width=60),
+                f"{100 * snap.bytes_done / max(1, snap.bytes_total):.1f}% of bytes")
     table = Table(box=None, padding=(0, 1), header_style="bold")
     for col in ("link", "active/cap", "queued", "done", "failed", "bytes", "rate", "optimizer"):
         table.add_column(col, justify="left" if col in ("link", "optimizer") else "right")

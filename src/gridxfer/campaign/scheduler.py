@@ -213,6 +213,7 @@ class Scheduler:
             self.acct.load(tier, files_total=sum(n for n, _ in by.values()),
                            bytes_total=sum(b for _, b in by.values()),
                            done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
+                           bytes_failed=get("failed")[1],
                            queued=get("pending")[0] + get("active")[0])
 
     def _tick(self, now: float) -> None:

@@ -73,6 +73,7 @@ class _Link:
     done: int = 0
     failed: int = 0
     bytes_done: int = 0
+    bytes_failed: int = 0
     active: int = 0
     queued: int = 0
     cap: int = 0
@@ -103,9 +104,9 @@ class Accounting:
 
     # ---------------------------------------------------------- writers (scheduler)
     def load(self, tier: str, *, files_total: int, bytes_total: int, done: int, failed: int,
-             bytes_done: int, queued: int) -> None:
+             bytes_done: int, queued: int, bytes_failed: int = 0) -> None:
         link = self._links[tier]
-        link.files_total, link.bytes_total = files_total, bytes_total
+        link.files_total, link.bytes_total, link.bytes_failed = files_total, bytes_total, bytes_failed
         link.done, link.failed, link.bytes_done, link.queued = done, failed, bytes_done, queued
 
     def set_cap(self, tier: str, cap: int, reason: str) -> None:
@@ -158,6 +159,7 @@ class Accounting:
                 link.queued += 1
             else:
                 link.failed += 1
+                link.bytes_failed += flight.size
 
     def set_free(self, endpoint: str, free_bytes: int | None, now: float) -> None:
         self.meter.set_free(endpoint, free_bytes, now)
@@ -205,7 +207,7 @@ class Accounting:
             inflight = sum(l.active for l in self._links.values())
             total = sum(l.bytes_total for l in links)
             done_b = sum(l.bytes_done for l in links)
-            failed_b = 0  # bytes of failed files are not counted as remaining work
+            failed_b = sum(l.bytes_failed for l in self._links.values())
             remaining = max(0, total - done_b - failed_b)
             eta = remaining / rate if rate > 0 else None
             return StatsSnapshot(
