@@ -125,7 +125,11 @@ def tcp_once(src: BenchHost, dst: BenchHost, port: int, *, streams: int = 1,
         extra += ["-w", str(window)]
     if congestion:
         extra += ["-C", congestion]
-    doc = _client(src, dst, port, extra, duration)
+    return parse_tcp(_client(src, dst, port, extra, duration), streams, duration)
+
+
+def parse_tcp(doc: dict, streams: int, duration: float) -> TcpRun:
+    """A TcpRun from ``iperf3 -J --get-server-output`` output."""
     end = doc["end"]
     recv, sent = end.get("sum_received", {}), end.get("sum_sent", {})
     # receiver-side intervals (the client's count bytes written into its socket buffer);
@@ -143,10 +147,15 @@ def tcp_once(src: BenchHost, dst: BenchHost, port: int, *, streams: int = 1,
 def udp_once(src: BenchHost, dst: BenchHost, port: int, *, rate_bps: float,
              duration: float = 10.0, length: int = 1400) -> UdpRun:
     doc = _client(src, dst, port, ["-u", "-b", str(int(rate_bps)), "-l", str(length)], duration)
+    return parse_udp(doc, duration, what=f"{src.name} -> {dst.name}")
+
+
+def parse_udp(doc: dict, duration: float, what: str = "") -> UdpRun:
+    """A UdpRun from ``iperf3 -u -J`` output (the receiver's counts)."""
     s = doc["end"]["sum"]
     packets, lost = int(s.get("packets", 0)), int(s.get("lost_packets", 0))
     if packets <= 0:
-        raise NetbenchError(f"iperf3 UDP {src.name} -> {dst.name}: no datagrams counted")
+        raise NetbenchError(f"iperf3 UDP {what}: no datagrams counted")
     return UdpRun(packets=packets, lost=lost, loss_fraction=lost / packets,
                   jitter_ms=float(s.get("jitter_ms", 0.0)),
                   bits_per_second=float(s.get("bits_per_second", 0.0)),

@@ -33,6 +33,7 @@ BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 ROUTER_ADDR = ipaddress.ip_address("198.18.0.1")
 ROLES = ("storage", "client")
 SERVICES = ("xrootd", "gridftp", "sshd")
+RESERVED = ("router", "probe")         # namespace names the grid uses itself
 DEFAULT_SERVICES = {"storage": ("xrootd", "gridftp"), "client": ()}
 _NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,23}")
 _TIER_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
@@ -230,8 +231,9 @@ def _host(ctx: _Ctx, rh: Any, hw: str, parent: Any, tier: str, subnet: ipaddress
           index: int, seen: dict[str, str], used: set) -> Host:
     ctx.mapping(rh, _HOST_KEYS, hw, parent)
     hname = str(ctx.need(rh, "name", hw))
-    if not _NAME_RE.fullmatch(hname):
-        raise ctx.err(f"bad host name {hname!r}: 1-24 chars of [a-z0-9-]", rh, f"{hw}.name")
+    if not _NAME_RE.fullmatch(hname) or hname in RESERVED:
+        raise ctx.err(f"bad host name {hname!r}: 1-24 chars of [a-z0-9-], starting with a "
+                      f"letter, not {' or '.join(RESERVED)}", rh, f"{hw}.name")
     if hname in seen:
         raise ctx.err(f"duplicate host {hname!r} (also in tier {seen[hname]})", rh, f"{hw}.name")
     seen[hname] = tier

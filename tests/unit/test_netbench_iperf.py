@@ -1,0 +1,46 @@
+"""Parsing of iperf3 -J output (samples trimmed from real runs on the netns testbed)."""
+from __future__ import annotations
+
+import pytest
+
+from gridxfer.netbench.iperf import BenchHost, NetbenchError, parse_tcp, parse_udp
+
+TCP_DOC = {"end": {"sum_sent": {"bits_per_second": 442830441.28524065, "retransmits": 18, "seconds": 3.000123}, "sum_received": {"bits_per_second": 434852742.1827191, "seconds": 3.036158}}, "intervals": [{"sum": {"bits_per_second": 342842868.8943491, "seconds": 1.000120997428894, "omitted": False}}, {"sum": {"bits_per_second": 492837123.83321023, "seconds": 0.999987006187439, "omitted": False}}, {"sum": {"bits_per_second": 492823317.6111866, "seconds": 1.0000150203704834, "omitted": False}}], "server_output_json": {"intervals": [{"sum": {"bits_per_second": 313712946.19454134, "seconds": 1.000095009803772, "omitted": False}}, {"sum": {"bits_per_second": 495286180.4798917, "seconds": 1.0000070333480835, "omitted": False}}, {"sum": {"bits_per_second": 493589273.46287525, "seconds": 0.9999880194664, "omitted": False}}, {"sum": {"bits_per_second": 489793058.9242368, "seconds": 0.03606799989938736, "omitted": False}}]}}  # noqa: E501
+
+UDP_DOC = {"end": {"sum": {"start": 0, "end": 3.020215, "seconds": 3.020215, "bytes": 37490600,
+                           "bits_per_second": 99971334.3652962, "jitter_ms": 0.1055,
+                           "lost_packets": 268, "packets": 26779, "lost_percent": 1.0007}}}
+
+
+def test_parse_tcp_uses_receiver_side_numbers():
+    run = parse_tcp(TCP_DOC, streams=4, duration=3.0)
+    assert run.bits_per_second == pytest.approx(434852742.18)
+    assert run.sent_bps == pytest.approx(442830441.29)
+    assert run.retransmits == 18
+    assert run.streams == 4
+    # the server's (receiver's) intervals, without the 36 ms tail
+    assert run.intervals_bps == pytest.approx((313712946.19, 495286180.48, 493589273.46))
+
+
+def test_parse_tcp_without_server_output_falls_back_to_client_intervals():
+    doc = {k: v for k, v in TCP_DOC.items() if k != "server_output_json"}
+    doc["intervals"] = doc["intervals"] + [{"sum": {"bits_per_second": 1.0, "seconds": 1.0,
+                                                    "omitted": True}}]
+    run = parse_tcp(doc, streams=1, duration=3.0)
+    assert len(run.intervals_bps) == 3
+    assert run.intervals_bps[0] == pytest.approx(342842868.89)
+
+
+def test_parse_udp_loss_fraction():
+    run = parse_udp(UDP_DOC, 3.0)
+    assert (run.packets, run.lost) == (26779, 268)
+    assert run.loss_fraction == pytest.approx(268 / 26779)
+    assert run.jitter_ms == pytest.approx(0.1055)
+    with pytest.raises(NetbenchError, match="no datagrams"):
+        parse_udp({"end": {"sum": {"packets": 0}}}, 3.0, what="a -> b")
+
+
+def test_bench_host_wraps_commands_in_its_namespace():
+    assert BenchHost("a", "198.18.1.10", "gx-t-a").argv(["iperf3", "-s"]) == [
+        "ip", "netns", "exec", "gx-t-a", "iperf3", "-s"]
+    assert BenchHost("l", "127.0.0.1").argv(["iperf3", "-s"]) == ["iperf3", "-s"]
