@@ -231,3 +231,28 @@ def test_down_after_kill9_of_up_leaves_no_process(tmp_path, when):
         if proc.poll() is None:
             proc.kill()
         subprocess.run([*GRIDXFER, "testbed", "down"], env=env, capture_output=True, timeout=60)
+
+
+def test_put_local_files_are_served_and_replaceable(local_grid, tmp_path):
+    env = {**os.environ, **local_grid.client_env()}
+    data = os.urandom(100_000)
+    url = localgrid.put_local(local_grid, "t1a-gsiftp", "seeded/deep/f.dat", data)
+    assert url == local_grid.resolve("t1a-gsiftp/seeded/deep/f.dat")
+    run(["gfal-copy", "-f", url, f"file://{tmp_path}/f"], env=env)
+    assert (tmp_path / "f").read_bytes() == data
+    # the server (running as the service user) may overwrite and delete it
+    run(["globus-url-copy", f"file://{tmp_path}/f", url + ".2"], env=env)
+    run(["gfal-rm", url], env=env)
+    assert not local_grid.local_path(url).exists()
+
+
+def test_cli_env_and_status_json(local_grid_home, local_grid):
+    env = {**os.environ, "GRIDXFER_HOME": str(local_grid_home)}
+    out = run([*GRIDXFER, "testbed", "env"], env=env).stdout
+    assert f"export X509_USER_PROXY={local_grid.env['X509_USER_PROXY']}" in out.splitlines()
+    st = json.loads(run([*GRIDXFER, "testbed", "status", "--json"], env=env).stdout)
+    assert st["up"] is True and st["mode"] == "local"
+    assert {n: e["url"] for n, e in st["endpoints"].items()} == {n: e.url for n, e in local_grid.endpoints.items()}
+    assert all(e["alive"] for e in st["endpoints"].values())
+    res = subprocess.run([*GRIDXFER, "testbed", "up"], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and "already up" in res.stderr and "Traceback" not in res.stderr

@@ -5,6 +5,9 @@ API::
     up(spec: LocalGridSpec | None = None) -> Inventory    # TestbedError if a grid is already up
     down() -> None        # kill every server (and its children), unmount, forget; idempotent
     status() -> dict      # {"mode", "up", "base_dir", "endpoints": {name: {url, alive, pid, ...}}}
+    put_local(inv, "t0-xrd", "raw/f1.root", data) -> url   # seed a file on disk, owned by the server user
+    gsi_of(inv) -> GsiFiles                                # the grid's test CA (issue more host certs)
+    client_env(gsi) -> dict                                # X509_CERT_DIR, X509_USER_PROXY, GFAL_PYTHONBIN, ...
 
 The default spec is a T0 and two T1 tiers using both protocols (see DEFAULT_SERVERS).
 Server files live in a world-traversable ``base_dir`` (``/tmp/gridxfer-grid-XXXX`` unless
@@ -130,12 +133,7 @@ def _start(spec: LocalGridSpec, base: Path) -> Inventory:
             mounts.append(str(sdir / "data"))
             state.write_json(_pointer(), {"base_dir": str(base), "mounts": mounts})
             chown_tree(sdir / "data", user)
-        if s.kind == "xrootd":
-            ep = start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle, size_limit=s.size_limit)
-        else:
-            ep = start_gridftp(s.name, sdir, gsi=gsi if s.kind == "gsiftp" else None, tier=s.tier,
-                               size_limit=s.size_limit)
-        endpoints[s.name] = ep
+        endpoints[s.name] = _start_server(s, sdir, gsi)
     first_gsi = next((ep for ep in endpoints.values() if ep.kind == "gsiftp"), None)
     if first_gsi is not None:
         check_gsi_login(first_gsi, env)
@@ -144,6 +142,35 @@ def _start(spec: LocalGridSpec, base: Path) -> Inventory:
                     extra={"gsi": _gsi_json(gsi), "service_user": user})
     inv_mod.save_inventory(inv)
     return inv
+
+
+def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles, attempts: int = 3) -> Endpoint:
+    """Start one server on a free port; retry on a new port if another process took it
+    between bind(0) and the server's own bind (parallel test sessions do that)."""
+    for attempt in range(attempts):
+        try:
+            if s.kind == "xrootd":
+                return start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle, size_limit=s.size_limit)
+            return start_gridftp(s.name, sdir, gsi=gsi if s.kind == "gsiftp" else None, tier=s.tier,
+                                 size_limit=s.size_limit)
+        except TestbedError as exc:
+            if "address already in use" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            terminate(pidfile_procs(sdir))
+    raise AssertionError("unreachable")
+
+
+def put_local(inv: Inventory, endpoint: str, relpath: str, data: bytes) -> str:
+    """Create a file directly in an endpoint's data dir (parents too), owned by the server
+    user so the server can later overwrite/delete it; returns its URL."""
+    ep = inv.endpoints[endpoint]
+    path = Path(ep.data_dir) / relpath.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    user = inv.extra.get("service_user")
+    if user and os.geteuid() == 0:
+        chown_tree(Path(ep.data_dir), user)
+    return ep.url + relpath.lstrip("/")
 
 
 def _gsi_json(gsi: ca_mod.GsiFiles) -> dict[str, str]:
