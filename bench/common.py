@@ -1,0 +1,220 @@
+"""Shared helpers for the benchmarks: timing, running peers, tables, goals and
+appending results (with the exact command) to BENCHMARKS.md.
+
+    sw = Stopwatch(); ...; sw.seconds
+    seconds = run_timed(["xrdcp", ...], env=env)          # raises BenchError on failure
+    md_table(["tool", "s"], [["xrdcp", "1.2"]])            # GitHub markdown table
+    ratio(value, best)                                     # value / best (0 when best is 0)
+    goal_line("dispatch >= 1000 files/s", 1234.0, 1000.0)  # "GOAL MET ..." / "GOAL NOT MET ..."
+    append_results("Scale", title, command, body)          # into BENCHMARKS.md, one section
+    local_grid(servers, base_parent=...)                   # real XRootD/GridFTP on loopback
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_MD = REPO / "BENCHMARKS.md"
+PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+
+
+class BenchError(RuntimeError):
+    """A benchmark step failed (a peer or gridxfer exited non-zero, a tool is missing)."""
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+@dataclass(frozen=True)
+class Result:
+    """One tool's run: what moved and how long it took."""
+    tool: str
+    seconds: float
+    files: int
+    nbytes: int
+    note: str = ""
+    ok: bool = True
+
+    @property
+    def files_per_s(self) -> float:
+        return self.files / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.nbytes / self.seconds if self.seconds > 0 else 0.0
+
+
+def run_timed(argv: Sequence[str], *, env: dict[str, str] | None = None,
+              timeout: float = 1800.0, cwd: str | None = None) -> float:
+    """Run argv (no shell), return wall seconds; BenchError with the tail of its output
+    if it exits non-zero."""
+    if shutil.which(argv[0]) is None and not os.path.exists(argv[0]):
+        raise BenchError(f"{argv[0]}: not installed")
+    sw = Stopwatch()
+    proc = subprocess.run(list(argv), env=env, cwd=cwd, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace")
+    secs = sw.seconds
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
+        raise BenchError(f"{shlex.join(argv[:3])}... exit {proc.returncode}: {tail[-400:]}")
+    return secs
+
+
+def peak_rss(children: bool = False) -> int:
+    """Peak resident set size in bytes of this process (or of its waited-for children)."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss * 1024        # Linux reports KiB
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def ratio(value: float, best: float) -> float:
+    return value / best if best > 0 else 0.0
+
+
+def goal_line(label: str, measured: float, target: float, *, higher_is_better: bool = True,
+              unit: str = "") -> str:
+    """One plain sentence: met, or not met and by how much."""
+    ok = measured >= target if higher_is_better else measured <= target
+    shown = f"{measured:,.3g}{unit}" if abs(measured) < 1000 else f"{measured:,.0f}{unit}"
+    want = f"{target:,.3g}{unit}" if abs(target) < 1000 else f"{target:,.0f}{unit}"
+    if ok:
+        return f"GOAL MET: {label} (measured {shown}, goal {want})"
+    if target:
+        gap = (target - measured) / target * 100 if higher_is_better else (measured / target - 1) * 100
+    else:
+        gap = 0.0
+    worse = "below" if higher_is_better else "above"
+    return f"GOAL NOT MET: {label} (measured {shown}, goal {want}: {abs(gap):.0f} % {worse})"
+
+
+def machine() -> str:
+    cpu = "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (f"{os.cpu_count()} cores ({cpu}), Linux {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+    return shlex.join([".venv/bin/python", "-m", f"bench.{module}", *argv])
+
+
+def append_results(section: str, title: str, command: str, body: str,
+                   path: Path = BENCH_MD) -> None:
+    """Append a run (title, timestamp, command, body) at the end of ``## section``,
+    creating the section at the end of the file if needed. Other sections are untouched."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    block = (f"### {title} ({stamp})\n\nCommand: `{command}`  \nMachine: {machine()}\n\n"
+             f"{body.strip()}\n")
+    text = path.read_text(encoding="utf-8") if path.exists() else "# gridxfer benchmarks\n"
+    lines = text.splitlines(keepends=True)
+    head = f"## {section}"
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == head), None)
+    if start is None:
+        new = text.rstrip("\n") + f"\n\n{head}\n\n{block}"
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+                   len(lines))
+        before = "".join(lines[:end]).rstrip("\n")
+        after = "".join(lines[end:])
+        new = before + "\n\n" + block + ("\n" + after if after else "")
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(new if new.endswith("\n") else new + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------ data and the local grid
+def make_files(directory: Path, count: int, size: int, prefix: str = "f") -> list[Path]:
+    """``count`` files of ``size`` bytes of incompressible data, each different."""
+    directory.mkdir(parents=True, exist_ok=True)
+    block = os.urandom(min(size, 1 << 20) or 1)
+    out = []
+    for i in range(count):
+        p = directory / f"{prefix}{i:06d}.dat"
+        with open(p, "wb") as fh:
+            head = f"{i:016d}".encode()
+            left = size
+            first = True
+            while left > 0:
+                chunk = (head + block[len(head):]) if first else block
+                fh.write(chunk[:left])
+                left -= min(left, len(chunk))
+                first = False
+        out.append(p)
+    return out
+
+
+def shm_parent() -> str:
+    """Where benchmark data lives: /dev/shm when it has room (keeps the disk out of it)."""
+    with contextlib.suppress(OSError):
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize > 8 << 30:
+            return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+@contextlib.contextmanager
+def env_vars(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def local_grid(servers: Sequence[tuple[str, str]], *, base_parent: str | None = None) -> Iterator:
+    """Bring up real servers [(name, kind)] on loopback under a private $GRIDXFER_HOME
+    with its own test CA; the client env is set in os.environ. Yields (inventory, home)."""
+    from gridxfer.testbed import ca, localgrid
+    from gridxfer.testbed.xrootd import ensure_user
+
+    work = Path(tempfile.mkdtemp(prefix="gridxfer-bench-"))
+    os.chmod(work, 0o755)
+    home = work / "home"
+    home.mkdir(mode=0o700)
+    gsi = ca.make_test_ca(str(work / "ca"), local_user=ensure_user())
+    spec = localgrid.LocalGridSpec(
+        servers=tuple(localgrid.ServerSpec(n, k, "BENCH") for n, k in servers),
+        base_parent=base_parent, gsi=gsi)
+    with env_vars({"GRIDXFER_HOME": str(home), **localgrid.client_env(gsi)}):
+        try:
+            yield localgrid.up(spec), home
+        finally:
+            localgrid.down()
+            shutil.rmtree(work, ignore_errors=True)
