@@ -145,4 +145,4 @@ def test_fixture_files_parse():
         sessions, garbage = read_sessions([(FIX / name, parse)], None, keep_after=0)
         assert len(sessions) == 17 and garbage == 0       # 16 + one short session
         assert {s.unit for s in sessions} == {"IBM-LTO9-01", "IBM-LTO9-02", "IBM-LTO9-03",
-                                              "IBM-LTO9-04"}
+                                              "IBM-LTO9-04", "IBM-LTO9-05"}

@@ -47,6 +47,17 @@ def usage(args: argparse.Namespace) -> tuple[float, float]:
     return float(capacity - free), float(capacity)
 
 
+def byterate(text: str) -> float:
+    """``200MB/s``, or a plain number of bytes/s."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = parse_byterate(text)
+    if not 0 <= value < 1e15:
+        raise ValueError(f"rate out of range: {text!r}")
+    return value
+
+
 def _raise(exc: OSError) -> None:
     raise exc
 
@@ -137,13 +148,13 @@ def build_parser() -> PluginParser:
     g.add_argument("--ttf-critical", type=duration_arg, default=3600.0, metavar="DURATION",
                    help="critical when full in less than this (default 1h)")
     f = p.add_argument_group("inflow (one of)")
-    f.add_argument("--inflow", type=typed(parse_byterate, "rate"), metavar="RATE",
+    f.add_argument("--inflow", type=typed(byterate, "rate"), metavar="RATE",
                    help="fixed inflow, e.g. 200MB/s")
     f.add_argument("--inflow-campaign", metavar="NAME", help="campaign journal")
     f.add_argument("--inflow-journal", type=Path, metavar="PATH", help="journal file")
     f.add_argument("--inflow-endpoint", metavar="GLOB", help="only transfers to this endpoint")
     o = p.add_argument_group("outflow: a fixed --outflow or the tape sources below")
-    o.add_argument("--outflow", type=typed(parse_byterate, "rate"), metavar="RATE",
+    o.add_argument("--outflow", type=typed(byterate, "rate"), metavar="RATE",
                    help="fixed outflow, e.g. 60MB/s")
     o.add_argument("--outflow-basis", choices=("volume", "drives"), default="volume",
                    help="volume: bytes written in the window (default); drives: sum of "

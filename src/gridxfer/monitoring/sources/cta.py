@@ -30,7 +30,7 @@ FINISHED = "Tape session finished"
 ARCHIVE_KINDS = frozenset({"ArchiveForUser", "ArchiveForRepack"})
 BASES = ("payload", "drive", "session")
 
-_KV = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_KV = re.compile(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"')   # lookbehind: linear on junk
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s")
 _SYSLOG = re.compile(r"^([A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(\d+))?\s")
 

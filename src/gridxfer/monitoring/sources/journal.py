@@ -8,6 +8,7 @@ Attempts still running (``ended`` NULL) count the bytes recorded so far over
 from __future__ import annotations
 
 import fnmatch
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,11 +80,14 @@ def window_throughput(paths: list[Path], window: float, *, now: float | None = N
     attempts = active = failed = 0
     per_ep: dict[str, float] = {}
     for path in paths:
-        conn = jr.connect(path, readonly=True)
         try:
-            rows = conn.execute(_QUERY, {"start": start, "end": end}).fetchall()
-        finally:
-            conn.close()
+            conn = jr.connect(path, readonly=True)
+            try:
+                rows = conn.execute(_QUERY, {"start": start, "end": end}).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise UsageError(f"{path}: not a readable campaign journal ({exc})") from None
         for row in rows:
             ep = str(row["endpoint"])
             if endpoint and not (ep == endpoint or fnmatch.fnmatchcase(ep, endpoint)):

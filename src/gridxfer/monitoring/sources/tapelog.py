@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 
 import nagiosplugin
 
+MAX_LINE = 16384          # a CTA session line is a few kB; longer lines are garbage
 Parser = Callable[[str, Path], "TapeSession | None"]
 
 
@@ -165,6 +166,9 @@ def read_sessions(paths: list[tuple[Path, Parser]], cookie_path: Path | None, *,
     def feed(raw_lines: Iterable[bytes], path: Path, parse: Parser) -> None:
         nonlocal garbage
         for raw in raw_lines:
+            if len(raw) > MAX_LINE:
+                garbage += 1
+                continue
             line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue

@@ -1,0 +1,104 @@
+"""check_gridxfer_link against a real iperf3 server on loopback; check_gridxfer_tuning
+against a real network namespace (read-only verify through gridxfer.tuning.api)."""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "monitoring"))
+from monfixtures import run_check  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    with open("/proc/net/tcp") as fh:
+        rows = [line.split() for line in fh.readlines()[1:]]
+    return any(r[1].endswith(f":{port:04X}") and r[3] == "0A" for r in rows)
+
+
+@pytest.fixture
+def iperf3_server():
+    """A real ``iperf3 -s`` on loopback (restarted per test by -1: one test each)."""
+    port = free_port()
+    procs = []
+
+    def start() -> int:
+        proc = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(proc)
+        for _ in range(100):          # wait for LISTEN without connecting (-1: one client)
+            if listening(port):
+                break
+            time.sleep(0.05)
+        return port
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_link_floor_ok_and_critical(iperf3_server):
+    port = iperf3_server()
+    r = run_check("link", "-H", "127.0.0.1", "-p", str(port), "-d", "1", "-w", "100:",
+                  "-c", "10:")
+    assert r.returncode == 0, r.stdout
+    mbps = float(re.search(r"link_Mbps=([\d.]+)", r.stdout).group(1))
+    assert mbps > 100
+    assert r.stdout.startswith(f"LINK OK - {mbps:.1f} Mbit/s to 127.0.0.1:{port} (1 stream(s)")
+    port = iperf3_server()
+    r = run_check("link", "-H", "127.0.0.1", "-p", str(port), "-d", "1", "-P", "2", "-R",
+                  "-c", f"{int(mbps * 1000)}:")                  # an impossible floor
+    assert r.returncode == 2 and r.stdout.startswith("LINK CRITICAL - ")
+    assert "from 127.0.0.1" in r.stdout and "2 stream(s)" in r.stdout
+
+
+def test_link_without_server_is_unknown():
+    r = run_check("link", "-H", "127.0.0.1", "-p", str(free_port()), "-d", "1")
+    assert r.returncode == 3 and "Connection refused" in r.stdout
+
+
+@pytest.mark.root
+def test_tuning_drift_in_a_netns(gridxfer_home):
+    if os.geteuid() != 0:
+        pytest.skip("needs root for ip netns")
+    ns = f"gxmon-{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        want = {"net.ipv4.tcp_rmem": "4096 87380 33554432",
+                "net.ipv4.tcp_wmem": "4096 65536 33554432",
+                "net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_mtu_probing": "1",
+                "net.ipv4.tcp_no_metrics_save": "1"}
+        for key, value in want.items():
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}={value}"],
+                           check=True)
+        r = run_check("tuning", "-P", "dtn-10g", "-H", f"netns:{ns}")
+        assert r.returncode == 0, r.stdout
+        assert r.stdout.startswith(f"TUNING OK - profile dtn-10g on netns:{ns}: 5 setting(s)")
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                        "net.ipv4.tcp_mtu_probing=0"], check=True)
+        r = run_check("tuning", "-P", "dtn-10g", "-H", f"netns:{ns}")
+        assert r.returncode == 1, r.stdout
+        assert "net.ipv4.tcp_mtu_probing=0 (want 1)" in r.stdout
+        assert "drifted=1;0;;0;5" in r.stdout
+        r = run_check("tuning", "-P", "dtn-10g", "-H", f"netns:{ns}", "-c", "0", "-v")
+        assert r.returncode == 2
+        assert "drift: net.ipv4.tcp_mtu_probing expected '1' actual '0'" in r.stdout
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
