@@ -211,11 +211,14 @@ def apply(profile: Profile, target: TuningTarget, *, dry_run: bool = False,
 def _restore(target: TuningTarget, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """Write each original back (reverse order given by the caller); return the failures."""
     failed: list[tuple[str, str]] = []
-    for key, value in pairs:
-        try:
-            write_values(target, {key: value})
-        except (WriteFailed, TargetError) as exc:
-            failed.append((key, str(exc)))
+    try:
+        write_values(target, dict(pairs))           # one round trip when all goes well
+    except (WriteFailed, TargetError):
+        for key, value in pairs:                    # else key by key, collecting failures
+            try:
+                write_values(target, {key: value})
+            except (WriteFailed, TargetError) as exc:
+                failed.append((key, str(exc)))
     back = read_values(target, [k for k, _ in pairs]) if pairs else {}
     done = {k for k, _ in failed}
     failed += [(k, f"read back {back.get(k)!r}, expected {v!r}") for k, v in pairs

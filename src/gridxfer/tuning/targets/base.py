@@ -96,10 +96,15 @@ class TuningTarget(abc.ABC):
         cannot be set there)."""
         # In a child namespace the global-only keys are missing (netdev_max_backlog, tcp_mem)
         # or read-only (rmem_max, mode 0444); /proc/1/ns/net is often unreadable in sandboxes.
+        cached = self.__dict__.get("_in_child_netns")
+        if cached is not None:
+            return cached
         res = self.run(["stat", "-c", "%a", "/proc/sys/net/core/rmem_max",
                         "/proc/sys/net/core/netdev_max_backlog"])
         modes = res.stdout.split()
-        return not res.ok or len(modes) != 2 or any(m[0] in "0145" for m in modes)
+        self.__dict__["_in_child_netns"] = answer = (
+            not res.ok or len(modes) != 2 or any(m[0] in "0145" for m in modes))
+        return answer
 
     def session_interfaces(self) -> frozenset[str]:
         """Interfaces that carry the SSH session we depend on (empty when none)."""

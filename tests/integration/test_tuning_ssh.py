@@ -1,0 +1,115 @@
+"""The ssh target against a real sshd the test starts inside a scratch namespace."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gridxfer.cli.main import main
+from gridxfer.tuning.api import apply, load_profile, rollback, verify
+from gridxfer.tuning.targets.ssh import HostKeyRefused, SshTarget
+from gridxfer.tuning.testing import scratch_netns, sshd_host
+
+pytestmark = [pytest.mark.root, pytest.mark.integration]
+KEYS = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mtu_probing",
+        "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_congestion_control"]
+
+
+@pytest.fixture(scope="module")
+def host():
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    with scratch_netns() as ns, sshd_host(ns) as sshd:
+        yield ns, sshd
+
+
+def snap(ns):
+    return {k: ns.sysctl(k) for k in KEYS}
+
+
+def ssh_target(sshd, known_hosts=None, **kw):
+    return SshTarget(sshd.address, user="root", port=sshd.port, key_filename=sshd.key,
+                     known_hosts=known_hosts or sshd.known_hosts, **kw)
+
+
+def test_apply_verify_rollback_over_ssh(host, gridxfer_home):
+    ns, sshd = host
+    before = snap(ns)
+    with ssh_target(sshd) as t:
+        res = apply(load_profile("dtn-40g"), t, skip_global=True)
+        assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "87380", "67108864"]
+        assert res.changed and verify(load_profile("dtn-40g"), t, skip_global=True).ok
+        assert (gridxfer_home / "tuning" / f"{t.state_id}.json").exists()
+        rollback(t)
+    assert snap(ns) == before
+
+
+def test_sudo_prefix_is_used_when_asked(host, gridxfer_home):
+    ns, sshd = host
+    before = snap(ns)
+    with ssh_target(sshd, sudo=True) as t:
+        assert t.command_line(["sysctl", "-w", "a=1 2"]) == "sudo -n -- sysctl -w 'a=1 2'"
+        apply(load_profile("untuned-legacy"), t, skip_global=True)
+        assert ns.sysctl("net.ipv4.tcp_congestion_control") == "reno"
+        rollback(t)
+    assert snap(ns) == before
+
+
+@pytest.mark.parametrize("which", ["empty", "wrong"])
+def test_unknown_or_changed_host_key_is_refused_and_nothing_written(host, gridxfer_home, which):
+    ns, sshd = host
+    before = snap(ns)
+    kh = sshd.empty_known_hosts if which == "empty" else sshd.wrong_known_hosts
+    with pytest.raises(HostKeyRefused, match="unknown host key" if which == "empty" else "does not match"):
+        apply(load_profile("dtn-10g"), ssh_target(sshd, known_hosts=kh), skip_global=True)
+    assert snap(ns) == before
+    assert not list((gridxfer_home / "tuning").glob("*.json"))
+
+
+def test_unknown_host_key_accepted_only_with_explicit_opt_in(host, tmp_path, capsys):
+    ns, sshd = host
+    kh = tmp_path / "known_hosts"
+    base = ["tune", "diff", "dtn-10g", "--skip-global", f"--host=ssh:root@{sshd.address}:{sshd.port}",
+            "--ssh-key", sshd.key, "--known-hosts", str(kh)]
+    assert main(base) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--accept-unknown-host-key" in err
+    assert main(base + ["--accept-unknown-host-key"]) == 0
+    assert f"[{sshd.address}]:{sshd.port}" in kh.read_text()
+    assert main(base) == 0                                  # now known
+
+
+def test_cli_apply_verify_rollback_over_ssh(host, gridxfer_home, capsys):
+    ns, sshd = host
+    before = snap(ns)
+    common = [f"--host=ssh:root@{sshd.address}:{sshd.port}", "--ssh-key", sshd.key,
+              "--known-hosts", sshd.known_hosts, "--skip-global"]
+    assert main(["tune", "apply", "cnaf-sc-wan-1g", "--dry-run", *common]) == 0
+    assert snap(ns) == before
+    assert main(["tune", "apply", "cnaf-sc-wan-1g", *common]) == 0
+    assert ns.sysctl("net.ipv4.tcp_sack") == "0" and ns.sysctl("net.ipv4.tcp_timestamps") == "0"
+    capsys.readouterr()
+    assert main(["tune", "verify", "cnaf-sc-wan-1g", "--json", *common]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["ok"] is True
+    assert main(["tune", "verify", "dtn-10g", *common]) == 1          # other profile: drift
+    assert main(["tune", "rollback", *common[:-1]]) == 0
+    assert ns.sysctl("net.ipv4.tcp_sack") == "1"
+
+
+def test_mtu_on_the_session_interface_needs_force(host, tmp_path, gridxfer_home, capsys):
+    ns, sshd = host
+    (tmp_path / "jumbo.conf").write_text("net.ipv4.tcp_mtu_probing = 1\n")
+    (tmp_path / "jumbo.nic").write_text("mtu = 9000\ntxqueuelen = 4000\n")
+    link = lambda: json.loads(ns.exec("ip", "-j", "link", "show", "dev", ns.ns_if))[0]  # noqa: E731
+    mtu0 = link()["mtu"]
+    common = [str(tmp_path / "jumbo.conf"), f"--host=ssh:root@{sshd.address}:{sshd.port}",
+              "--ssh-key", sshd.key, "--known-hosts", sshd.known_hosts, "--iface", ns.ns_if]
+    assert main(["tune", "apply", *common]) == 2
+    err = capsys.readouterr().err
+    assert "carries the SSH session" in err and "--force" in err
+    assert link()["mtu"] == mtu0 and ns.sysctl("net.ipv4.tcp_mtu_probing") == "0"
+    assert main(["tune", "apply", *common, "--force"]) == 0
+    assert link()["mtu"] == 9000 and link()["txqlen"] == 4000
+    assert main(["tune", "rollback", *common[1:6]]) == 0
+    assert link()["mtu"] == mtu0
