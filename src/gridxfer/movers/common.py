@@ -1,0 +1,211 @@
+"""Shared pieces of every mover: URL helpers, local file operations and the ONE
+integrity path (temp name -> copy -> verify size + zero-padded adler32 -> rename,
+temp removed on any failure)."""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import zlib
+from typing import Callable, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.movers.base import Entry, TransferOutcome, TransferParams, normalise_adler32
+from gridxfer.movers.classify import transfer_error
+
+TEMP_MARK = ".gxpart-"
+SCHEME_ALIASES = {"xroot": "root", "": "file", "gridftp": "gsiftp"}
+
+
+def scheme_of(url: str) -> str:
+    scheme = urlsplit(url).scheme.lower()
+    return SCHEME_ALIASES.get(scheme, scheme)
+
+
+def local_path(url: str) -> str:
+    """The filesystem path of a file:// URL or a bare path."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("", "file"):
+        raise UsageError(f"not a local URL: {url}")
+    if parts.netloc not in ("", "localhost"):
+        raise UsageError(f"file:// URL with a remote host: {url}")
+    return parts.path or "/"
+
+
+def url_path(url: str) -> str:
+    """Path part of a URL, with XRootD's leading double slash collapsed."""
+    path = urlsplit(url).path
+    while path.startswith("//"):
+        path = path[1:]
+    return path or "/"
+
+
+def split_dir(url: str) -> tuple[str, str]:
+    """(parent URL, base name) of a file URL."""
+    head, _, name = url.rstrip("/").rpartition("/")
+    if not name:
+        raise UsageError(f"URL has no file name: {url}")
+    return head + "/", name
+
+
+def temp_url(dst: str) -> str:
+    """A hidden temporary name in the destination's directory."""
+    parent, name = split_dir(dst)
+    return f"{parent}.{name}{TEMP_MARK}{secrets.token_hex(4)}"
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(".") and TEMP_MARK in name
+
+
+def with_user(url: str, user: str) -> str:
+    """``url`` with a login name (XRootD opens one channel per host:port + user)."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{user}@{parts.netloc}"))
+
+
+def adler32_file(path: str, cancel: Callable[[], bool] | None = None) -> str:
+    value = 1
+    with open(path, "rb") as fh:
+        while chunk := fh.read(4 << 20):
+            value = zlib.adler32(chunk, value)
+            if cancel and cancel():
+                raise TransferError(ErrorClass.CANCELLED, f"cancelled while checksumming {path}")
+    return normalise_adler32(value)
+
+
+class Ops(Protocol):
+    def stat(self, url: str) -> Entry: ...
+    def checksum(self, url: str, algorithm: str = "adler32") -> str: ...
+    def unlink(self, url: str) -> None: ...
+    def mkdir(self, url: str) -> None: ...
+    def rename(self, src: str, dst: str) -> None: ...
+
+
+class LocalOps:
+    """Metadata operations on file:// URLs (plain POSIX, no library)."""
+
+    def stat(self, url: str) -> Entry:
+        try:
+            st = os.stat(local_path(url))
+        except OSError as exc:
+            raise transfer_error(exc, url) from None
+        return Entry(url=url, size=st.st_size, is_dir=os.path.isdir(local_path(url)))
+
+    def listdir(self, url: str) -> list[Entry]:
+        base = local_path(url)
+        try:
+            names = sorted(os.listdir(base))
+        except OSError as exc:
+            raise transfer_error(exc, url) from None
+        prefix = url.rstrip("/") + "/"
+        return [self.stat(prefix + n) for n in names]
+
+    def checksum(self, url: str, algorithm: str = "adler32") -> str:
+        if algorithm.lower() != "adler32":
+            raise UsageError(f"unsupported checksum algorithm: {algorithm}")
+        try:
+            return adler32_file(local_path(url))
+        except OSError as exc:
+            raise transfer_error(exc, url) from None
+
+    def unlink(self, url: str) -> None:
+        try:
+            os.unlink(local_path(url))
+        except OSError as exc:
+            raise transfer_error(exc, url, side="destination") from None
+
+    def mkdir(self, url: str) -> None:
+        try:
+            os.makedirs(local_path(url), exist_ok=True)
+        except OSError as exc:
+            raise transfer_error(exc, url, side="destination") from None
+
+    def rename(self, src: str, dst: str) -> None:
+        try:
+            os.replace(local_path(src), local_path(dst))
+        except OSError as exc:
+            raise transfer_error(exc, dst, side="destination") from None
+
+    def space(self, url: str) -> tuple[int, int]:
+        st = os.statvfs(local_path(url))
+        return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+
+
+def exists(ops: Ops, url: str) -> bool:
+    try:
+        ops.stat(url)
+        return True
+    except TransferError as exc:
+        if exc.error_class in (ErrorClass.SOURCE_MISSING, ErrorClass.OTHER) and "no such" in str(exc).lower():
+            return False
+        if exc.error_class is ErrorClass.SOURCE_MISSING:
+            return False
+        raise
+
+
+def _quiet_unlink(ops: Ops, url: str) -> None:
+    try:
+        ops.unlink(url)
+    except Exception:  # noqa: BLE001 - best effort cleanup; the original error wins
+        pass
+
+
+# raw copy: (src, tmp_dst) -> (streams_used, mode); raises TransferError.
+RawCopy = Callable[[str, str], tuple[int, str]]
+
+
+def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, dst_ops: Ops,
+                  raw_copy: RawCopy) -> TransferOutcome:
+    """The integrity path shared by every mover."""
+    start = time.monotonic()
+    entry = src_ops.stat(src)
+    if entry.is_dir:
+        raise TransferError(ErrorClass.OTHER, f"{src}: source is a directory")
+    dst_existed = exists(dst_ops, dst)
+    if dst_existed and not params.overwrite:
+        raise TransferError(ErrorClass.EXISTS, f"{dst}: destination exists and overwrite is off")
+    algo = (params.checksum or "").lower() or None
+    if algo not in (None, "adler32"):
+        raise UsageError(f"unsupported checksum algorithm: {params.checksum}")
+    verify = params.verify if algo else "none"
+    expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
+    src_sum = None
+    if verify in ("source", "both"):
+        src_sum = src_ops.checksum(src, "adler32")
+        if verify == "source" and expected and src_sum != expected:
+            raise TransferError(ErrorClass.CHECKSUM,
+                                f"{src}: source adler32 {src_sum} != expected {expected}")
+    dst_ops.mkdir(split_dir(dst)[0])
+    tmp = temp_url(dst)
+    try:
+        streams_used, mode = raw_copy(src, tmp)
+        got = dst_ops.stat(tmp).size
+        if got != entry.size:
+            raise TransferError(ErrorClass.CHECKSUM, f"{dst}: size {got} != source size {entry.size}")
+        dst_sum = None
+        if verify in ("destination", "both"):
+            dst_sum = dst_ops.checksum(tmp, "adler32")
+            refs = [(n, v) for n, v in (("source", src_sum), ("expected", expected)) if v]
+            if not refs:
+                refs = [("source", src_ops.checksum(src, "adler32"))]
+            for name, value in refs:
+                if value != dst_sum:
+                    raise TransferError(ErrorClass.CHECKSUM,
+                                        f"{dst}: adler32 {dst_sum} != {name} {value}")
+        try:
+            dst_ops.rename(tmp, dst)
+        except TransferError:
+            if not dst_existed:
+                raise
+            dst_ops.unlink(dst)
+            dst_ops.rename(tmp, dst)
+    except BaseException:
+        _quiet_unlink(dst_ops, tmp)
+        raise
+    return TransferOutcome(bytes=entry.size, seconds=time.monotonic() - start,
+                           checksum=dst_sum or src_sum or expected, streams_used=streams_used,
+                           mode=mode)

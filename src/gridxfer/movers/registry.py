@@ -1,0 +1,88 @@
+"""Movers registered by URL scheme; the scheduler asks here, never branches on classes.
+
+``get_mover(src, dst, third_party=...)`` picks the mover for a copy. Routing, best first:
+  root <-> file, root -> root          native XRootD (substreams honour ``streams``; root TPC)
+  file <-> gsiftp / ftp                globus-url-copy -p N (gfal2 would stream on 1 socket)
+  gsiftp / ftp <-> gsiftp / ftp        gfal2 native GridFTP (server to server, nbstreams)
+  anything else gfal2 can do           gfal2 streamed copy (1 stream; reported as such)
+``mover_for(url)`` gives the mover for stat / listdir / checksum / unlink / mkdir / space.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from gridxfer.errors import UsageError
+from gridxfer.movers.common import scheme_of
+
+_lock = threading.Lock()
+_movers: list[Any] = []           # in priority order
+_meta: dict[str, Any] = {}        # scheme -> mover for metadata operations
+_loaded = False
+
+
+def register(mover: Any, *, metadata_for: tuple[str, ...] = (), first: bool = False) -> None:
+    """Add a mover. ``metadata_for`` lists schemes whose stat/listdir it answers."""
+    with _lock:
+        if first:
+            _movers.insert(0, mover)
+        else:
+            _movers.append(mover)
+        for scheme in metadata_for:
+            _meta[scheme] = mover
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _lock:
+        if _loaded:
+            return
+        _loaded = True
+    from gridxfer.movers.gfal import GfalMover
+    from gridxfer.movers.globus import GlobusUrlCopyMover
+    from gridxfer.movers.xrootd import XRootDMover
+    gfal = GfalMover()
+    register(XRootDMover(), metadata_for=("root",))
+    register(GlobusUrlCopyMover())
+    register(gfal, metadata_for=("gsiftp", "ftp", "file"))
+
+
+def _scheme(url: str) -> str:
+    if not isinstance(url, str) or not url:
+        raise UsageError(f"not a URL: {url!r}")
+    return scheme_of(url)
+
+
+def movers() -> list[Any]:
+    _load_builtins()
+    return list(_movers)
+
+
+def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Any:
+    """The mover for copying ``src_url`` to ``dst_url``; UsageError if none can."""
+    pair = (_scheme(src_url), _scheme(dst_url))
+    _load_builtins()
+    known = {s for m in _movers for s in m.schemes} | {"file"}
+    for url, scheme in zip((src_url, dst_url), pair):
+        if scheme not in known:
+            raise UsageError(f"unsupported URL scheme {scheme!r}: {url}")
+    for mover in _movers:
+        table = mover.tpc_pairs if third_party else mover.pairs
+        if pair in table:
+            return mover
+    if third_party:
+        raise UsageError(f"third-party copy is not possible from {pair[0]}:// to {pair[1]}:// "
+                         f"({src_url} -> {dst_url}); TPC needs gsiftp/ftp or root on both ends")
+    raise UsageError(f"no mover can copy {src_url} -> {dst_url}")
+
+
+def mover_for(url: str) -> Any:
+    """The mover answering stat / listdir / checksum / unlink / mkdir for ``url``."""
+    scheme = _scheme(url)
+    _load_builtins()
+    try:
+        return _meta[scheme]
+    except KeyError:
+        raise UsageError(f"unsupported URL scheme {scheme!r}: {url}") from None

@@ -1,0 +1,173 @@
+"""Native XRootD mover (python3-xrootd / XrdCl): file<->root, root->root, root TPC.
+
+Streams: XrdCl sizes a channel's substreams from ``SubStreamsPerChannel`` when the
+channel (host:port + login name) is created. gfal2 ignores nbstreams for root://, so
+this mover sets the env value under a lock and opens a dedicated channel per stream
+count by using the login name ``gxs<N>``. ``streams=N`` gives N data substreams plus
+the control stream. XRootD 5.5.3 multiplexes only reads over substreams ("writes do
+not work properly in the server"), so uploads to XRootD always use one data stream;
+``TransferOutcome.streams_used`` says so. Third-party copies are pulled by the
+destination server (``ofs.tpc``); this host carries no data.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from XRootD import client as xrd
+from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
+from XRootD.client.utils import CopyProgressHandler
+
+from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
+from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.common import (LocalOps, local_path, normalise_adler32, scheme_of,
+                                    url_path, verified_copy, with_user)
+
+_ENV_LOCK = threading.Lock()
+_CONNECT_TIMEOUT = 10
+
+
+def _configure_once() -> None:
+    # Fail fast on closed ports (defaults retry for minutes).
+    xrd.EnvPutInt("ConnectionWindow", _CONNECT_TIMEOUT)
+    xrd.EnvPutInt("ConnectionRetry", 1)
+
+
+_configure_once()
+
+
+def _server(url: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def _channel_url(url: str, substreams: int) -> str:
+    """``url`` on a channel with ``substreams`` substreams (created now if new)."""
+    tagged = with_user(url, f"gxs{substreams}")
+    with _ENV_LOCK:
+        xrd.EnvPutInt("SubStreamsPerChannel", substreams)
+        xrd.FileSystem(_server(tagged)).ping(timeout=_CONNECT_TIMEOUT)
+    return tagged
+
+
+class _Handler(CopyProgressHandler):
+    def __init__(self, progress: ProgressFn | None, cancel: threading.Event | None,
+                 deadline: float) -> None:
+        super().__init__()
+        self.progress, self.cancel, self.deadline = progress, cancel, deadline
+        self.reason: ErrorClass | None = None
+
+    def update(self, jobId, processed, total):  # noqa: N803 - XRootD callback names
+        if self.progress:
+            self.progress(int(processed), int(total) if total else None)
+
+    def should_cancel(self, jobId):  # noqa: N803
+        if self.cancel is not None and self.cancel.is_set():
+            self.reason = ErrorClass.CANCELLED
+        elif time.monotonic() > self.deadline:
+            self.reason = ErrorClass.TIMEOUT
+        return self.reason is not None
+
+
+class XRootDMover:
+    name = "xrootd"
+    schemes = frozenset({"root"})
+    pairs = frozenset({("file", "root"), ("root", "file"), ("root", "root")})
+    tpc_pairs = frozenset({("root", "root")})
+    capabilities = Capabilities(checksum=True, third_party=True, stat=True, listdir=True,
+                                mkdir=True, unlink=True, space=False, streams=True)
+
+    # -- metadata ---------------------------------------------------------------
+    def _fs(self, url: str) -> xrd.FileSystem:
+        return xrd.FileSystem(_server(url))
+
+    def _check(self, status, url: str, side: str = "source") -> None:
+        if not status.ok:
+            raise transfer_error(status, url, side=side)
+
+    def stat(self, url: str) -> Entry:
+        status, info = self._fs(url).stat(url_path(url), timeout=_CONNECT_TIMEOUT * 3)
+        self._check(status, url)
+        return Entry(url=url, size=int(info.size), is_dir=bool(info.flags & StatInfoFlags.IS_DIR))
+
+    def listdir(self, url: str) -> list[Entry]:
+        status, listing = self._fs(url).dirlist(url_path(url), DirListFlags.STAT,
+                                                timeout=_CONNECT_TIMEOUT * 6)
+        self._check(status, url)
+        prefix = url.rstrip("/") + "/"
+        return [Entry(url=prefix + e.name, size=int(e.statinfo.size),
+                      is_dir=bool(e.statinfo.flags & StatInfoFlags.IS_DIR))
+                for e in sorted(listing, key=lambda e: e.name)]
+
+    def checksum(self, url: str, algorithm: str = "adler32") -> str:
+        if algorithm.lower() != "adler32":
+            raise UsageError(f"unsupported checksum algorithm: {algorithm}")
+        status, reply = self._fs(url).query(QueryCode.CHECKSUM, url_path(url), timeout=600)
+        self._check(status, url)
+        name, _, value = reply.decode(errors="replace").strip("\x00 \n").partition(" ")
+        if name.lower() != "adler32" or not value:
+            raise TransferError(ErrorClass.OTHER, f"{url}: unexpected checksum reply {reply!r}")
+        return normalise_adler32(value.strip())
+
+    def unlink(self, url: str) -> None:
+        status, _ = self._fs(url).rm(url_path(url), timeout=_CONNECT_TIMEOUT * 3)
+        self._check(status, url, side="destination")
+
+    def mkdir(self, url: str) -> None:
+        status, _ = self._fs(url).mkdir(url_path(url).rstrip("/") or "/", MkDirFlags.MAKEPATH,
+                                        timeout=_CONNECT_TIMEOUT * 3)
+        if not status.ok and status.errno != 3018:  # kXR_ItExists
+            raise transfer_error(status, url, side="destination")
+
+    def rename(self, src: str, dst: str) -> None:
+        status, _ = self._fs(dst).mv(url_path(src), url_path(dst), timeout=_CONNECT_TIMEOUT * 3)
+        self._check(status, dst, side="destination")
+
+    # -- copy -------------------------------------------------------------------
+    def _ops(self, url: str):
+        return self if scheme_of(url) == "root" else LocalOps()
+
+    def copy(self, src: str, dst: str, *, params: TransferParams,
+             progress: ProgressFn | None = None) -> TransferOutcome:
+        pair = (scheme_of(src), scheme_of(dst))
+        if pair not in self.pairs:
+            raise UsageError(f"xrootd mover cannot copy {src} -> {dst}")
+        if params.third_party and pair not in self.tpc_pairs:
+            raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
+
+        def raw(s: str, tmp: str) -> tuple[int, str]:
+            return self._run(s, tmp, params, progress)
+
+        return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
+                             raw_copy=raw)
+
+    def _run(self, src: str, tmp: str, params: TransferParams,
+             progress: ProgressFn | None) -> tuple[int, str]:
+        streams = max(1, int(params.streams))
+        tpc = params.third_party
+        reading = scheme_of(src) == "root" and not tpc
+        used = streams if reading else 1
+        if reading:  # N data substreams + the control stream
+            src = _channel_url(src, streams + 1 if streams > 1 else 1)
+        target = tmp if scheme_of(tmp) == "root" else local_path(tmp)
+        source = src if scheme_of(src) == "root" else local_path(src)
+        timeout = max(1, int(params.timeout))
+        job = xrd.CopyProcess()
+        # retry/xrateThreshold/xrate are left at 0: the 5.5.3 wrapper passes them in the wrong order.
+        job.add_job(source, target, force=True, posc=scheme_of(tmp) == "root", mkdir=True,
+                    thirdparty="only" if tpc else "none", checksummode="none",
+                    inittimeout=min(timeout, 600), tpctimeout=timeout, cptimeout=timeout)
+        status = job.prepare()
+        if not status.ok:
+            raise transfer_error(status, f"{src} -> {tmp}")
+        handler = _Handler(progress, params.cancel, time.monotonic() + params.timeout)
+        status, results = job.run(handler)
+        job_status = results[0].get("status") if results else None
+        if handler.reason is not None:
+            raise TransferError(handler.reason, f"{src} -> {tmp}: {handler.reason.value}")
+        if not status.ok or (job_status is not None and not job_status.ok):
+            bad = job_status if job_status is not None and not job_status.ok else status
+            side = "source" if "(source)" in str(bad.message) else "destination"
+            raise transfer_error(bad, f"{src} -> {tmp}", side=side)
+        return used, "xrdcl-tpc" if tpc else "xrdcl"
