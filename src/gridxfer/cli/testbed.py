@@ -15,8 +15,10 @@ from types import ModuleType
 
 import click
 
+from ..errors import UsageError
 from ..testbed import inventory as inv_mod
 from ..testbed.inventory import Inventory, TestbedError
+from ..units import fmt_bytes, fmt_rate, parse_byterate, parse_size
 
 
 def _netgrid() -> ModuleType:
@@ -61,28 +63,62 @@ def group() -> None:
 @group.command("up")
 @click.argument("topology", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
+@click.option("--throttle", "throttles", multiple=True, metavar="NAME=RATE",
+              help="Local grid: cap xrootd server NAME at RATE (e.g. t1a-xrd2=20MB/s). Repeatable.")
+@click.option("--size-limit", "limits", multiple=True, metavar="NAME=SIZE",
+              help="Local grid: give server NAME a tmpfs data dir of SIZE (e.g. t1b-xrd=50MB; root).")
 @click.option("--dry-run", is_flag=True, help="Show what would be started; start nothing.")
-def up_cmd(topology: str | None, as_json: bool, dry_run: bool) -> None:
+def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limits: tuple[str, ...],
+           dry_run: bool) -> None:
     """Start the testbed: the local loopback grid, or TOPOLOGY (netns tiers)."""
+    if topology and (throttles or limits):
+        raise UsageError("--throttle/--size-limit apply to the local grid only (not with TOPOLOGY)")
+    spec = None if topology else _local_spec(throttles, limits)
     if dry_run:
-        _dry_run_up(topology)
+        _dry_run_up(topology, spec)
         return
     if topology:
         inv = _netgrid().up(topology)
     else:
         from ..testbed import localgrid
-        inv = localgrid.up()
+        inv = localgrid.up(spec)
     _render_inventory(inv, as_json)
 
 
-def _dry_run_up(topology: str | None) -> None:
+def _pairs(items: tuple[str, ...], option: str, parse) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"{option} {item!r}: expected NAME=VALUE")
+        out[name] = parse(value)
+    return out
+
+
+def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...]):
+    import dataclasses
+
+    from ..testbed.localgrid import DEFAULT_SERVERS, LocalGridSpec
+    rates = _pairs(throttles, "--throttle", parse_byterate)
+    sizes = _pairs(limits, "--size-limit", parse_size)
+    names = {s.name for s in DEFAULT_SERVERS}
+    for name in [*rates, *sizes]:
+        if name not in names:
+            raise UsageError(f"unknown server {name!r} (one of: {', '.join(sorted(names))})")
+    servers = tuple(dataclasses.replace(s, throttle=rates.get(s.name), size_limit=sizes.get(s.name))
+                    for s in DEFAULT_SERVERS)
+    return LocalGridSpec(servers=servers)
+
+
+def _dry_run_up(topology: str | None, spec) -> None:
     if topology:
         click.echo(f"would start the network-namespace testbed described by {topology}")
         return
-    from ..testbed.localgrid import DEFAULT_SERVERS
     click.echo("would start on 127.0.0.1 (plus a test CA and proxy):")
-    for s in DEFAULT_SERVERS:
-        click.echo(f"  {s.name:<12} {s.kind:<7} tier {s.tier}")
+    for s in spec.servers:
+        extra = (f"  throttle {fmt_rate(s.throttle)}" if s.throttle else "") + \
+                (f"  size {fmt_bytes(s.size_limit)}" if s.size_limit else "")
+        click.echo(f"  {s.name:<12} {s.kind:<7} tier {s.tier}{extra}")
 
 
 def _render_inventory(inv: Inventory, as_json: bool) -> None:
@@ -93,9 +129,9 @@ def _render_inventory(inv: Inventory, as_json: bool) -> None:
     for name, ep in sorted(inv.endpoints.items()):
         extra = []
         if ep.throttle:
-            extra.append(f"throttle {ep.throttle:.0f} B/s")
+            extra.append(f"throttle {fmt_rate(ep.throttle)}")
         if ep.size_limit:
-            extra.append(f"size {ep.size_limit} B")
+            extra.append(f"size {fmt_bytes(ep.size_limit)}")
         click.echo(f"  {name:<14} {ep.tier:<6} {ep.url}" + (f"  ({', '.join(extra)})" if extra else ""))
     click.echo('clients: eval "$(gridxfer testbed env)"')
 

@@ -87,6 +87,9 @@ def up(spec: LocalGridSpec | None = None) -> Inventory:
     _check_spec(spec)
     if inv_mod.inventory_path().exists():
         old = inv_mod.load_inventory()
+        if old.mode != "local":
+            raise TestbedError(f"a {old.mode} testbed inventory exists ({inv_mod.inventory_path()}); "
+                               "run `gridxfer testbed down` first")
         running = _running(old)
         if running:
             raise TestbedError(f"a {old.mode} testbed is already up ({len(running)} servers running, "
