@@ -16,6 +16,7 @@ from gridxfer.errors import UsageError
 from gridxfer.movers.common import scheme_of
 
 _lock = threading.Lock()
+_load_lock = threading.Lock()
 _movers: list[Any] = []           # in priority order
 _meta: dict[str, Any] = {}        # scheme -> mover for metadata operations
 _loaded = False
@@ -36,17 +37,17 @@ def _load_builtins() -> None:
     global _loaded
     if _loaded:
         return
-    with _lock:
+    with _load_lock:        # concurrent first callers (worker threads) wait until loaded
         if _loaded:
             return
+        from gridxfer.movers.gfal import GfalMover
+        from gridxfer.movers.globus import GlobusUrlCopyMover
+        from gridxfer.movers.xrootd import XRootDMover
+        gfal = GfalMover()
+        register(XRootDMover(), metadata_for=("root",))
+        register(GlobusUrlCopyMover())
+        register(gfal, metadata_for=("gsiftp", "ftp", "file"))
         _loaded = True
-    from gridxfer.movers.gfal import GfalMover
-    from gridxfer.movers.globus import GlobusUrlCopyMover
-    from gridxfer.movers.xrootd import XRootDMover
-    gfal = GfalMover()
-    register(XRootDMover(), metadata_for=("root",))
-    register(GlobusUrlCopyMover())
-    register(gfal, metadata_for=("gsiftp", "ftp", "file"))
 
 
 def _scheme(url: str) -> str:
