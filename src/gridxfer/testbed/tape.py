@@ -140,8 +140,9 @@ class EmulatedTape:
                     continue
                 src = Path(root) / name
                 try:
-                    if now - src.stat().st_mtime < self.cfg.min_age:
-                        continue
+                    st = src.stat()
+                    if now - st.st_mtime < self.cfg.min_age or st.st_size > self.cfg.cartridge:
+                        continue                # still being written / never fits a cartridge
                     dst = staging / f"{next(self._seq)}-{name}"
                     os.rename(src, dst)
                     self._origin[dst] = src
@@ -170,7 +171,7 @@ class EmulatedTape:
             if first is None:
                 self._stop.wait(self.cfg.poll)
                 continue
-            if self._cart_free[i] <= 0 or not st.vid:
+            if not st.vid or self._cart_free[i] < first.stat().st_size:
                 st.vid, self._cart_free[i] = self._next_vid(), self.cfg.cartridge
             s = _Session(vid=st.vid, started=time.time(), mount_time=self.cfg.mount_time)
             if self._sleep(self.cfg.mount_time, i):
