@@ -104,6 +104,7 @@ class Buffer(GxResource):
         if a.outflow is not None:
             return float(a.outflow)
         tw, _garbage = read_window(a, NAME)
+        self.emulated = tw.emulated
         return tw.rate if a.outflow_basis == "drives" else tw.volume_rate
 
     def collect(self):
@@ -118,6 +119,8 @@ class Buffer(GxResource):
         net = rate_in - rate_out
         ttf = free / net if net > 0 else math.inf
         where = str(a.path) if a.path else "buffer"
+        if getattr(self, "emulated", False):
+            where = f"[EMULATED tape] {where}"
         head = (f"{where} {fill:.1f}% full ({fmt_bytes(used)} of {fmt_bytes(capacity)}), "
                 f"in {fmt_rate(rate_in)}, out {fmt_rate(rate_out)}")
         head += (f", full in {fmt_duration(ttf)}" if net > 0

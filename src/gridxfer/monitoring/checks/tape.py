@@ -84,6 +84,8 @@ class Tape(GxResource):
         head = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
                 f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} session(s), "
                 f"{fmt_bytes(tw.bytes)} in {fmt_duration(a.window)}")
+        if tw.emulated:
+            head = "[EMULATED tape] " + head
         if tw.down:
             head += f", {len(tw.down)} drive(s) down (last session failed): {', '.join(tw.down)}"
         if tw.filtered:

@@ -105,6 +105,7 @@ def parser(basis: str = "payload", kinds: frozenset[str] | None = ARCHIVE_KINDS
                            unit=fields.get("tapeDrive", "?"), vid=fields.get("tapeVid", ""),
                            files=int(float(fields.get("filesCount", 0))),
                            kind=fields.get("mountType", ""),
-                           ok=fields.get("status", "success") == "success")
+                           ok=fields.get("status", "success") == "success",
+                           emulated=fields.get("emulated") == "true")
 
     return parse

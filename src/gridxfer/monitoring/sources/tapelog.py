@@ -31,6 +31,7 @@ class TapeSession:
     files: int = 0
     kind: str = ""           # ArchiveForUser / ArchiveForRepack / store ...
     ok: bool = True
+    emulated: bool = False   # written by gridxfer.testbed.tape (EMULATED tape)
 
     @property
     def start(self) -> float:
@@ -48,6 +49,7 @@ class TapeWindow:
     bytes: float                    # prorated to the window
     per_unit: dict[str, float]      # unit -> bytes/s while busy (units not down)
     down: tuple[str, ...] = ()      # units whose last session in the window failed
+    emulated: bool = False          # some sessions came from the EMULATED tape
 
     @property
     def rate(self) -> float:
@@ -121,7 +123,8 @@ def aggregate(sessions: Iterable[TapeSession], *, now: float, window: float,
         if busy > 0:
             per_unit[unit] = sum(s.bytes for s in items) / busy
     return TapeWindow(start=start, end=now, sessions=len(chosen), filtered=filtered,
-                      bytes=prorated, per_unit=per_unit, down=down)
+                      bytes=prorated, per_unit=per_unit, down=down,
+                      emulated=any(s.emulated for s in chosen))
 
 
 def _rotated_remainder(path: Path, saved: dict) -> list[bytes]:
