@@ -113,8 +113,8 @@ def rtt(src, dst, count, as_json) -> None:
 
     def render(r):
         return [f"RTT {r.src} -> {r.dst}: min/avg/max/mdev = {r.min_ms:.3f}/{r.avg_ms:.3f}/"
-                f"{r.max_ms:.3f}/{r.mdev_ms:.3f} ms, loss {r.loss_fraction * 100:.1f} %; "
-                + _path_line(r.path)]
+                f"{r.max_ms:.3f}/{r.mdev_ms:.3f} ms, median {r.median_ms:.3f} ms, "
+                f"loss {r.loss_fraction * 100:.1f} %; " + _path_line(r.path)]
     _emit(res, as_json, render)
 
 

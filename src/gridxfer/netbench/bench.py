@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ class RttResult:
     max_ms: float
     mdev_ms: float
     loss_fraction: float
+    median_ms: float = 0.0          # robust against a few replies delayed by CPU contention
 
 
 @dataclass(frozen=True)
@@ -129,32 +131,36 @@ def _tcp_result(src: str, dst: str, streams: int, duration: float, runs: tuple[T
 
 
 def udp(src: str, dst: str, *, rate_bps: float, duration: float = 10.0,
-        length: int = 1400) -> UdpResult:
+        length: int = 1400, buffer: int = 2 * 2**20) -> UdpResult:
     """One iperf3 UDP run at ``rate_bps``: datagrams sent, lost and the loss fraction."""
     if rate_bps <= 0 or duration <= 0 or not 64 <= length <= 65000:
         raise UsageError("rate and duration must be > 0, length within 64..65000")
     a, b = _check_pair(src, dst)
     with iperf.server(b) as port:
-        run = iperf.udp_once(a, b, port, rate_bps=rate_bps, duration=duration, length=length)
+        run = iperf.udp_once(a, b, port, rate_bps=rate_bps, duration=duration, length=length,
+                             buffer=buffer)
     return UdpResult(src, dst, rate_bps, duration, length, path_info(src, dst), run)
 
 
 _PING_RE = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
 _LOSS_RE = re.compile(r"(\d+) packets transmitted, (\d+) received")
+_TIME_RE = re.compile(r"time=([\d.]+) ms")
 
 
 def rtt(src: str, dst: str, *, count: int = 10, interval: float = 0.2) -> RttResult:
     """Round-trip time with ``ping`` from ``src``'s namespace to ``dst``."""
     a, b = _check_pair(src, dst)
-    proc = subprocess.run(a.argv(["ping", "-n", "-q", "-c", str(count), "-i", f"{interval:g}",
+    proc = subprocess.run(a.argv(["ping", "-n", "-c", str(count), "-i", f"{interval:g}",
                                   "-W", "2", b.address]),
                           capture_output=True, text=True, timeout=count * interval + 30)
     m, lm = _PING_RE.search(proc.stdout), _LOSS_RE.search(proc.stdout)
     if not m or not lm:
         raise NetbenchError(f"ping {src} -> {dst} failed: {(proc.stderr or proc.stdout).strip()}")
     sent, got = int(lm.group(1)), int(lm.group(2))
+    samples = [float(t) for t in _TIME_RE.findall(proc.stdout)]
     return RttResult(src, dst, count, path_info(src, dst), *(float(g) for g in m.groups()),
-                     loss_fraction=(sent - got) / sent if sent else 1.0)
+                     loss_fraction=(sent - got) / sent if sent else 1.0,
+                     median_ms=statistics.median(samples) if samples else float(m.group(2)))
 
 
 def matrix(hosts: list[str] | None = None, *, streams: int = 1,

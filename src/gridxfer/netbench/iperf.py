@@ -145,8 +145,14 @@ def parse_tcp(doc: dict, streams: int, duration: float) -> TcpRun:
 
 
 def udp_once(src: BenchHost, dst: BenchHost, port: int, *, rate_bps: float,
-             duration: float = 10.0, length: int = 1400) -> UdpRun:
-    doc = _client(src, dst, port, ["-u", "-b", str(int(rate_bps)), "-l", str(length)], duration)
+             duration: float = 10.0, length: int = 1400, buffer: int | None = 2 * 2**20) -> UdpRun:
+    """``buffer`` sets SO_RCVBUF/SO_SNDBUF on both ends (iperf3 -w; capped by the global
+    net.core.rmem_max): a receiver descheduled for a few ms must not drop datagrams that
+    the link delivered, or the loss measured is not the link's."""
+    extra = ["-u", "-b", str(int(rate_bps)), "-l", str(length)]
+    if buffer:
+        extra += ["-w", str(buffer)]
+    doc = _client(src, dst, port, extra, duration)
     return parse_udp(doc, duration, what=f"{src.name} -> {dst.name}")
 
 

@@ -1,0 +1,128 @@
+"""`gridxfer netbench` in-process against real iperf3 in a netns testbed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gridxfer.cli.main import main
+from gridxfer.testbed import netgrid, netns
+
+pytestmark = [pytest.mark.root, pytest.mark.integration,
+              pytest.mark.skipif(not netns.has_cap_net_admin(), reason="needs CAP_NET_ADMIN")]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# a copy of examples/topology-wan20.yaml under another name, so a user's wan20 may run
+TOPO = (EXAMPLES / "topology-wan20.yaml").read_text().replace("name: wan20", "name: t5b") \
+    .replace("198.19.20.", "198.19.70.").replace("198.19.21.", "198.19.71.")
+KEYS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control")
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    home = tmp_path_factory.mktemp("gxhome")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRIDXFER_HOME", str(home))
+        topo = home / "t5b.yaml"
+        topo.write_text(TOPO)
+        netgrid.up(topo, services=False)
+        try:
+            yield home
+        finally:
+            netgrid.down()
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _sysctls(ns: str) -> dict[str, str]:
+    return {k: netns.read_sysctl(ns, k) for k in KEYS}
+
+
+def test_tcp_json_and_cnaf_table(grid, capsys):
+    code, out, _ = _run(capsys, "netbench", "tcp", "a-dtn", "b-dtn", "-P", "2", "-t", "2",
+                        "-r", "2", "--json")
+    assert code == 0
+    res = json.loads(out)
+    assert {"summary", "runs", "histogram", "interval_summary", "path"} <= set(res)
+    assert len(res["runs"]) == 2 and res["summary"]["n"] == 2
+    assert res["path"]["rtt_s"] == pytest.approx(0.020)
+    assert res["summary"]["min"] <= res["summary"]["avg"] <= res["summary"]["max"]
+    assert res["summary"]["avg"] > 300e6
+    assert sum(b["count"] for b in res["histogram"]) == res["interval_summary"]["n"] >= 2
+    code, out, _ = _run(capsys, "netbench", "tcp", "a-dtn", "b-dtn", "-t", "2", "-r", "2",
+                        "--histogram", "runs", "--bin-width", "50Mbit")
+    assert code == 0
+    assert "min/avg/max/stddev = " in out
+    assert "frequency distribution of 2 runs" in out
+    assert "rate (Mbit/s)  count" in out
+
+
+def test_udp_and_rtt(grid, capsys):
+    code, out, _ = _run(capsys, "netbench", "udp", "a-dtn", "b-dtn", "--rate", "20Mbit",
+                        "-t", "1", "--json")
+    assert code == 0
+    run = json.loads(out)["run"]
+    assert run["packets"] > 1000 and run["lost"] <= run["packets"] * 0.002
+    code, out, _ = _run(capsys, "netbench", "rtt", "a-dtn", "b-dtn", "-c", "5")
+    assert code == 0 and "RTT a-dtn -> b-dtn" in out and "path: 20.0 ms RTT" in out
+
+
+def test_matrix(grid, capsys):
+    code, out, _ = _run(capsys, "netbench", "matrix", "-t", "1", "--json")
+    assert code == 0
+    res = json.loads(out)
+    assert res["hosts"] == ["a-dtn", "b-dtn"]
+    assert {(c["src"], c["dst"]) for c in res["cells"]} == {("a-dtn", "b-dtn"), ("b-dtn", "a-dtn")}
+
+
+def test_bad_hosts_are_usage_errors(grid, capsys):
+    code, _, err = _run(capsys, "netbench", "tcp", "a-dtn", "nowhere")
+    assert code == 2 and "unknown host 'nowhere'" in err
+    code, _, err = _run(capsys, "netbench", "udp", "a-dtn", "a-dtn", "--rate", "1M")
+    assert code == 2 and "must differ" in err
+
+
+def test_compare_dry_run_changes_nothing(grid, capsys):
+    before = _sysctls("gx-t5b-a-dtn")
+    code, out, _ = _run(capsys, "netbench", "compare", "a-dtn", "b-dtn", "--before",
+                        "untuned-legacy", "--after", "dtn-10g", "--dry-run")
+    assert code == 0
+    assert "a-dtn: net.ipv4.tcp_rmem" in out and "174760" in out
+    assert "net.core.rmem_max" in out and "(skipped)" in out
+    assert _sysctls("gx-t5b-a-dtn") == before
+
+
+def test_compare_dtn10g_vs_untuned_single_stream(grid, capsys, tmp_path):
+    """Acceptance (short form): on a 20 ms link one stream under dtn-10g is >= 5x faster
+    than under untuned-legacy; every per-namespace key is rolled back afterwards."""
+    before = {ns: _sysctls(ns) for ns in ("gx-t5b-a-dtn", "gx-t5b-b-dtn")}
+    host_rmem = Path("/proc/sys/net/core/rmem_max").read_text()
+    png = tmp_path / "cmp.png"
+    code, out, err = _run(capsys, "netbench", "compare", "a-dtn", "b-dtn", "--before",
+                          "untuned-legacy", "--after", "dtn-10g", "-t", "3", "-r", "1",
+                          "--png", str(png), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["speedup"] >= 5.0, (res["before"]["result"]["summary"],
+                                   res["after"]["result"]["summary"])
+    assert "net.ipv4.tcp_congestion_control = reno" in res["before"]["applied"]
+    assert "net.core.rmem_max" in res["before"]["skipped"]
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    assert {ns: _sysctls(ns) for ns in before} == before
+    assert Path("/proc/sys/net/core/rmem_max").read_text() == host_rmem
+
+
+@pytest.mark.slow
+def test_compare_dtn10g_vs_untuned_recorded(grid, capsys, tmp_path):
+    """The BENCHMARKS.md measurement: 10 s x 3 runs per profile."""
+    code, out, err = _run(capsys, "netbench", "compare", "a-dtn", "b-dtn", "--before",
+                          "untuned-legacy", "--after", "dtn-10g", "-t", "10", "-r", "3",
+                          "--png", str(tmp_path / "cmp.png"))
+    assert code == 0, err
+    speed = float(out.split("speed-up dtn-10g / untuned-legacy: x")[1].split()[0])
+    assert speed >= 5.0, out
