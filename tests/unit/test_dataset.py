@@ -16,7 +16,7 @@ def tree(tmp_path):
     (root / "b.txt").write_bytes(b"y" * 3)
     (root / "sub" / "c.root").write_bytes(b"z" * 7)
     (root / "sub" / "deep" / "d.root").write_bytes(b"")
-    (root / ".f.gridxfer.part").write_bytes(b"partial")
+    (root / ".a.root.gxpart-0a1b2c3d").write_bytes(b"partial")
     return root
 
 

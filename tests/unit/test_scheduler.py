@@ -69,6 +69,10 @@ class FakeMover:
             raise TransferError(ErrorClass.SOURCE_MISSING, "no such file")
         return Entry(url, self.files[url][0])
 
+    def listdir(self, url):
+        return [Entry(u, v[0]) for u, v in self.files.items()
+                if u.rpartition("/")[0] + "/" == url]
+
     def checksum(self, url, algorithm="adler32"):
         return self.files[url][1] if url in self.files else "0000abcd"
 
@@ -189,6 +193,8 @@ def test_recover_after_kill(gridxfer_home):
     mover = FakeMover()
     mover.files["root://a:1//d/f0"] = (100, "0000abcd")       # finished before the kill
     mover.files["root://b:1//d/f1"] = (50, "0000abcd")        # partial at the final name
+    mover.files["root://b:1//d/.f1.gxpart-0123abcd"] = (20, "0")   # a mover's temp file
+    mover.files["root://b:1//d/.f10.gxpart-0123abcd"] = (20, "0")  # another file's: kept
     now = time.time()
     conn.execute("UPDATE files SET state='active', attempts=1 WHERE id IN (1, 2, 3)")
     conn.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, tmp_url)"
@@ -199,7 +205,8 @@ def test_recover_after_kill(gridxfer_home):
     assert n == 3                                          # two attempts + one orphan file
     assert dict(conn.execute("SELECT name, state FROM files").fetchall()) == {
         "f0": "done", "f1": "pending", "f2": "pending"}
-    assert set(mover.unlinked) == {POOL[1] + ".f1.part", POOL[1] + "f1"}
+    assert set(mover.unlinked) == {POOL[1] + ".f1.part", POOL[1] + ".f1.gxpart-0123abcd",
+                                   POOL[1] + "f1"}
     assert conn.execute("SELECT count(*) FROM attempts WHERE status='active'").fetchone()[0] == 0
 
 

@@ -108,7 +108,11 @@ def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
 
 def _is_temp(name: str) -> bool:
     """Names our movers use while writing are never part of a dataset."""
-    return ".gridxfer" in name and (name.endswith(".part") or name.endswith(".tmp"))
+    try:
+        from ..movers.common import is_temp_name
+    except ImportError:
+        return False
+    return is_temp_name(name)
 
 
 def _mover(url: str):

@@ -155,7 +155,8 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
 
 
 def resume_campaign(name: str, *, mover_factory: Callable | None = None,
-                    retry_failed: bool = False, **kw: Any) -> CampaignResult:
+                    ops_factory: Callable | None = None, retry_failed: bool = False,
+                    **kw: Any) -> CampaignResult:
     path = journal.journal_path(name)
     conn = journal.connect(path)
     try:
@@ -164,7 +165,7 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
         prepare_environment(spec)
         if meta.get("state") == "running" and _alive(meta.get("pid")):
             raise UsageError(f"campaign {name!r} is running (pid {meta['pid']})")
-        recovered = recover(conn, spec, mover_factory)
+        recovered = recover(conn, spec, mover_factory, ops_factory)
         again = 0
         if retry_failed:
             again = conn.execute("UPDATE files SET state='pending', attempts=0, not_before=0 "
@@ -172,7 +173,8 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
         journal.add_event(conn, "resumed", recovered=recovered, retry_failed=again)
     finally:
         conn.close()
-    return _execute(path, spec, recovered=recovered, mover_factory=mover_factory, **kw)
+    return _execute(path, spec, recovered=recovered, mover_factory=mover_factory,
+                    ops_factory=ops_factory, **kw)
 
 
 def _execute(path: Path, spec: CampaignSpec, *, recovered: int,
@@ -217,11 +219,12 @@ def _alive(pid: str | None) -> bool:
 
 
 # ------------------------------------------------------------------ crash recovery
-def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None) -> int:
-    """Attempts left 'active' by a killed process: clean the temp file, keep a verified
-    final file (right size and adler32) as done, otherwise delete it and redo the file."""
-    from . import scheduler
-    mover_factory = mover_factory or scheduler.default_mover_factory
+def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
+            ops_factory: Callable | None = None) -> int:
+    """Attempts left 'active' by a killed process: remove its temporary files, keep a
+    verified final file (right size and adler32) as done, otherwise delete it and redo."""
+    from .scheduler import ops_factory_for
+    ops_for = ops_factory_for(mover_factory, ops_factory)
     rows = journal.active_attempts(conn)
     orphans = journal.orphan_active_files(conn)
     if not rows and not orphans:
@@ -230,10 +233,11 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None) -> 
     att, done, pending, events = [], [], [], []
     for r in rows:
         try:
-            mover = mover_factory(r["src_url"], r["dst_url"], spec.third_party)
+            mover, src_ops = ops_for(r["dst_url"]), ops_for(r["src_url"])
         except Exception:       # no mover: the file is simply redone (overwrite permitting)
-            mover = None
-        verdict, checksum = _check_destination(mover, r, spec) if mover else ("redo", None)
+            mover = src_ops = None
+        verdict, checksum = (_check_destination(mover, src_ops, r, spec) if mover
+                             else ("redo", None))
         att.append((now, f"process died; recovered: {verdict}", r["id"]))
         if verdict == "done":
             done.append((checksum, now, r["file_id"]))
@@ -257,8 +261,9 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None) -> 
     return len(rows) + len(orphans)
 
 
-def _check_destination(mover: Any, r: Any, spec: CampaignSpec) -> tuple[str, str | None]:
-    for tmp in filter(None, (r["tmp_url"], _temp_name(mover, r["dst_url"]))):
+def _check_destination(mover: Any, src_ops: Any, r: Any,
+                       spec: CampaignSpec) -> tuple[str, str | None]:
+    for tmp in filter(None, (r["tmp_url"], *_temp_names(mover, r["dst_url"]))):
         _quiet(getattr(mover, "unlink", None), tmp)
     stat = getattr(mover, "stat", None)
     if stat is None:
@@ -273,7 +278,7 @@ def _check_destination(mover: Any, r: Any, spec: CampaignSpec) -> tuple[str, str
         try:
             have = normalise_adler32(mover.checksum(r["dst_url"], "adler32"))
             want = r["expected_checksum"] or normalise_adler32(
-                mover.checksum(r["src_url"], "adler32"))
+                src_ops.checksum(r["src_url"], "adler32"))
         except (TransferError, AttributeError):
             have = want = None
         if have and have == want:
@@ -282,12 +287,20 @@ def _check_destination(mover: Any, r: Any, spec: CampaignSpec) -> tuple[str, str
     return "redo", None
 
 
-def _temp_name(mover: Any, dst: str) -> str | None:
-    fn = getattr(mover, "temp_url", None)
+def _temp_names(mover: Any, dst: str) -> list[str]:
+    """Temporary names of ``dst`` left in its directory (movers.common naming)."""
     try:
-        return fn(dst) if fn else None
+        from ..movers.common import TEMP_MARK
+    except ImportError:
+        return []
+    parent, _, name = dst.rstrip("/").rpartition("/")
+    prefix = f".{name}{TEMP_MARK}"
+    try:
+        entries = mover.listdir(parent + "/")
     except Exception:
-        return None
+        return []
+    return [parent + "/" + e.url.rstrip("/").rpartition("/")[2] for e in entries
+            if e.url.rstrip("/").rpartition("/")[2].startswith(prefix)]
 
 
 def _quiet(fn: Callable | None, *args: Any) -> None:

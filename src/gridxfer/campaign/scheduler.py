@@ -44,6 +44,22 @@ def _default_mover_factory(src: str, dst: str, third_party: bool) -> object:
     return default_mover_factory(src, dst, third_party)    # looked up at call time (tests)
 
 
+def default_ops_factory(url: str) -> object:
+    """The mover answering stat/checksum/unlink/space for one URL."""
+    from ..movers.registry import mover_for
+    return mover_for(url)
+
+
+def ops_factory_for(mover_factory: MoverFactory | None,
+                    ops_factory: Callable[[str], object] | None) -> Callable[[str], object]:
+    """Metadata operations: the registry's, unless a custom copy mover was given (tests)."""
+    if ops_factory is not None:
+        return ops_factory
+    if mover_factory is None:
+        return lambda url: default_ops_factory(url)
+    return lambda url: mover_factory(url, url, False)
+
+
 def default_selector_factory(name: str) -> selection.DestinationSelector:
     return selection.make_selector(name)
 
@@ -112,6 +128,7 @@ class _Retry:
 class Scheduler:
     def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, *,
                  mover_factory: MoverFactory | None = None,
+                 ops_factory: Callable[[str], object] | None = None,
                  selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
                  exclusion_factory: Callable[[], selection.ExclusionPolicy] = default_exclusion_factory,
                  optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
@@ -121,6 +138,7 @@ class Scheduler:
         self.conn, self.spec, self.clock = conn, spec, clock
         self.tiers = {t.name: t for t in spec.destinations}
         self.mover_factory = mover_factory or _default_mover_factory
+        self.ops_factory = ops_factory_for(mover_factory, ops_factory)
         self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
                                for t in spec.destinations}
         self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}
@@ -183,12 +201,11 @@ class Scheduler:
 
     def _space_poller(self, done: threading.Event) -> None:
         """Free space per destination endpoint, for exclusions (movers with ``space``)."""
-        src = self.spec.source.url
         while not done.is_set():
             for tier in self.tiers.values():
                 for url in tier.pool:
                     try:
-                        mover = self._mover(src, url)
+                        mover = self.ops_factory(url)
                         caps = getattr(mover, "capabilities", None)
                         if caps is None or not getattr(caps, "space", False):
                             continue
@@ -426,6 +443,12 @@ class Scheduler:
             cache[key] = self.mover_factory(src, dst, self.spec.third_party)
         return cache[key]
 
+    def _ops(self, url: str) -> object:
+        try:
+            return self.ops_factory(url)
+        except Exception:
+            return None
+
     def _transfer(self, job: Job) -> Result:
         spec, tier = self.spec, self.tiers[job.tier]
         mover = None
@@ -441,14 +464,14 @@ class Scheduler:
                              progress=lambda done, total: acct.progress(flight, done))
             if (job.expected and out.checksum and params.verify != "none"
                     and normalise_adler32(out.checksum) != job.expected):
-                _unlink(mover, job.dst_url)
+                _unlink(self._ops(job.dst_url), job.dst_url)
                 return Result(job, None, ErrorClass.CHECKSUM,
                               f"destination adler32 {normalise_adler32(out.checksum)} != expected "
                               f"{job.expected}", self.clock())
             return Result(job, out, None, "", self.clock())
         except TransferError as exc:
             if exc.error_class is ErrorClass.CHECKSUM and mover is not None:
-                _unlink(mover, job.dst_url)
+                _unlink(self._ops(job.dst_url), job.dst_url)
             return Result(job, None, exc.error_class, _line(str(exc)), self.clock())
         except Exception as exc:        # a mover bug must not kill the campaign
             return Result(job, None, ErrorClass.OTHER, _line(f"{type(exc).__name__}: {exc}"),
@@ -488,7 +511,7 @@ class Scheduler:
         c.execute("COMMIT")
 
 
-def _unlink(mover: object, url: str) -> None:
+def _unlink(mover: object | None, url: str) -> None:
     fn = getattr(mover, "unlink", None)
     if fn is None:
         return
