@@ -1,0 +1,42 @@
+"""netgrid logic that needs no namespaces: the fallback without CAP_NET_ADMIN, and the
+commands of a grid that is not up."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gridxfer.testbed import localgrid, netgrid, netns
+from gridxfer.testbed.inventory import TestbedError
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "topology-sc.yaml"
+
+
+def test_without_cap_net_admin_falls_back_to_the_local_grid(gridxfer_home, monkeypatch):
+    monkeypatch.setattr(netns, "has_cap_net_admin", lambda: False)
+    monkeypatch.setattr(localgrid, "up", lambda: "local-inventory")
+    said: list[str] = []
+    assert netgrid.up(EXAMPLE, notify=said.append) == "local-inventory"
+    assert len(said) == 1 and "no CAP_NET_ADMIN" in said[0] and "loopback local grid" in said[0]
+    assert not netgrid.state_path().exists()
+
+
+def test_topology_errors_come_before_anything_is_built(gridxfer_home, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntiers:\n  - {name: A, hosts: [{name: a, address: 10.1.1.1}]}\n")
+    with pytest.raises(Exception, match=r"bad.yaml:3: .*address"):
+        netgrid.up(bad)
+    assert not netgrid.state_path().exists()
+
+
+def test_commands_of_a_grid_that_is_not_up(gridxfer_home):
+    assert netgrid.status() == {"mode": "netns", "up": False}
+    netgrid.down()                                     # idempotent, nothing to do
+    with pytest.raises(TestbedError, match="no netns testbed is up"):
+        netgrid.exec_in("t0-se01", ["true"])
+    with pytest.raises(TestbedError, match="no netns testbed is up"):
+        netgrid.hosts()
+
+
+def test_namespace_names():
+    assert netgrid.ns_name("sc", "t1a-se01") == "gx-sc-t1a-se01"
