@@ -11,10 +11,12 @@ seconds instead of FTS3's +-1..2 per minute:
 
 - every ``interval`` s (default 1.5) it takes the link's rate into an EMA; the first
   sample after a change is skipped, since new transfers need a moment to ramp up;
-- slow start: double the cap while each doubling brings more than ``gain`` (10 %);
-- refine: then bisect between the measured levels around the best one, towards the
-  more promising side, until its neighbours are measured; settle on the *fewest*
-  transfers within ``gain``/2 of the best rate (sessions cost the servers);
+- start at half of ``max_active`` (at least 2), so that a short campaign is not spent
+  ramping up; slow start: double the cap while each doubling brings more than ``gain``
+  (10 %);
+- refine: then bisect between the measured levels around the best one (and below the
+  start), towards the more promising side, until its neighbours are measured; settle on the *fewest*
+  transfers within ``gain`` of the best rate (sessions cost the servers);
 - steady: probe +1 every ``probe_every`` s, keep it only if it gains (FTS3's step);
   a throughput collapse (< ``drop`` x the rate the level was chosen for) steps down;
 - a success rate below ``min_success`` in an interval: back off (-2, or halve
@@ -92,7 +94,7 @@ class AdaptiveConcurrency:
                  drop: float = 0.6) -> None:
         self.min_active = max(1, min_active)
         self.max_active = max(self.min_active, max_active)
-        self.start = self._clamp(start if start is not None else max(2, self.min_active))
+        self.start = self._clamp(start if start is not None else max(2, self.max_active // 2))
         self.interval, self.alpha, self.gain = interval, alpha, gain
         self.min_success, self.probe_every, self.drop = min_success, probe_every, drop
         self._links: dict[str, _Link] = {}
@@ -105,6 +107,8 @@ class AdaptiveConcurrency:
         if st is None:
             st = self._links[link.tier] = _Link(self.start, f"start at {self.start}",
                                                 next_at=now + self.interval)
+            if link.moved >= 0:             # measured from now on: no settling needed
+                st.mark, st.settle = (now, link.moved), False
             return Decision(st.cap, st.reason)
         st.succeeded += link.succeeded
         st.failed += link.failed
@@ -144,9 +148,9 @@ class AdaptiveConcurrency:
                      f"{st.cap} -> {new}")
 
     def _best(self, st: _Link) -> int:
-        """The fewest transfers that get within ``gain``/2 of the best rate seen."""
+        """The fewest transfers that get within ``gain`` of the best rate seen."""
         top = max(st.rates.values())
-        return min(c for c, r in st.rates.items() if r >= (1 - self.gain / 2) * top)
+        return min(c for c, r in st.rates.items() if r >= (1 - self.gain) * top)
 
     def _bisect(self, st: _Link) -> int | None:
         """Next level to try around the best one, or None when its neighbours are known."""
@@ -157,6 +161,9 @@ class AdaptiveConcurrency:
         if below and best - max(below) >= 2:
             lo = max(below)
             options.append((st.rates[lo], (lo + best) // 2))
+        elif not below and best > self.min_active and best // 2 not in st.rates:
+            # the lowest level tried is already as good as any: the knee may be lower
+            options.append((0.0, max(self.min_active, best // 2)))
         if above and min(above) - best >= 2:
             hi = min(above)
             if st.rates[hi] < (1 - self.gain) * st.rates[best]:   # a peak may hide there
