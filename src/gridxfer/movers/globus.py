@@ -81,11 +81,16 @@ class GlobusUrlCopyMover:
             raise UsageError(f"{self.binary} not found (install globus-gass-copy-progs)")
 
         def raw(s: str, tmp: str) -> tuple[int, str]:
-            self._run(command(s, tmp, params), params, progress, remote_src=pair[0] != "file")
-            return max(1, int(params.streams)), "globus-url-copy"
+            return self.raw_copy(s, tmp, params, progress)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw)
+
+    def raw_copy(self, src: str, dst: str, params: TransferParams,
+                 progress: ProgressFn | None = None) -> tuple[int, str]:
+        """Move the bytes only (no verification, no temp name): (streams used, mode)."""
+        self._run(command(src, dst, params), params, progress, remote_src=scheme_of(src) != "file")
+        return max(1, int(params.streams)), "globus-url-copy"
 
     def _run(self, args: list[str], params: TransferParams, progress: ProgressFn | None,
              *, remote_src: bool) -> None:

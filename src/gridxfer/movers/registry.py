@@ -4,6 +4,7 @@
   root <-> file, root -> root          native XRootD (substreams honour ``streams``; root TPC)
   file <-> gsiftp / ftp                globus-url-copy -p N (gfal2 would stream on 1 socket)
   gsiftp / ftp <-> gsiftp / ftp        gfal2 native GridFTP (server to server, nbstreams)
+  root <-> gsiftp / ftp                spool: two native legs through a local file
   anything else gfal2 can do           gfal2 streamed copy (1 stream; reported as such)
 ``mover_for(url)`` gives the mover for stat / listdir / checksum / unlink / mkdir / space.
 """
@@ -42,10 +43,12 @@ def _load_builtins() -> None:
             return
         from gridxfer.movers.gfal import GfalMover
         from gridxfer.movers.globus import GlobusUrlCopyMover
+        from gridxfer.movers.spool import SpoolMover
         from gridxfer.movers.xrootd import XRootDMover
         gfal = GfalMover()
         register(XRootDMover(), metadata_for=("root",))
         register(GlobusUrlCopyMover())
+        register(SpoolMover())
         register(gfal, metadata_for=("gsiftp", "ftp", "file"))
         _loaded = True
 

@@ -137,13 +137,14 @@ class XRootDMover:
             raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
 
         def raw(s: str, tmp: str) -> tuple[int, str]:
-            return self._run(s, tmp, params, progress)
+            return self.raw_copy(s, tmp, params, progress)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw)
 
-    def _run(self, src: str, tmp: str, params: TransferParams,
-             progress: ProgressFn | None) -> tuple[int, str]:
+    def raw_copy(self, src: str, tmp: str, params: TransferParams,
+                 progress: ProgressFn | None = None) -> tuple[int, str]:
+        """Move the bytes only (no verification, no temp name): (streams used, mode)."""
         streams = max(1, int(params.streams))
         tpc = params.third_party
         reading = scheme_of(src) == "root" and not tpc
