@@ -121,8 +121,9 @@ def machine() -> str:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (f"{os.cpu_count()} cores ({cpu}), Linux {platform.release()}, "
-            f"Python {platform.python_version()}")
+            f"Python {platform.python_version()}; load average {load} (shared machine)")
 
 
 def command_line(module: str, argv: Sequence[str]) -> str:
@@ -218,3 +219,32 @@ def local_grid(servers: Sequence[tuple[str, str]], *, base_parent: str | None = 
         finally:
             localgrid.down()
             shutil.rmtree(work, ignore_errors=True)
+
+
+def write_campaign(path: Path, name: str, src_url: str, pool: Sequence[str], *, streams: int,
+                   active: int, checksum: bool, glob: str = "*.dat") -> Path:
+    """A campaign file with concurrency pinned to ``active`` (min_active = max_active), so
+    gridxfer runs exactly the concurrency its peers are given."""
+    urls = ", ".join(f'"{u}"' for u in pool)
+    check = "{algorithm: adler32, verify: both}" if checksum else "none"
+    path.write_text(
+        f"campaign: {name}\n"
+        f"source: {{url: \"{src_url}\", files: {{glob: \"{glob}\"}}}}\n"
+        f"destinations:\n  - tier: BENCH\n    pool: [{urls}]\n    streams: {streams}\n"
+        f"    max_active: {active}\n    min_active: {active}\n"
+        f"checksum: {check}\nretries: {{max: 0}}\ntimeout: 30m\n", encoding="utf-8")
+    return path
+
+
+def gridxfer_run(spec: Path, *, env: dict[str, str] | None = None) -> float:
+    """`gridxfer campaign run SPEC --quiet` in a fresh process (the user's path); seconds."""
+    gx = str(Path(PYTHON).parent / "gridxfer")
+    return run_timed([gx, "campaign", "run", str(spec), "--quiet", "--replace"], env=env)
+
+
+def check_copies(directory: Path, count: int, size: int) -> None:
+    """Every copy is at the destination with the right size (and nothing else)."""
+    found = [p for p in directory.rglob("*") if p.is_file()] if directory.exists() else []
+    bad = [p.name for p in found if p.stat().st_size != size]
+    if len(found) != count or bad:
+        raise BenchError(f"{directory}: {len(found)} files (want {count}), wrong size: {bad[:3]}")

@@ -1,0 +1,189 @@
+"""Bulk: N files x SIZE from one source to one destination, gridxfer vs its real peers.
+
+    .venv/bin/python -m bench.bulk [--files 40] [--size 64MB] [--streams 4] [--active 4]
+                                   [--checksum on|off] [--tools gx-root,xrdcp,...] [--no-record]
+
+Tools, back to back on the same source files (file:// on /dev/shm) and the same
+servers (real XRootD and GSI GridFTP on loopback, data dirs on /dev/shm):
+  gx-root    gridxfer campaign run, pool = root:// (native XRootD mover)
+  gx-gsiftp  gridxfer campaign run, pool = gsiftp:// (globus-url-copy -p N mover)
+  xrdcp      xrdcp --parallel A --streams S --infiles LIST root://.../dir/
+  guc        globus-url-copy -cc A -p S -cd -f LIST
+  gfal       gfal-copy -n S, A parallel invocations, each --from-file (its own share)
+With --checksum on (default) every tool verifies adler32 end to end (gridxfer verify:
+both, xrdcp --cksum adler32, guc -verify-checksum -checksum-alg MD5 (the only algorithm
+guc computes locally), gfal-copy -K adler32). gridxfer's concurrency is pinned to A (min_active = max_active = A).
+Goal (issue 7): gridxfer >= 1.0x the best peer. On loopback the limit is CPU (2 cores):
+this shows per-byte overhead, not network behaviour.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from gridxfer.units import fmt_bytes, parse_size
+
+from bench.common import (BenchError, Result, append_results, check_copies, command_line,
+                          goal_line, gridxfer_run, local_grid, make_files, md_table, ratio,
+                          run_timed, shm_parent, write_campaign)
+
+TOOLS = ("gx-root", "gx-gsiftp", "xrdcp", "guc", "gfal")
+GRIDXFER = ("gx-root", "gx-gsiftp")
+
+
+def _prepare_dir(data_dir: Path, sub: str, user: str) -> Path:
+    from gridxfer.testbed.xrootd import chown_tree
+    d = data_dir / sub
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    chown_tree(d, user)
+    return d
+
+
+def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, streams: int,
+                 active: int, checksum: bool) -> dict[str, Callable[[str], float]]:
+    """tool -> run(sub) -> seconds; ``sub`` is the destination sub-directory to fill."""
+    src_url = f"file://{srcs[0].parent}/"
+
+    def gx(base: str, tag: str) -> Callable[[str], float]:
+        def run(sub: str) -> float:
+            spec = write_campaign(work / f"{tag}.yaml", f"bench-bulk-{tag}", src_url,
+                                  [base + sub + "/"], streams=streams, active=active,
+                                  checksum=checksum)
+            return gridxfer_run(spec)
+        return run
+
+    def xrdcp(sub: str) -> float:
+        listing = work / "xrdcp.list"
+        listing.write_text("".join(f"{p}\n" for p in srcs))
+        argv = ["xrdcp", "--parallel", str(active), "--streams", str(streams), "--silent",
+                "--infiles", str(listing)]
+        if checksum:
+            argv += ["--cksum", "adler32"]
+        return run_timed(argv + [xrd_url + sub + "/"])
+
+    def guc(sub: str) -> float:
+        listing = work / "guc.list"
+        listing.write_text("".join(f"file://{p} {gsi_url}{sub}/{p.name}\n" for p in srcs))
+        argv = ["globus-url-copy", "-cc", str(active), "-p", str(streams), "-cd"]
+        if checksum:
+            # guc computes the local checksum itself and knows only MD5 for that
+            argv += ["-verify-checksum", "-checksum-alg", "MD5"]
+        return run_timed(argv + ["-f", str(listing)])
+
+    def gfal(sub: str) -> float:
+        from bench.common import Stopwatch
+        argv = ["gfal-copy", "-p", "-n", str(streams)]
+        if checksum:
+            argv += ["-K", "adler32"]
+        procs = []
+        sw = Stopwatch()
+        for k in range(active):
+            share = srcs[k::active]
+            if not share:
+                continue
+            listing = work / f"gfal{k}.list"
+            listing.write_text("".join(f"file://{p}\n" for p in share))
+            procs.append(subprocess.Popen(argv + ["--from-file", str(listing), gsi_url + sub + "/"],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True))
+        outs = [(p.wait(), p.stdout.read()) for p in procs]
+        secs = sw.seconds
+        bad = [o for rc, o in outs if rc != 0]
+        if bad:
+            raise BenchError(f"gfal-copy failed: {bad[0].strip()[-300:]}")
+        return secs
+
+    return {"gx-root": gx(xrd_url, "root"), "gx-gsiftp": gx(gsi_url, "gsiftp"),
+            "xrdcp": xrdcp, "guc": guc, "gfal": gfal}
+
+
+def protocol(tool: str) -> str:
+    return "root" if tool in ("gx-root", "xrdcp") else "gsiftp"
+
+
+def render(results: list[Result], files: int, size: int) -> tuple[str, list[str]]:
+    peers = [r for r in results if r.ok and r.tool not in GRIDXFER]
+    best = max(peers, key=lambda r: r.bytes_per_s, default=None)
+    rows = []
+    for r in results:
+        same = [p for p in peers if protocol(p.tool) == protocol(r.tool)]
+        best_same = max(same, key=lambda p: p.bytes_per_s, default=None)
+        rows.append([r.tool, protocol(r.tool), f"{r.seconds:.1f}" if r.ok else "-",
+                     f"{r.bytes_per_s / 1e6:.0f}" if r.ok else "FAILED",
+                     f"{ratio(r.bytes_per_s, best.bytes_per_s):.2f}" if best and r.ok else "-",
+                     f"{ratio(r.bytes_per_s, best_same.bytes_per_s):.2f}"
+                     if best_same and r.ok else "-", r.note])
+    table = md_table(["tool", "protocol", "seconds", "MB/s", "x best peer",
+                      "x best same-protocol peer", "note"], rows)
+    goals = []
+    for r in results:
+        if r.tool in GRIDXFER and best is not None:
+            goals.append(goal_line(f"{r.tool} >= 1.0x best peer ({best.tool})",
+                                   ratio(r.bytes_per_s, best.bytes_per_s) if r.ok else 0.0, 1.0,
+                                   unit="x"))
+    return table, goals
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.bulk", description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=40)
+    ap.add_argument("--size", type=parse_size, default=parse_size("64MB"))
+    ap.add_argument("--streams", type=int, default=4)
+    ap.add_argument("--active", type=int, default=4)
+    ap.add_argument("--checksum", choices=("on", "off"), default="on")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        ap.error(f"unknown tools: {', '.join(sorted(unknown))} (choose from {', '.join(TOOLS)})")
+
+    shm = shm_parent()
+    work = Path(tempfile.mkdtemp(prefix="gridxfer-bench-bulk-", dir=shm))
+    results: list[Result] = []
+    try:
+        print(f"writing {args.files} x {fmt_bytes(args.size)} under {work}", flush=True)
+        srcs = make_files(work / "src", args.files, args.size)
+        with local_grid([("dst-xrd", "xrootd"), ("dst-gsiftp", "gsiftp")], base_parent=shm) as (inv, _):
+            user = inv.extra.get("service_user", "gridxfer")
+            xrd, gsi = inv.endpoints["dst-xrd"], inv.endpoints["dst-gsiftp"]
+            runners = tool_runners(srcs, xrd.url, gsi.url, work, streams=args.streams,
+                                   active=args.active, checksum=args.checksum == "on")
+            for tool in tools:
+                ep = xrd if protocol(tool) == "root" else gsi
+                sub = f"bulk-{tool}"
+                dest = _prepare_dir(Path(ep.data_dir), sub, user)
+                try:
+                    secs = runners[tool](sub)
+                    check_copies(dest, args.files, args.size)
+                    res = Result(tool, secs, args.files, args.files * args.size)
+                except BenchError as exc:
+                    res = Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
+                finally:
+                    shutil.rmtree(dest, ignore_errors=True)
+                results.append(res)
+                print(f"{tool:10s} {res.seconds:7.1f} s  {res.bytes_per_s / 1e6:7.0f} MB/s "
+                      f"{res.note}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    table, goals = render(results, args.files, args.size)
+    print(table)
+    print("\n".join(goals))
+    if not args.no_record:
+        title = (f"loopback, {args.files} x {fmt_bytes(args.size)}, streams {args.streams}, "
+                 f"{args.active} at a time, checksum {args.checksum}")
+        append_results("Bulk", title, command_line("bulk", argv),
+                       table + "\n\n" + "\n".join(f"- {g}" for g in goals))
+    return 0 if goals and all(g.startswith("GOAL MET") for g in goals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
