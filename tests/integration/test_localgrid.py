@@ -113,7 +113,14 @@ def test_tpc_gsiftp_to_gsiftp(local_grid, payload):
     run(["gfal-copy", "-f", "-p", f"file://{payload}", src], env=env)
     # globus-url-copy between two gsiftp URLs is always third-party (server to server)
     run(["globus-url-copy", "-cd", src, dst], env=env)
-    run(["gfal-copy", "-f", src, dst + ".gfal"], env=env)
+    # gfal-copy (gfal2 2.21.3) very rarely aborts with "free(): invalid pointer" (SIGABRT)
+    # on a gsiftp->gsiftp copy (seen 2 in ~50 runs, only with a loaded CPU): retry that once.
+    for attempt in range(2):
+        res = subprocess.run(["gfal-copy", "-f", src, dst + ".gfal"], env=env, capture_output=True,
+                             text=True, timeout=60)
+        if res.returncode != -signal.SIGABRT:
+            break
+    assert res.returncode == 0, res.stderr[-500:]
     assert adler32(local_grid.local_path(dst)) == adler32(payload)
     assert adler32(local_grid.local_path(dst + ".gfal")) == adler32(payload)
     transfers = Path(local_grid.endpoints["t1a-gsiftp"].log).read_text()
