@@ -39,6 +39,15 @@ def playbook(inventory, *extra):
 
 def test_playbook_check_mode_then_apply_mode(host, tmp_path):
     ns, sshd, inv = host
+    before = snap(ns)
+    # 1. check mode with a bundled profile, vars from playbooks/vars/dtn-10g.yml: reports
+    #    changes, writes nothing
+    check = playbook(inv, "-e", "profile=dtn-10g", "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf",
+                     "--check", "--diff")
+    assert check.returncode == 0, check.stdout[-2000:]
+    assert "changed=0" not in check.stdout and "net.ipv4.tcp_mtu_probing=1" in check.stdout
+    assert snap(ns) == before
+    # 2. apply mode with a profile exported by gridxfer, NIC settings included
     (tmp_path / "wanlab.conf").write_text(
         "# source: test\nnet.ipv4.tcp_rmem = 4096 87380 12582912\n"
         "net.ipv4.tcp_wmem = 4096 65536 12582912\nnet.ipv4.tcp_mtu_probing = 1\n"
@@ -46,33 +55,23 @@ def test_playbook_check_mode_then_apply_mode(host, tmp_path):
     (tmp_path / "wanlab.nic").write_text("txqueuelen = 3000\n")
     vars_file = tmp_path / "wanlab.yml"
     vars_file.write_text(ansible_vars_yaml(load_profile(str(tmp_path / "wanlab.conf"))))
-    before = snap(ns)
     args = ["-e", "profile=wanlab", "-e", f"gridxfer_vars_file={vars_file}",
             "-e", f"gridxfer_iface={ns.ns_if}", "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf"]
-    check = playbook(inv, *args, "--check", "--diff")
-    assert check.returncode == 0, check.stdout[-2000:]
-    assert "changed=" in check.stdout and "changed=0" not in check.stdout
-    assert snap(ns) == before                                      # check mode wrote nothing
-    done = playbook(inv, *args)
-    assert done.returncode == 0, done.stdout[-2000:]
-    assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "87380", "12582912"]
-    assert ns.sysctl("net.ipv4.tcp_sack") == "0"
-    assert ns.exec("cat", f"/sys/class/net/{ns.ns_if}/tx_queue_len").strip() == "3000"
-    again = playbook(inv, *args)
-    assert again.returncode == 0 and "changed=0" in again.stdout    # idempotent
-    for k, v in before.items():
-        ns.exec("sysctl", "-q", "-w", f"{k}={v}")
+    try:
+        done = playbook(inv, *args)
+        assert done.returncode == 0, done.stdout[-2000:]
+        assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "87380", "12582912"]
+        assert ns.sysctl("net.ipv4.tcp_sack") == "0"
+        assert ns.exec("cat", f"/sys/class/net/{ns.ns_if}/tx_queue_len").strip() == "3000"
+        # 3. check mode again: nothing left to change (idempotent)
+        again = playbook(inv, *args, "--check", "--diff")
+        assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-2000:]
+    finally:
+        for k, v in before.items():
+            ns.exec("sysctl", "-q", "-w", f"{k}={v}")
 
 
-def test_bundled_profile_vars_load_in_check_mode(host):
-    ns, sshd, inv = host
-    before = snap(ns)
-    res = playbook(inv, "-e", "profile=dtn-10g", "-e", "gridxfer_runtime_file=/tmp/gx-unused.conf",
-                   "--check")
-    assert res.returncode == 0, res.stdout[-2000:]
-    assert snap(ns) == before
-
-
+@pytest.mark.slow      # ~25 s of ansible start-ups; the contract suite covers the target itself
 def test_engine_through_the_ansible_target(host, gridxfer_home):
     ns, sshd, inv = host
     before = snap(ns)
