@@ -232,3 +232,41 @@ def test_global_keys_on_the_host_are_applied_and_restored(tmp_path, gridxfer_hom
     finally:
         t.write({k: v for k, v in saved.items() if v is not None})
     assert all(same(t.read([k])[k], saved[k]) for k in keys)
+
+
+def test_local_target_refuses_mtu_on_the_ssh_session_interface(ns, tmp_path, monkeypatch):
+    """Under SSH (SSH_CONNECTION set) the interface routing back to the client is protected."""
+    monkeypatch.setenv("SSH_CONNECTION", f"{ns.ns_addr} 50000 {ns.host_addr} 22")
+    prof = load_profile(write_profile(tmp_path, "jumbo", "", nic="mtu = 9000\ntxqueuelen = 2000\n"))
+    t = LocalTarget()
+    link = lambda: json.loads(subprocess.run(["ip", "-j", "link", "show", "dev", ns.host_if],  # noqa: E731
+                                             capture_output=True, text=True).stdout)[0]
+    mtu0, q0 = link()["mtu"], link()["txqlen"]
+    with pytest.raises(ValidationError, match=f"{ns.host_if} carries the SSH session"):
+        apply(prof, t, ifaces=[ns.host_if])
+    assert (link()["mtu"], link()["txqlen"]) == (mtu0, q0)
+    apply(prof, t, ifaces=[ns.host_if], force=True)
+    assert (link()["mtu"], link()["txqlen"]) == (9000, 2000)
+    rollback(t)
+    assert (link()["mtu"], link()["txqlen"]) == (mtu0, q0)
+
+
+def test_cli_several_hosts_and_json_keys(ns, capsys):
+    from gridxfer.cli.main import main
+    with scratch_netns() as other:
+        before = [snapshot(ns), snapshot(other)]
+        hosts = ["--host", f"netns:{ns.name}", "--host", f"netns:{other.name}", "--skip-global"]
+        assert main(["tune", "apply", "dtn-10g", "--json", *hosts]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert [r["host"] for r in out] == [f"netns:{ns.name}", f"netns:{other.name}"]
+        assert set(out[0]) == {"profile", "host", "dry_run", "items", "persisted", "state_file",
+                               "changed", "skipped"}
+        assert set(out[0]["items"][0]) == {"key", "expected", "current", "status", "reason", "where"}
+        assert ns.sysctl("net.ipv4.tcp_mtu_probing") == other.sysctl("net.ipv4.tcp_mtu_probing") == "1"
+        assert main(["tune", "verify", "dtn-10g", "--json", *hosts]) == 0
+        v = json.loads(capsys.readouterr().out)
+        assert set(v[0]) == {"profile", "host", "checked", "drifted", "skipped", "ok"}
+        assert main(["tune", "rollback", "--json", *hosts[:4]]) == 0
+        assert set(json.loads(capsys.readouterr().out)[0]) == {"host", "dry_run", "restored",
+                                                               "failed", "profile", "ok"}
+        assert [snapshot(ns), snapshot(other)] == before
