@@ -47,7 +47,10 @@ def _channel_url(url: str, substreams: int) -> str:
     tagged = with_user(url, f"gxs{substreams}")
     with _ENV_LOCK:
         xrd.EnvPutInt("SubStreamsPerChannel", substreams)
-        xrd.FileSystem(_server(tagged)).ping(timeout=_CONNECT_TIMEOUT)
+        try:
+            xrd.FileSystem(_server(tagged)).ping(timeout=_CONNECT_TIMEOUT)
+        finally:   # every other channel (metadata, uploads) keeps one stream
+            xrd.EnvPutInt("SubStreamsPerChannel", 1)
     return tagged
 
 
