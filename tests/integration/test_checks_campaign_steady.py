@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "monitoring"))
 from monfixtures import run_check  # noqa: E402
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
 DURATION = float(os.environ.get("GX_STEADY_SECONDS", "600"))
 RATE = 2e6          # the destination's XRootD throttle: a steady 2 MB/s
 WINDOW = 60.0
