@@ -83,6 +83,11 @@ def test_engine_through_the_ansible_target(host, gridxfer_home):
     assert snap(ns) == before
 
 
+def test_session_interface_seen_through_ansible(host):
+    ns, sshd, inv = host
+    assert AnsibleTarget("gxhost", inv).session_interfaces() == {ns.ns_if}
+
+
 def test_exported_vars_are_in_sync_with_profiles():
     from gridxfer.tuning.profile import list_profiles
     for path in list_profiles():

@@ -76,6 +76,13 @@ class AnsibleTarget(CommandTarget):
         return RunResult(tuple(argv), int(rc), res.get("stdout", ""),
                          res.get("stderr", "") or ("" if rc == 0 else res.get("msg", "")))
 
+    def session_interfaces(self) -> frozenset[str]:
+        """The interface routing back to the controller's SSH connection (SSH_CONNECTION)."""
+        res = self.run(["printenv", "SSH_CONNECTION"])
+        client = res.stdout.split()[:1] if res.ok else []
+        dev = self._route_dev(client[0]) if client else None
+        return frozenset({dev}) if dev else frozenset()
+
     def playbook_argv(self, vars_file: str) -> list[str]:
         argv = ["ansible-playbook", "-i", self.inventory, "-l", self.host, str(self.playbook),
                 "-e", f"@{vars_file}"]
