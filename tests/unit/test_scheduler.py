@@ -264,3 +264,36 @@ class _NoExcl:
 @pytest.fixture(autouse=True)
 def _fast_backoff(monkeypatch):
     monkeypatch.setattr(scheduler, "STOP_GRACE", 5.0)
+
+
+def test_hung_mover_is_cancelled_then_abandoned(gridxfer_home, monkeypatch):
+    monkeypatch.setattr(scheduler, "ABANDON_AFTER", 0.3)
+    spec = make_spec(max_active=2, retries=0, timeout=0.1)
+    conn = plan(spec, 3)
+    release = threading.Event()
+
+    class Hang(FakeMover):
+        def copy(self, src, dst, *, params, progress=None):
+            if src.endswith("f0"):           # ignores cancel entirely
+                release.wait(10)
+                raise TransferError(ErrorClass.OTHER, "late")
+            if src.endswith("f1"):           # honours cancel
+                params.cancel.wait(10)
+                raise TransferError(ErrorClass.CANCELLED, "cancelled")
+            return super().copy(src, dst, params=params, progress=progress)
+
+    monkeypatch.setattr(scheduler.Scheduler, "_watchdog", _fast_watchdog(scheduler.Scheduler._watchdog))
+    t = time.monotonic()
+    _, res = run(conn, spec, Hang(), exclusion_factory=lambda: _NoExcl())
+    release.set()
+    assert time.monotonic() - t < 5
+    got = {r["name"]: (r["state"], r["error_class"]) for r in conn.execute(
+        "SELECT name, state, error_class FROM files")}
+    assert got == {"f0": ("failed", "timeout"), "f1": ("failed", "timeout"), "f2": ("done", None)}
+
+
+def _fast_watchdog(orig):
+    """The backstop is timeout + 10 s; shift the clock so the test needs no 10 s wait."""
+    def wd(self, now):
+        return orig(self, now + 10.0)
+    return wd

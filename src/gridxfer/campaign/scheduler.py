@@ -32,6 +32,7 @@ Observer = Callable[[StatsSnapshot], None]
 FETCH = 4096                 # pending rows fetched per query
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
+ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
 SPACE_PERIOD = 10.0          # seconds between free-space queries per endpoint (if supported)
 
 
@@ -171,10 +172,8 @@ class Scheduler:
                           tiers=sorted(self.tiers))
         journal.set_meta(self.conn, [("state", "running")])
         workers = sum(t.max_active for t in self.spec.destinations)
-        for i in range(workers):
-            th = threading.Thread(target=self._worker, name=f"gridxfer-worker-{i}", daemon=True)
-            th.start()
-            self._threads.append(th)
+        for _ in range(workers):
+            self._start_worker()
         done = threading.Event()
         threading.Thread(target=self._space_poller, args=(done,), name="gridxfer-space",
                          daemon=True).start()
@@ -340,11 +339,30 @@ class Scheduler:
             raise
 
     def _watchdog(self, now: float) -> None:
-        limit = self.spec.timeout + 10.0      # the mover enforces timeout; this is the backstop
+        """The mover enforces the timeout; this is the backstop. Past the timeout the
+        transfer is cancelled; if the mover ignores that too, the attempt is abandoned
+        (journalled as a timeout, its worker replaced) so one hung call cannot stall
+        the campaign."""
+        limit = self.spec.timeout + 10.0
+        abandoned = []
         for job in self._inflight.values():
             if not job.timed_out and now - job.started > limit:
                 job.timed_out = True
                 job.cancel.set()
+            elif job.timed_out and now - job.started > limit + ABANDON_AFTER:
+                abandoned.append(Result(job, None, ErrorClass.TIMEOUT,
+                                        f"no answer {limit + ABANDON_AFTER:.0f} s after start, "
+                                        f"even after cancel; abandoned", now))
+        if abandoned:
+            self._apply(abandoned)
+            for _ in abandoned:
+                self._start_worker()
+
+    def _start_worker(self) -> None:
+        th = threading.Thread(target=self._worker, name=f"gridxfer-worker-{len(self._threads)}",
+                              daemon=True)
+        th.start()
+        self._threads.append(th)
 
     # ------------------------------------------------------------ results
     def _drain(self, block: float) -> None:
@@ -363,7 +381,9 @@ class Scheduler:
         att_rows, done_rows, pend_rows, fail_rows, cancel_rows = [], [], [], [], []
         r_spec = self.spec.retries
         for res in results:
-            job = self._inflight.pop(res.job.attempt_id)
+            job = self._inflight.pop(res.job.attempt_id, None)
+            if job is None:         # an abandoned attempt answered after all: already journalled
+                continue
             now = res.ended
             secs = max(1e-6, now - job.started)
             if res.outcome is not None:
