@@ -1,6 +1,8 @@
 """Exclusion rules on recorded stats: circuit breaker, slow drain, no space."""
 from __future__ import annotations
 
+import time
+
 from gridxfer.campaign.exclusions import DefaultExclusions, exclusion_changes, exclusion_event
 from gridxfer.campaign.selection import EndpointStats, Exclusion, FileToPlace, NoExclusions
 
@@ -79,9 +81,43 @@ def test_free_space_counts_pending_writes_and_the_file():
     ok, ex = eligible(p, st, 1.0, big)
     assert ok == ["a", "b"] and "40.00 MB free" in ex["c"].reason and ex["c"].until is None
     assert "c" in eligible(p, st, 1.0, FileToPlace(2, "small", 10 * MB))[0]
-    # without a file only a full endpoint is skipped
-    assert "c" in eligible(p, st, 1.0)[0]
-    assert "c" not in eligible(p, stats(c=dict(free_bytes=0)), 1.0)[0]
+    # without a file, the largest transfer seen in flight is the yardstick (80 MB here)
+    assert "c" not in eligible(p, st, 1.0)[0]
+    assert "c" in eligible(p, stats(c=dict(free_bytes=170 * MB, pending=1,
+                                           pending_bytes=80 * MB)), 1.0)[0]
+    fresh = DefaultExclusions(space=False)      # nothing seen yet: only the reserve counts
+    assert "c" in eligible(fresh, stats(c=dict(free_bytes=2**20 + 1)), 1.0)[0]
+    assert "c" not in eligible(fresh, stats(c=dict(free_bytes=2**20)), 1.0)[0]
+
+
+def test_space_watcher_feeds_free_bytes_when_stats_do_not():
+    from gridxfer.campaign.space import SpaceWatcher
+    asked = []
+
+    def probe(url):
+        asked.append(url)
+        return {"root://c//d/": 0, "root://b//d/": 10 * MB}.get(url)
+
+    watcher = SpaceWatcher(probe, period=0.01)
+    pool = ["root://a//d/", "root://b//d/", "root://c//d/"]
+    p = DefaultExclusions(space=watcher)
+    p.eligible(pool, {}, 0.0)
+    deadline = time.time() + 5
+    while time.time() < deadline and not set(pool) <= set(asked):
+        time.sleep(0.01)
+    time.sleep(0.05)
+    ok, ex = p.eligible(pool, {}, 1.0, FileToPlace(1, "f", 1 * MB))
+    assert ok == ["root://a//d/", "root://b//d/"]      # a: unknown, b: room
+    assert [e.url for e in ex] == ["root://c//d/"] and ex[0].reason.startswith("no space: 0 B free")
+    # writes that ended since the reading count against it until the next reading
+    watcher.close()                                     # no new readings from now on
+    time.sleep(0.05)
+    b = "root://b//d/"
+    p.eligible(pool, {b: EndpointStats(b, pending=1, pending_bytes=2 * MB)}, 2.0)  # 2 MB files
+    for n in range(1, 5):
+        p.record(b, True, None, 3.0)
+        ok, _ = p.eligible(pool, {}, 4.0)
+        assert (b in ok) == (n <= 3), n     # 10 MB - n x 2 MB must leave 2 MB + 1 MiB
 
 
 def test_slow_endpoint_is_drained_then_reprobed():

@@ -2,9 +2,14 @@
 
 Three rules, checked in this order for each candidate of a pool:
 
-1. **No space.** ``free_bytes`` (from a space query) minus the bytes already on their
-   way there is less than the file (or ``min_free_bytes``); or the last write failed
-   with ``NO_SPACE``: excluded for ``space_cooldown`` s, then probed again.
+1. **No space.** The free bytes (``EndpointStats.free_bytes`` or, when the scheduler
+   does not fill it, the policy's own ``SpaceWatcher``: XRootD ``query space``,
+   ``statvfs``, a mover's ``space()``) minus the bytes already on their way there is
+   less than the file (or, when the file is not given, the largest transfer seen in
+   flight) plus a reserve of ``min_free_bytes``; writes that ended since the last
+   reading are subtracted until the next one (each ended write triggers one). Or the
+   last write failed with ``NO_SPACE``: excluded for ``space_cooldown`` s, then probed
+   again.
 2. **Circuit breaker.** ``failure_threshold`` failures in a row that are the endpoint's
    fault (connection, timeout, checksum, permission, other) open the circuit for a
    cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
@@ -33,6 +38,7 @@ from typing import Any, Sequence
 from ..errors import ErrorClass
 from ..units import fmt_bytes, fmt_duration, fmt_rate
 from .selection import EndpointStats, Exclusion, FileToPlace, capacity
+from .space import SpaceWatcher
 
 # failures that say nothing about the destination endpoint
 NOT_ENDPOINT_FAULT = frozenset({ErrorClass.SOURCE_MISSING.value, ErrorClass.EXISTS.value,
@@ -51,13 +57,16 @@ class _State:
     drained_until: float | None = None
     probe_from: int | None = None          # completed count when a re-probe began
     drain_reason: str = ""
+    writes_ok: int = 0                     # successful writes (for the free-space estimate)
+    reading: tuple[int, int] = (0, 0)      # (space reading no., writes_ok when first seen)
 
 
 class DefaultExclusions:
     def __init__(self, *, failure_threshold: int = 3, cooldown: float = 15.0,
                  max_cooldown: float = 300.0, slow_ratio: float = 0.05,
                  slow_min_completed: int = 3, drain_for: float = 60.0,
-                 min_free_bytes: int = 0, space_cooldown: float = 60.0) -> None:
+                 min_free_bytes: int = 2**20, space_cooldown: float = 60.0,
+                 space: SpaceWatcher | bool = True) -> None:
         self.failure_threshold = failure_threshold
         self.cooldown = cooldown
         self.max_cooldown = max_cooldown
@@ -67,6 +76,9 @@ class DefaultExclusions:
         self.min_free_bytes = min_free_bytes
         self.space_cooldown = space_cooldown
         self._st: dict[str, _State] = {}
+        self._space = space if isinstance(space, SpaceWatcher) else None
+        self._watch = bool(space)
+        self._typical = 0             # largest transfer seen in flight (bytes left at dispatch)
 
     def _state(self, url: str) -> _State:
         return self._st.setdefault(url, _State())
@@ -74,7 +86,10 @@ class DefaultExclusions:
     # -- the seam ----------------------------------------------------------------
     def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None:
         st = self._state(url)
+        if self._space is not None:
+            self._space.refresh(url)            # its free space just changed
         if ok:
+            st.writes_ok += 1
             st.failures = 0
             st.nospace_trips = 0
             if st.open_until is not None and now >= st.open_until:   # probe succeeded
@@ -105,6 +120,13 @@ class DefaultExclusions:
                  ) -> tuple[list[str], list[Exclusion]]:
         ok: list[str] = []
         out: list[Exclusion] = []
+        if self._watch:
+            if self._space is None:
+                self._space = SpaceWatcher()
+            self._space.watch(candidates)
+        for es in stats.values():
+            if es.pending:
+                self._typical = max(self._typical, es.pending_bytes // es.pending)
         for url in candidates:
             why = self._why(url, candidates, stats, now, file)
             if why is None:
@@ -126,10 +148,18 @@ class DefaultExclusions:
         if st.nospace_until is not None and now < st.nospace_until:
             return Exclusion(url, "no space: last write failed with ENOSPC/quota",
                              st.nospace_until)
-        if es.free_bytes is None:
+        free = es.free_bytes
+        need = max(1, file.size if file else self._typical) + self.min_free_bytes
+        if free is None and self._space is not None:
+            seq, free = self._space.reading(url)
+            if free is not None:
+                if st.reading[0] != seq:
+                    st.reading = (seq, st.writes_ok)
+                # writes finished since that reading are not in it yet
+                free -= (st.writes_ok - st.reading[1]) * max(1, self._typical)
+        if free is None:
             return None
-        need = max(self.min_free_bytes, file.size if file else 1)
-        room = es.free_bytes - es.pending_bytes
+        room = free - es.pending_bytes
         if room < need:
             return Exclusion(url, f"no space: {fmt_bytes(max(room, 0))} free after pending writes, "
                                   f"{fmt_bytes(need)} needed", None)

@@ -1,0 +1,141 @@
+"""Free space of destination endpoints, polled in the background: ``SpaceWatcher``.
+
+``query_free(url) -> int | None`` asks the storage itself:
+
+- ``root://``: XRootD ``query space`` (``oss.free`` of the space holding the path; a
+  path that does not exist yet reports 0 of 0, so the nearest existing parent is asked);
+- ``file://``: ``statvfs``;
+- any other scheme: the metadata mover's ``space(url) -> (free, total)`` when it
+  declares ``capabilities.space``; otherwise unknown (None).
+
+The watcher keeps one daemon thread per watched URL (a dead server can take seconds to
+time out, and must not hold up the others or the dispatcher), polls every ``period``
+seconds, and stops a URL's thread when nobody has asked about it for ``idle_stop``
+seconds. ``DefaultExclusions`` uses it to skip full endpoints before writing to them.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable, Iterable
+from urllib.parse import unquote, urlsplit
+
+Probe = Callable[[str], "int | None"]
+
+
+def _xrootd_free(url: str) -> int | None:
+    from XRootD import client
+    from XRootD.client.flags import QueryCode
+
+    parts = urlsplit(url)
+    path = unquote(parts.path)
+    path = "/" + path.lstrip("/")
+    fs = client.FileSystem(f"{parts.scheme}://{parts.netloc}")
+    while path not in ("", "/"):
+        status, reply = fs.query(QueryCode.SPACE, path if path.endswith("/") else path + "/",
+                                 timeout=5)
+        if not status.ok or reply is None:
+            return None
+        fields = dict(kv.partition("=")[::2] for kv in
+                      reply.decode(errors="replace").strip("\x00 \n").split("&"))
+        try:
+            total, free = int(fields.get("oss.space", 0)), int(fields.get("oss.free", 0))
+        except ValueError:
+            return None
+        if total > 0:
+            return free
+        path = path.rstrip("/").rsplit("/", 1)[0]      # not there yet: ask its parent
+    return None
+
+
+def query_free(url: str) -> int | None:
+    """Free bytes at ``url`` as the storage reports them; None when unknown."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    try:
+        if scheme in ("root", "xroot"):
+            return _xrootd_free(url)
+        if scheme == "file":
+            path = unquote(urlsplit(url).path)
+            while path and not os.path.exists(path):
+                path = os.path.dirname(path.rstrip("/"))
+            st = os.statvfs(path or "/")
+            return st.f_bavail * st.f_frsize
+        if not scheme:
+            return None
+        from ..movers.registry import mover_for
+        mover = mover_for(url)
+        if getattr(getattr(mover, "capabilities", None), "space", False):
+            return int(mover.space(url)[0])
+    except Exception:           # unknown is fine: the NO_SPACE error path still works
+        return None
+    return None
+
+
+def watchable(url: str) -> bool:
+    return "://" in url
+
+
+class SpaceWatcher:
+    def __init__(self, probe: Probe = query_free, *, period: float = 2.0,
+                 idle_stop: float = 30.0) -> None:
+        self.probe, self.period, self.idle_stop = probe, period, idle_stop
+        self._free: dict[str, tuple[int, int | None]] = {}      # url -> (reading no., free)
+        self._wake: dict[str, threading.Event] = {}
+        self._seq = 0
+        self._asked: dict[str, float] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def watch(self, urls: Iterable[str]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for url in urls:
+                if not watchable(url):
+                    continue
+                self._asked[url] = now
+                th = self._threads.get(url)
+                if th is None or not th.is_alive():
+                    th = threading.Thread(target=self._loop, args=(url,), daemon=True,
+                                          name=f"gridxfer-space-{len(self._threads)}")
+                    self._threads[url] = th
+                    th.start()
+
+    def free(self, url: str) -> int | None:
+        """The latest free bytes of ``url`` (None: not known yet, or not knowable)."""
+        return self.reading(url)[1]
+
+    def reading(self, url: str) -> tuple[int, int | None]:
+        """(reading number, free bytes): the number changes with every new reading."""
+        with self._lock:
+            self._asked[url] = time.monotonic()
+            return self._free.get(url, (0, None))
+
+    def refresh(self, url: str) -> None:
+        """Poll ``url`` now (e.g. a write there just ended) instead of at the next period."""
+        with self._lock:
+            ev = self._wake.get(url)
+        if ev is not None:
+            ev.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            for ev in self._wake.values():
+                ev.set()
+
+    def _loop(self, url: str) -> None:
+        with self._lock:
+            wake = self._wake.setdefault(url, threading.Event())
+        while not self._stop.is_set():
+            with self._lock:
+                if time.monotonic() - self._asked.get(url, 0.0) > self.idle_stop:
+                    self._threads.pop(url, None)
+                    return
+            wake.clear()
+            value = self.probe(url)
+            with self._lock:
+                self._seq += 1
+                self._free[url] = (self._seq, value)
+            wake.wait(self.period)
