@@ -35,7 +35,7 @@ def render(snap: StatsSnapshot, name: str) -> Group:
     table = Table(box=None, padding=(0, 1), header_style="bold")
     for col in ("link", "active/cap", "queued", "done", "failed", "bytes", "rate"):
         table.add_column(col, justify="left" if col == "link" else "right", no_wrap=True)
-    table.add_column("optimizer", no_wrap=True, overflow="ellipsis", max_width=44)
+    table.add_column("optimizer", no_wrap=True, overflow="ellipsis", max_width=24)
     for link in snap.links:
         table.add_row(link.tier, f"{link.active}/{link.cap}", str(link.queued),
                       f"{link.done}/{link.files_total}", str(link.failed),

@@ -492,7 +492,10 @@ class Scheduler:
         except TransferError as exc:
             if exc.error_class is ErrorClass.CHECKSUM and mover is not None:
                 _unlink(self._ops(job.dst_url), job.dst_url)
-            return Result(job, None, exc.error_class, _line(str(exc)), self.clock())
+            msg = str(exc)
+            prefix = f"{exc.error_class.value}: "
+            return Result(job, None, exc.error_class,
+                          _line(msg[len(prefix):] if msg.startswith(prefix) else msg), self.clock())
         except Exception as exc:        # a mover bug must not kill the campaign
             return Result(job, None, ErrorClass.OTHER, _line(f"{type(exc).__name__}: {exc}"),
                           self.clock())
