@@ -47,7 +47,7 @@ def target(request, testhost):
             t = SshTarget(sshd.address, user="root", port=sshd.port, key_filename=sshd.key,
                           known_hosts=sshd.known_hosts)
         else:
-            t = AnsibleTarget("gxhost", sshd.inventory())
+            t = AnsibleTarget("gxhost", sshd.inventory(), runtime_file=f"{sshd.workdir}/runtime.conf")
     before = reader(KEY)
     try:
         yield kind, t, reader

@@ -75,7 +75,7 @@ def test_playbook_check_mode_then_apply_mode(host, tmp_path):
 def test_engine_through_the_ansible_target(host, gridxfer_home):
     ns, sshd, inv = host
     before = snap(ns)
-    t = AnsibleTarget("gxhost", inv)
+    t = AnsibleTarget("gxhost", inv, runtime_file=f"{sshd.workdir}/runtime.conf")
     res = apply(load_profile("dtn-10g"), t, skip_global=True)
     assert res.changed and ns.sysctl("net.ipv4.tcp_mtu_probing") == "1"
     assert verify(load_profile("dtn-10g"), t, skip_global=True).ok

@@ -28,8 +28,9 @@ def _env() -> dict[str, str]:
 
 class AnsibleTarget(CommandTarget):
     def __init__(self, host: str, inventory: str, *, playbook: str | None = None,
-                 check: bool = False) -> None:
+                 check: bool = False, runtime_file: str = RUNTIME_FILE) -> None:
         self.host, self.inventory = host, inventory
+        self.runtime_file = runtime_file
         self.playbook = Path(playbook) if playbook else PLAYBOOK
         self.check = check
         self.label = f"ansible:{host}"
@@ -93,7 +94,7 @@ class AnsibleTarget(CommandTarget):
             return
         variables = {"gridxfer_profile": "runtime",
                      "gridxfer_sysctl": [{"name": k, "value": v} for k, v in values.items()],
-                     "gridxfer_sysctl_file": RUNTIME_FILE}
+                     "gridxfer_sysctl_file": self.runtime_file}
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump(variables, fh)
         try:
