@@ -14,7 +14,7 @@ from gridxfer.campaign.spec import (CampaignSpec, ChecksumSpec, RetrySpec, Sourc
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Capabilities, Entry, TransferOutcome
 
-POOL = ("root://a:1//d/", "root://b:1//d/")
+POOL = ("root://a.invalid:1//d/", "root://b.invalid:1//d/")
 
 
 class FakeMover:
@@ -78,16 +78,16 @@ class FakeMover:
 
 
 def make_spec(n_tiers=1, max_active=3, retries=2, pool=POOL, **kw):
-    tiers = tuple(TierSpec(f"T{i}", pool if i == 0 else ("root://c:1//d/",), streams=2,
+    tiers = tuple(TierSpec(f"T{i}", pool if i == 0 else ("root://c.invalid:1//d/",), streams=2,
                            max_active=max_active) for i in range(n_tiers))
-    return CampaignSpec(name="s1", source=SourceSpec(url="root://src:1//s/"), destinations=tiers,
+    return CampaignSpec(name="s1", source=SourceSpec(url="root://src.invalid:1//s/"), destinations=tiers,
                         retries=RetrySpec(retries, 0.01), checksum=ChecksumSpec("adler32", "both"),
                         **kw)
 
 
 def plan(spec, n=10, expected=None, size=100):
     conn = journal.connect(journal.journal_path(spec.name), create=True)
-    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src:1//s/f{i}", size, t.name,
+    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src.invalid:1//s/f{i}", size, t.name,
                                               expected) for i in range(n)
                                              for t in spec.destinations))
     return conn
@@ -95,6 +95,7 @@ def plan(spec, n=10, expected=None, size=100):
 
 def run(conn, spec, mover, **kw):
     kw.setdefault("optimizer_factory", scheduler.fixed_optimizer_factory)
+    kw.setdefault("exclusion_factory", _NoExcl)       # no space probes of made-up hosts
     kw.setdefault("selector_name", "round-robin")
     s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover, **kw)
     return s, s.run()
@@ -112,12 +113,12 @@ def test_all_done_round_robin_and_cap(gridxfer_home):
     assert res.state == "done" and res.files_done == 60 and res.files_failed == 0
     assert states(conn) == {"done": 60}
     assert 1 < mover.peak <= 6                      # two links x max_active 3
-    t0 = [d for s, d in mover.calls if "//a:1" in d or "//b:1" in d]
-    assert abs(sum("//a:1" in d for d in t0) - sum("//b:1" in d for d in t0)) <= 1
+    t0 = [d for s, d in mover.calls if "//a.invalid:1" in d or "//b.invalid:1" in d]
+    assert abs(sum("//a.invalid:1" in d for d in t0) - sum("//b.invalid:1" in d for d in t0)) <= 1
     assert all(p.streams == 2 and p.checksum == "adler32" for p in mover.params)
     ok = conn.execute("SELECT count(*) FROM attempts WHERE status='ok' AND rate > 0").fetchone()[0]
     assert ok == 60
-    assert conn.execute("SELECT count(*) FROM files WHERE dst_url LIKE 'root://_:1//d/f%'"
+    assert conn.execute("SELECT count(*) FROM files WHERE dst_url LIKE 'root://_.invalid:1//d/f%'"
                         ).fetchone()[0] == 60
     assert journal.get_meta(conn)["state"] == "done"
 
@@ -148,7 +149,7 @@ def test_retry_classes(gridxfer_home):
 def test_no_space_goes_elsewhere(gridxfer_home):
     spec = make_spec(retries=1)
     conn = plan(spec, 6)
-    mover = FakeMover({"rule": lambda s, d, n: ErrorClass.NO_SPACE if "//a:1" in d else None})
+    mover = FakeMover({"rule": lambda s, d, n: ErrorClass.NO_SPACE if "//a.invalid:1" in d else None})
     _, res = run(conn, spec, mover, exclusion_factory=lambda: _NoExcl())
     assert res.files_done == 6 and res.files_failed == 0
     assert conn.execute("SELECT count(*) FROM files WHERE endpoint = ?", (POOL[1],)
@@ -174,7 +175,8 @@ def test_stop_leaves_consistent_journal_and_resume_finishes(gridxfer_home):
     mover = FakeMover(block=block)
     stop = threading.Event()
     s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover, stop=stop,
-                            optimizer_factory=scheduler.fixed_optimizer_factory)
+                            optimizer_factory=scheduler.fixed_optimizer_factory,
+                            exclusion_factory=_NoExcl)
     threading.Timer(0.3, stop.set).start()
     res = s.run()
     assert res.state == "interrupted"
@@ -191,10 +193,10 @@ def test_recover_after_kill(gridxfer_home):
     spec = make_spec()
     conn = plan(spec, 3)
     mover = FakeMover()
-    mover.files["root://a:1//d/f0"] = (100, "0000abcd")       # finished before the kill
-    mover.files["root://b:1//d/f1"] = (50, "0000abcd")        # partial at the final name
-    mover.files["root://b:1//d/.f1.gxpart-0123abcd"] = (20, "0")   # a mover's temp file
-    mover.files["root://b:1//d/.f10.gxpart-0123abcd"] = (20, "0")  # another file's: kept
+    mover.files["root://a.invalid:1//d/f0"] = (100, "0000abcd")       # finished before the kill
+    mover.files["root://b.invalid:1//d/f1"] = (50, "0000abcd")        # partial at the final name
+    mover.files["root://b.invalid:1//d/.f1.gxpart-0123abcd"] = (20, "0")   # a mover's temp file
+    mover.files["root://b.invalid:1//d/.f10.gxpart-0123abcd"] = (20, "0")  # another file's: kept
     now = time.time()
     conn.execute("UPDATE files SET state='active', attempts=1 WHERE id IN (1, 2, 3)")
     conn.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, tmp_url)"
@@ -216,7 +218,7 @@ def test_exclusions_and_optimizer_are_journalled(gridxfer_home):
 
     class ExcludeA(_NoExcl):
         def eligible(self, candidates, stats, now, file=None):
-            return [c for c in candidates if "//a:1" not in c], [
+            return [c for c in candidates if "//a.invalid:1" not in c], [
                 Exclusion(POOL[0], "circuit open: test", now + 60)]
 
     class Two:

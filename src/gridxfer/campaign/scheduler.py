@@ -33,7 +33,6 @@ FETCH = 4096                 # pending rows fetched per query
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
 ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
-SPACE_PERIOD = 10.0          # seconds between free-space queries per endpoint (if supported)
 
 
 def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
@@ -174,9 +173,6 @@ class Scheduler:
         workers = sum(t.max_active for t in self.spec.destinations)
         for _ in range(workers):
             self._start_worker()
-        done = threading.Event()
-        threading.Thread(target=self._space_poller, args=(done,), name="gridxfer-space",
-                         daemon=True).start()
         next_tick = 0.0
         try:
             while True:
@@ -194,25 +190,8 @@ class Scheduler:
                 self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
                                       self._next_retry_in(now)))
         finally:
-            done.set()
             for _ in self._threads:
                 self._jobs.put(None)
-
-    def _space_poller(self, done: threading.Event) -> None:
-        """Free space per destination endpoint, for exclusions (movers with ``space``)."""
-        while not done.is_set():
-            for tier in self.tiers.values():
-                for url in tier.pool:
-                    try:
-                        mover = self.ops_factory(url)
-                        caps = getattr(mover, "capabilities", None)
-                        if caps is None or not getattr(caps, "space", False):
-                            continue
-                        free, _total = mover.space(url)
-                        self.acct.set_free(url, int(free), self.clock())
-                    except Exception:       # a failing query must not stop the campaign
-                        continue
-            done.wait(SPACE_PERIOD)
 
     def _has_work(self) -> bool:
         return any(self._queues[t] or self._retry[t] or not self._exhausted[t] for t in self.tiers)
