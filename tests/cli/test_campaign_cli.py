@@ -172,3 +172,20 @@ def test_alert_options_need_threshold(local, capsys):
     spec = campaign(local)
     assert main(["campaign", "run", "--quiet", "--on-drop", "true", str(spec)]) == 2
     assert "threshold" in capsys.readouterr().err
+
+
+def test_alerter_is_fed(local, capsys, monkeypatch):
+    seen = []
+    import gridxfer.monitoring.alerts as alerts
+
+    class Spy(alerts.DropAlerter):
+        def observe(self, now, rate_bytes_per_s):
+            seen.append(rate_bytes_per_s)
+            super().observe(now, rate_bytes_per_s)
+
+    monkeypatch.setattr(alerts, "DropAlerter", Spy)
+    cmd = local / "nagios.cmd"
+    spec = campaign(local)
+    assert main(["campaign", "run", "--quiet", "--alert-cmd-file", str(cmd),
+                 "--alert-floor", "5", "--alert-window", "30s", str(spec)]) == 0
+    assert seen, "the alerter got no rate samples"
