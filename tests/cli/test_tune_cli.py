@@ -89,7 +89,7 @@ def test_malformed_profile_exits_2_with_one_line_and_writes_nothing(
     assert code == 2, err
     assert len(err.splitlines()) == 1 and fragment in err, err
     assert snap(nsname) == before
-    assert not list(gridxfer_home.glob("tuning/*"))
+    assert not list(gridxfer_home.glob("tuning/*.json"))     # no saved state
     assert not (tmp_path / "sysctl.d").exists()
 
 

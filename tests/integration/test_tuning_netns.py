@@ -270,3 +270,14 @@ def test_cli_several_hosts_and_json_keys(ns, capsys):
         assert set(json.loads(capsys.readouterr().out)[0]) == {"host", "dry_run", "restored",
                                                                "failed", "profile", "ok"}
         assert [snapshot(ns), snapshot(other)] == before
+
+
+def test_a_second_apply_on_the_same_host_is_locked_out(ns, gridxfer_home):
+    from gridxfer.errors import GridxferError
+    t = NetnsTarget(ns.name)
+    before = snapshot(ns)
+    with tstate.host_lock(t.state_id, t.label):
+        with pytest.raises(GridxferError, match="another gridxfer tune"):
+            apply(load_profile("untuned-legacy"), t, skip_global=True)
+        assert apply(load_profile("untuned-legacy"), t, skip_global=True, dry_run=True).changed
+    assert snapshot(ns) == before

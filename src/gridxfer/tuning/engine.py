@@ -164,6 +164,14 @@ def persist_dir() -> Path:
 def apply(profile: Profile, target: TuningTarget, *, dry_run: bool = False,
           persist: bool = False, ifaces: Sequence[str] = (), skip_global: bool = False,
           force: bool = False) -> ApplyResult:
+    if dry_run:
+        return _apply(profile, target, True, persist, ifaces, skip_global, force)
+    with tstate.host_lock(target.state_id, target.label):
+        return _apply(profile, target, False, persist, ifaces, skip_global, force)
+
+
+def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
+           ifaces: Sequence[str], skip_global: bool, force: bool) -> ApplyResult:
     old = tstate.load(target.state_id)
     if old and old.status == tstate.APPLYING:
         raise CrashedApply(f"{target.label}: a previous apply of {old.profile!r} stopped half-way; "
@@ -243,9 +251,10 @@ def rollback(target: TuningTarget, *, dry_run: bool = False) -> RollbackResult:
     pairs = [(o.key, o.value) for o in reversed(st.originals)]
     if dry_run:
         return RollbackResult(target.label, True, tuple(reversed(st.originals)), (), st.profile)
-    failed = _restore(target, pairs)
-    if not failed:
-        tstate.save(target.state_id, replace(st, status=tstate.RESTORED))
+    with tstate.host_lock(target.state_id, target.label):
+        failed = _restore(target, pairs)
+        if not failed:
+            tstate.save(target.state_id, replace(st, status=tstate.RESTORED))
     bad = {k for k, _ in failed}
     return RollbackResult(target.label, False,
                           tuple(o for o in reversed(st.originals) if o.key not in bad),

@@ -7,8 +7,12 @@ key are recorded once (the first apply) so stacked applies roll back to the pris
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,3 +71,19 @@ def merge_originals(old: HostState | None, current: dict[str, str]) -> tuple[Ori
     kept = list(old.originals) if old and old.status != RESTORED else []
     known = {o.key for o in kept}
     return tuple(kept + [Original(k, v) for k, v in current.items() if k not in known])
+
+
+@contextlib.contextmanager
+def host_lock(state_id: str, label: str) -> Iterator[None]:
+    """One apply/rollback per host at a time (flock on ``<host>.lock`` beside the state)."""
+    path = gstate.subdir("tuning") / f"{state_id}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise GridxferError(f"{label}: another gridxfer tune apply/rollback is running "
+                                f"(lock {path})") from None
+        yield
+    finally:
+        os.close(fd)
