@@ -231,3 +231,24 @@ timeout: 60s
     assert recovered >= active
     if active:
         assert "recovered after a crash" in res.stdout
+
+
+@pytest.mark.parametrize("endpoint", ["t0-xrd", "t0-gsiftp"])
+def test_recursive_listing_through_the_mover(local_grid, endpoint):
+    from gridxfer.campaign.dataset import expand
+    from gridxfer.campaign.spec import SourceSpec
+
+    root = Path(local_grid.endpoints[endpoint].data_dir) / "c-list"
+    (root / "a" / "b").mkdir(parents=True, exist_ok=True)
+    for rel, size in (("x.dat", 5), ("a/y.dat", 70_000), ("a/b/z.dat", 0), ("a/skip.txt", 1)):
+        (root / rel).write_bytes(os.urandom(size))
+    for d in (root, root / "a", root / "a" / "b"):
+        os.chmod(d, 0o755)
+    (root / "a" / ".y.dat.gxpart-0123abcd").write_bytes(b"partial")   # a mover's temp file
+    base = local_grid.resolve(f"{endpoint}/c-list/")
+    got = [(e.name, e.size, e.src_url) for e in expand(SourceSpec(url=base, glob="*.dat",
+                                                                  recursive=True))]
+    assert sorted(got) == [("a/b/z.dat", 0, base + "a/b/z.dat"), ("a/y.dat", 70_000, base + "a/y.dat"),
+                           ("x.dat", 5, base + "x.dat")]
+    flat = [e.name for e in expand(SourceSpec(url=base, glob="*.dat"))]
+    assert flat == ["x.dat"]
