@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 import uuid
 import zlib
 from pathlib import Path
@@ -190,3 +191,79 @@ def test_adler32_matches_xrootd_tools(local_grid, tmp_path):
 def test_third_party_refused_where_impossible(pair):
     with pytest.raises(UsageError, match="third-party"):
         get_mover(*pair, third_party=True)
+
+
+# --- cancellation and timeouts: the partial file is always removed ----------------------------
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory)) if directory.exists() else []
+
+
+def _sparse(path: Path, size: int) -> None:
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+
+
+@pytest.fixture
+def slow_xrd(make_grid):
+    """An XRootD server throttled to 4 MB/s, with a 24 MB file."""
+    inv = make_grid([localgrid.ServerSpec("slow-xrd", "xrootd", "T9", throttle=4e6)])
+    url = localgrid.put_local(inv, "slow-xrd", "slow/f.dat", os.urandom(1 << 20) * 24)
+    return inv, url
+
+
+@pytest.mark.parametrize("direction", ["download", "upload"])
+def test_cancel_xrootd_mid_transfer(slow_xrd, tmp_path, direction):
+    inv, remote = slow_xrd
+    if direction == "download":
+        src, dst, dst_dir = remote, f"file://{tmp_path}/out/f.dat", tmp_path / "out"
+    else:
+        local = tmp_path / "up.dat"
+        local.write_bytes(os.urandom(1 << 20) * 24)
+        src, dst = f"file://{local}", remote.replace("slow/f.dat", "up/f.dat")
+        dst_dir = inv.local_path(remote.replace("slow/f.dat", "up/"))
+    cancel = threading.Event()
+    with pytest.raises(TransferError) as err:
+        get_mover(src, dst).copy(src, dst, params=_params(cancel=cancel, checksum=None),
+                                 progress=lambda done, total: done > 0 and cancel.set())
+    assert err.value.error_class is ErrorClass.CANCELLED
+    assert _leftovers(dst_dir) == []
+
+
+def test_timeout_xrootd(slow_xrd, tmp_path):
+    _, src = slow_xrd
+    dst = f"file://{tmp_path}/out/t.dat"
+    with pytest.raises(TransferError) as err:
+        get_mover(src, dst).copy(src, dst, params=_params(timeout=1, checksum=None))
+    assert err.value.error_class is ErrorClass.TIMEOUT and err.value.retryable
+    assert _leftovers(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("route", ["file-gsiftp", "gsiftp-gsiftp-tpc"])
+def test_cancel_gridftp_mid_transfer(local_grid, tmp_path, route):
+    """1 GiB sparse files keep GridFTP busy for seconds; cancel 1.5 s after the start."""
+    size = 1 << 30
+    tpc = route.endswith("tpc")
+    if tpc:
+        src = local_grid.endpoints["t0-gsiftp"].url + f"cancel-{uuid.uuid4().hex[:6]}.dat"
+        _sparse(local_grid.local_path(src), size)
+        subprocess.run(["chown", local_grid.extra["service_user"], str(local_grid.local_path(src))],
+                       check=True)
+    else:
+        _sparse(tmp_path / "big.dat", size)
+        src = f"file://{tmp_path}/big.dat"
+    sub = f"cancel/{uuid.uuid4().hex[:8]}/"
+    dst = local_grid.endpoints["t1a-gsiftp"].url + sub + "big.dat"
+    cancel = threading.Event()
+    timer = threading.Timer(1.5, cancel.set)
+    timer.start()
+    try:
+        with pytest.raises(TransferError) as err:
+            get_mover(src, dst, third_party=tpc).copy(
+                src, dst, params=_params(cancel=cancel, checksum=None, third_party=tpc))
+    finally:
+        timer.cancel()
+        if tpc:
+            local_grid.local_path(src).unlink()
+    assert err.value.error_class is ErrorClass.CANCELLED
+    assert _leftovers(local_grid.local_path(local_grid.endpoints["t1a-gsiftp"].url + sub)) == []

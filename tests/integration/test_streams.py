@@ -2,8 +2,10 @@
 
 GridFTP: file -> gsiftp upload through globus-url-copy -p N: the client process holds
 one control connection to the server's port plus N data connections.
-XRootD: root -> file download through XrdCl: N data substreams plus the control stream,
-all to the server's port; `ss` shows that N of them carry the data.
+XRootD: root -> file download through XrdCl: the file is read over N channels of one TCP
+connection each (XrdCl substreams hang on throttled servers, see movers/xrootd.py), all to
+the server's port, next to the one connection of the metadata channel (stat, checksum,
+mv); `ss` shows that N of them carry the data.
 Each case runs against its own fresh server so no earlier channel is reused.
 """
 from __future__ import annotations
@@ -118,12 +120,10 @@ def test_xrootd_download_opens_n_data_substreams(streams, make_grid, big_file, t
     with Sampler(lambda: [me.pid], lambda c: c.raddr.port == ep.port) as conns:
         out = _copy(ep.url + "big.dat", f"file://{tmp_path}/big.dat", streams)
     assert out.mode == "xrdcl" and out.streams_used == streams
-    # the copy's channel: N data substreams + the control stream (just 1 stream for N=1);
-    # plus one connection of the metadata channel (stat / checksum / mv, no login tag)
-    expected = streams + 1 if streams > 1 else 1
-    assert conns.peak() == expected + 1, [len(s) for s in conns.samples]
+    # N data connections plus one of the metadata channel (stat / checksum / mv)
+    assert conns.peak() == streams + 1, [len(s) for s in conns.samples]
     carried = sorted(_bytes_per_conn(ep.port), reverse=True)
-    assert len(carried) == expected + 1                   # channels stay open after the copy
-    busy = [b for b in carried if b > (SIZE_MB << 20) // (4 * streams)]
+    assert len(carried) == streams + 1                    # channels stay open after the copy
+    busy = [b for b in carried if b > (SIZE_MB << 20) // (2 * streams)]
     assert len(busy) == streams, carried                  # each data substream carried a share
     print(f"xrootd streams={streams}: bytes per connection {carried}")

@@ -140,9 +140,7 @@ def exists(ops: Ops, url: str) -> bool:
         ops.stat(url)
         return True
     except TransferError as exc:
-        if exc.error_class in (ErrorClass.SOURCE_MISSING, ErrorClass.OTHER) and "no such" in str(exc).lower():
-            return False
-        if exc.error_class is ErrorClass.SOURCE_MISSING:
+        if exc.error_class is ErrorClass.SOURCE_MISSING:   # stat classifies ENOENT as "source"
             return False
         raise
 
@@ -162,6 +160,8 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
                   raw_copy: RawCopy) -> TransferOutcome:
     """The integrity path shared by every mover."""
     start = time.monotonic()
+    if params.cancel is not None and params.cancel.is_set():
+        raise TransferError(ErrorClass.CANCELLED, f"{src} -> {dst}: cancelled before start")
     entry = src_ops.stat(src)
     if entry.is_dir:
         raise TransferError(ErrorClass.OTHER, f"{src}: source is a directory")

@@ -111,8 +111,12 @@ class GfalMover:
             raise transfer_error(exc, dst, side="destination") from None
 
     def space(self, url: str) -> tuple[int, int]:
-        """(free, total) bytes, from the ``spacetoken`` xattr where the plugin has it."""
+        """(free, total) bytes: statvfs for file://, the ``spacetoken`` xattr where the plugin
+        has it (root://); GridFTP has no space query (TransferError OTHER)."""
         import json
+        if scheme_of(url) == "file":
+            from gridxfer.movers.common import LocalOps
+            return LocalOps().space(url)
         try:
             info = json.loads(context(url).getxattr(url, "spacetoken"))
         except (gfal2.GError, ValueError) as exc:

@@ -154,7 +154,7 @@ def _side(stderr: str, remote_src: bool) -> str:
 def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=3)
+        proc.wait(timeout=1)
     except (ProcessLookupError, subprocess.TimeoutExpired):
         try:
             os.killpg(proc.pid, signal.SIGKILL)

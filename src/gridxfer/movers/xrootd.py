@@ -1,13 +1,17 @@
 """Native XRootD mover (python3-xrootd / XrdCl): file<->root, root->root, root TPC.
 
-Streams: XrdCl sizes a channel's substreams from ``SubStreamsPerChannel`` when the
-channel (host:port + login name) is created. gfal2 ignores nbstreams for root://, so
-this mover sets the env value under a lock and opens a dedicated channel per stream
-count by using the login name ``gxs<N>``. ``streams=N`` gives N data substreams plus
-the control stream. XRootD 5.5.3 multiplexes only reads over substreams ("writes do
-not work properly in the server"), so uploads to XRootD always use one data stream;
-``TransferOutcome.streams_used`` says so. Third-party copies are pulled by the
-destination server (``ofs.tpc``); this host carries no data.
+Streams. gfal2 ignores nbstreams for root://. XrdCl's own knob, ``SubStreamsPerChannel``,
+is read when a channel is created, multiplexes only reads (5.5.3: "multiplexing writes
+doesn't work properly in the server"), and hangs against a server using the throttle
+plugin (measured: no byte in 75 s, until CPTimeout). So downloads (root -> file) with
+``streams=N`` open the file on N separate channels, one TCP connection each (XrdCl keys
+channels by host:port + login name; the login is ``gx<slot>p<i>``, slot = a small number
+held by one transfer at a time, so concurrent transfers never share connections and
+sequential ones reuse them), and N threads read 8 MiB chunks into the local temp file
+with pwrite: N data connections, honoured on throttled servers too. XRootD refuses a
+second writer on a file (ETXTBSY), so uploads use one stream; ``streams_used`` says so.
+root -> root without TPC streams through this host on one connection. Third-party
+copies are pulled by the destination server (``ofs.tpc``); this host carries no data.
 """
 from __future__ import annotations
 
@@ -23,9 +27,9 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import (LocalOps, local_path, normalise_adler32, scheme_of,
-                                    url_path, verified_copy, with_user)
+                                    url_path, verified_copy)
+from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
 
-_ENV_LOCK = threading.Lock()
 _CONNECT_TIMEOUT = 10
 # XRootD runs at most `xrootd.chksum max N` (default 4) checksum jobs at once and answers
 # any further checksum query with kXR_wait 30: a burst of small files then stalls each
@@ -55,18 +59,6 @@ def _server(url: str) -> str:
     return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
-def _channel_url(url: str, substreams: int) -> str:
-    """``url`` on a channel with ``substreams`` substreams (created now if new)."""
-    tagged = with_user(url, f"gxs{substreams}")
-    with _ENV_LOCK:
-        xrd.EnvPutInt("SubStreamsPerChannel", substreams)
-        try:
-            xrd.FileSystem(_server(tagged)).ping(timeout=_CONNECT_TIMEOUT)
-        finally:   # every other channel (metadata, uploads) keeps one stream
-            xrd.EnvPutInt("SubStreamsPerChannel", 1)
-    return tagged
-
-
 class _Handler(CopyProgressHandler):
     def __init__(self, progress: ProgressFn | None, cancel: threading.Event | None,
                  deadline: float) -> None:
@@ -92,7 +84,7 @@ class XRootDMover:
     pairs = frozenset({("file", "root"), ("root", "file"), ("root", "root")})
     tpc_pairs = frozenset({("root", "root")})
     capabilities = Capabilities(checksum=True, third_party=True, stat=True, listdir=True,
-                                mkdir=True, unlink=True, space=False, streams=True)
+                                mkdir=True, unlink=True, space=True, streams=True)
 
     # -- metadata ---------------------------------------------------------------
     def _fs(self, url: str) -> xrd.FileSystem:
@@ -141,6 +133,16 @@ class XRootDMover:
         status, _ = self._fs(dst).mv(url_path(src), url_path(dst), timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, dst, side="destination")
 
+    def space(self, url: str) -> tuple[int, int]:
+        """(free, total) bytes of the server's space (``query space``)."""
+        status, reply = self._fs(url).query(QueryCode.SPACE, url_path(url), timeout=_CONNECT_TIMEOUT * 3)
+        self._check(status, url, side="destination")
+        fields = dict(kv.partition("=")[::2] for kv in reply.decode(errors="replace").strip("\x00").split("&"))
+        try:
+            return int(fields["oss.free"]), int(fields["oss.space"])
+        except (KeyError, ValueError):
+            raise TransferError(ErrorClass.OTHER, f"{url}: unexpected space reply {reply!r}") from None
+
     # -- copy -------------------------------------------------------------------
     def _ops(self, url: str):
         return self if scheme_of(url) == "root" else LocalOps()
@@ -162,12 +164,10 @@ class XRootDMover:
     def raw_copy(self, src: str, tmp: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
         """Move the bytes only (no verification, no temp name): (streams used, mode)."""
-        streams = max(1, int(params.streams))
         tpc = params.third_party
-        reading = scheme_of(src) == "root" and not tpc
-        used = streams if reading else 1
-        if reading:  # N data substreams + the control stream
-            src = _channel_url(src, streams + 1 if streams > 1 else 1)
+        if scheme_of(src) == "root" and scheme_of(tmp) == "file":
+            return _parallel_download(src, local_path(tmp), max(1, int(params.streams)), params,
+                                      progress), "xrdcl"
         target = tmp if scheme_of(tmp) == "root" else local_path(tmp)
         source = src if scheme_of(src) == "root" else local_path(src)
         timeout = max(1, int(params.timeout))
@@ -188,4 +188,4 @@ class XRootDMover:
             bad = job_status if job_status is not None and not job_status.ok else status
             side = "source" if "(source)" in str(bad.message) else "destination"
             raise transfer_error(bad, f"{src} -> {tmp}", side=side)
-        return used, "xrdcl-tpc" if tpc else "xrdcl"
+        return 1, "xrdcl-tpc" if tpc else "xrdcl"
