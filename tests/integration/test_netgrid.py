@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gridxfer.cli.main import main
 from gridxfer.netbench import bench
 from gridxfer.testbed import netgrid, netns
 from gridxfer.testbed.inventory import TestbedError, load_inventory
@@ -41,6 +42,17 @@ tiers:
   - {name: T1, subnet: 198.19.61.0/24, hosts: [{name: s1, role: storage}]}
 links:
   - {between: [T0, T1], rate: 500Mbit, rtt: 10ms, loss: 0.01%}
+"""
+
+
+CAMPAIGN = """\
+campaign: t5-wan
+source: {url: "s0-xrd", files: {glob: "*.dat"}}
+destinations:
+  - {tier: T1, pool: [s1-xrd, s1-gsiftp], streams: 2, max_active: 2}
+checksum: {algorithm: adler32, verify: both}
+retries: {max: 2, backoff: 1s}
+timeout: 60s
 """
 
 
@@ -150,25 +162,23 @@ def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
         assert inv.mode == "netns"
         assert set(inv.endpoints) == {"s0-xrd", "s0-gsiftp", "s1-xrd", "s1-gsiftp"}
         assert inv.resolve("s1-xrd") == "root://198.19.61.10:1094//data/"
-        env = {**os.environ, **inv.client_env()}
-        src = tmp_path / "f.dat"
-        src.write_bytes(os.urandom(4 << 20))
-        # the controller (this namespace) sits in T0; T1 is across the 10 ms link
-        up1 = subprocess.run(["gfal-copy", "-f", "-K", "adler32", f"file://{src}",
-                              inv.resolve("s0-gsiftp/f.dat")], env=env, capture_output=True,
-                             text=True, timeout=60)
-        assert up1.returncode == 0, up1.stderr
-        tpc = subprocess.run(["gfal-copy", "-f", "-K", "adler32", inv.resolve("s0-gsiftp/f.dat"),
-                              inv.resolve("s1-gsiftp/f.dat")], env=env, capture_output=True,
-                             text=True, timeout=120)
-        assert tpc.returncode == 0, tpc.stderr
-        xrd = subprocess.run(["xrdcp", "-s", "-f", "-C", "adler32", f"file://{src}",
-                              inv.resolve("s1-xrd/g.dat")], env=env, capture_output=True,
-                             text=True, timeout=60)
-        assert xrd.returncode == 0, xrd.stderr
-        want = _adler32(src)
-        assert _adler32(inv.local_path(inv.resolve("s1-gsiftp/f.dat"))) == want
-        assert _adler32(inv.local_path(inv.resolve("s1-xrd/g.dat"))) == want
+        # a real campaign T0 -> T1 across the 10 ms link, run from this (the controller's)
+        # namespace, which the topology attaches to T0
+        seeded = {}
+        src_dir = Path(inv.endpoints["s0-xrd"].data_dir)
+        for i in range(6):
+            f = src_dir / f"f{i}.dat"
+            f.write_bytes(os.urandom((1 + i % 3) << 20))
+            os.chmod(f, 0o644)
+            seeded[f.name] = _adler32(f)
+        spec = tmp_path / "wan.yaml"
+        spec.write_text(CAMPAIGN)
+        assert main(["campaign", "run", str(spec), "--quiet"]) == 0
+        landed = {}
+        for ep in ("s1-xrd", "s1-gsiftp"):
+            for f in Path(inv.endpoints[ep].data_dir).glob("*.dat"):
+                landed[f.name] = _adler32(f)
+        assert landed == seeded
         # the xrootd server really runs inside s1's namespace
         ns_pids = netns.pids("gx-t5s-s1")
         assert inv.endpoints["s1-xrd"].pid in ns_pids
