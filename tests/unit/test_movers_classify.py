@@ -1,0 +1,88 @@
+"""classify(): one mapping from gfal2 / XRootD / subprocess / OSError failures to ErrorClass."""
+from __future__ import annotations
+
+import errno
+import subprocess
+
+import gfal2
+import pytest
+from XRootD.client.responses import XRootDStatus
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.classify import classify, one_line, transfer_error
+
+C = ErrorClass
+
+
+def xrd(code: int, num: int = 0, message: str = "[ERROR] x") -> XRootDStatus:
+    return XRootDStatus({"status": 1, "code": code, "errno": num, "message": message,
+                         "shellcode": 54, "error": True, "fatal": False, "ok": False})
+
+
+@pytest.mark.parametrize("code,side,expected", [
+    (errno.ENOENT, "source", C.SOURCE_MISSING),
+    (errno.ENOENT, "destination", C.OTHER),
+    (errno.EEXIST, "destination", C.EXISTS),
+    (errno.ENOSPC, "destination", C.NO_SPACE),
+    (errno.EDQUOT, "destination", C.NO_SPACE),
+    (errno.EACCES, "source", C.PERMISSION),
+    (errno.EPERM, "destination", C.PERMISSION),
+    (errno.ETIMEDOUT, "source", C.TIMEOUT),
+    (errno.ECONNREFUSED, "source", C.CONNECTION),
+    (errno.ECONNRESET, "source", C.CONNECTION),
+    (errno.EHOSTUNREACH, "source", C.CONNECTION),
+    (errno.ECANCELED, "source", C.CANCELLED),
+])
+def test_errno_codes(code, side, expected):
+    assert classify(code, side=side) is expected
+    assert classify(OSError(code, "x"), side=side) is expected
+    assert classify(gfal2.GError("some failure", code), side=side) is expected
+
+
+def test_gfal2_messages_without_useful_errno():
+    # gfal2's gridftp plugin reports a refused connection as ECOMM (70) with the text
+    refused = gfal2.GError("globus_xio: Unable to connect to 127.0.0.1:1 globus_xio: System error "
+                           "in connect: Connection refused", 70)
+    assert classify(refused) is C.CONNECTION
+    missing = gfal2.GError("550-GridFTP-Errno: 2 550-GridFTP-Error-String: No such file or directory", 2)
+    assert classify(missing, side="source") is C.SOURCE_MISSING
+
+
+@pytest.mark.parametrize("status,side,expected", [
+    (xrd(400, 3011, "[ERROR] Server responded with an error: [3011] no such file"), "source",
+     C.SOURCE_MISSING),
+    (xrd(400, 3018, "file exists"), "destination", C.EXISTS),
+    (xrd(400, 3009), "destination", C.NO_SPACE),
+    (xrd(400, 3021), "destination", C.NO_SPACE),
+    (xrd(400, 3010), "source", C.PERMISSION),
+    (xrd(400, 3030), "source", C.PERMISSION),
+    (xrd(108, 0, "[FATAL] Connection error"), "source", C.CONNECTION),
+    (xrd(103, 0, "[ERROR] Socket timeout"), "source", C.TIMEOUT),
+    (xrd(206, 0, "[ERROR] Operation expired"), "source", C.TIMEOUT),
+    (xrd(204, 0, "[FATAL] Auth failed"), "source", C.PERMISSION),
+    (xrd(305, 0, "[ERROR] Checksum error"), "destination", C.CHECKSUM),
+    (xrd(400, 3012, "[ERROR] something odd"), "source", C.OTHER),
+])
+def test_xrootd_status(status, side, expected):
+    assert classify(status, side=side) is expected
+
+
+@pytest.mark.parametrize("stderr,side,expected", [
+    ("error: globus_xio: Unable to connect to 127.0.0.1:32899\nSystem error in connect: "
+     "Connection refused", "destination", C.CONNECTION),
+    ("500-globus_xio: Unable to open file /d/nope\n500-System error in open: No such file or "
+     "directory", "source", C.SOURCE_MISSING),
+    ("530 Login incorrect. : globus_gss_assist: Error invoking callout", "source", C.PERMISSION),
+    ("error: 451 No space left on device", "destination", C.NO_SPACE),
+    ("error: something we have never seen", "source", C.OTHER),
+])
+def test_globus_url_copy_failures(stderr, side, expected):
+    done = subprocess.CompletedProcess(["globus-url-copy"], 1, "", stderr)
+    assert classify(done, side=side) is expected
+
+
+def test_transfer_error_is_one_line():
+    err = transfer_error(gfal2.GError("line one\nline two\n   three", errno.ENOENT), "gsiftp://h/f")
+    assert isinstance(err, TransferError) and err.error_class is C.SOURCE_MISSING
+    assert "\n" not in str(err) and str(err).startswith("source_missing: gsiftp://h/f: line one")
+    assert len(one_line("x" * 1000)) == 300

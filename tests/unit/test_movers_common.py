@@ -1,0 +1,85 @@
+"""The shared integrity path on local files: temp name, verify, rename, cleanup."""
+from __future__ import annotations
+
+import os
+import zlib
+
+import pytest
+
+from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.movers.base import TransferParams, normalise_adler32
+from gridxfer.movers.common import (LocalOps, adler32_file, is_temp_name, local_path, scheme_of,
+                                    split_dir, temp_url, url_path, verified_copy, with_user)
+
+
+def test_url_helpers():
+    assert scheme_of("xroot://h//f") == "root" and scheme_of("/a/b") == "file"
+    assert url_path("root://h:1//data/f") == "/data/f"
+    assert local_path("file:///tmp/x") == "/tmp/x" and local_path("/tmp/x") == "/tmp/x"
+    with pytest.raises(UsageError):
+        local_path("file://otherhost/tmp/x")
+    assert split_dir("gsiftp://h/d/f.dat") == ("gsiftp://h/d/", "f.dat")
+    tmp = temp_url("root://h:1//d/f.dat")
+    assert tmp.startswith("root://h:1//d/.f.dat.gxpart-") and is_temp_name(tmp.rsplit("/", 1)[1])
+    assert with_user("root://h:1//f", "gx0p1") == "root://gx0p1@h:1//f"
+    assert with_user("root://u@h:1//f", "gx0p1") == "root://u@h:1//f"
+
+
+def test_adler32_is_zero_padded(tmp_path):
+    # this payload's adler32 is 0xf16035c: it must read "0f16035c", not "f16035c"
+    data = b"gridxfer"
+    (tmp_path / "f").write_bytes(data)
+    value = zlib.adler32(data)
+    assert adler32_file(str(tmp_path / "f")) == "0f16035c" == normalise_adler32(value)
+    assert normalise_adler32("f16035c") == "0f16035c"
+    assert normalise_adler32(hex(value)) == f"{value:08x}"
+
+
+def _raw_writer(payload: bytes):
+    def raw(src: str, tmp: str):
+        with open(local_path(tmp), "wb") as fh:
+            fh.write(payload)
+        return 1, "test"
+    return raw
+
+
+def test_verified_copy_renames_into_place(tmp_path):
+    (tmp_path / "src").write_bytes(b"hello")
+    ops = LocalOps()
+    out = verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/d/dst", TransferParams(),
+                        src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"))
+    assert out.checksum == normalise_adler32(zlib.adler32(b"hello")) and out.bytes == 5
+    assert os.listdir(tmp_path / "d") == ["dst"]
+
+
+@pytest.mark.parametrize("payload,expected,cls", [
+    (b"hellO", None, ErrorClass.CHECKSUM),          # corrupted in flight
+    (b"hell", None, ErrorClass.CHECKSUM),           # truncated: size check
+    (b"hello", "deadbeef", ErrorClass.CHECKSUM),    # catalogue checksum disagrees
+])
+def test_verified_copy_removes_bad_copies(tmp_path, payload, expected, cls):
+    (tmp_path / "src").write_bytes(b"hello")
+    ops = LocalOps()
+    with pytest.raises(TransferError) as err:
+        verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/d/dst",
+                      TransferParams(expected_checksum=expected),
+                      src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(payload))
+    assert err.value.error_class is cls
+    assert os.listdir(tmp_path / "d") == []
+
+
+def test_verified_copy_refuses_existing_and_missing(tmp_path):
+    (tmp_path / "src").write_bytes(b"hello")
+    (tmp_path / "dst").write_bytes(b"old")
+    ops = LocalOps()
+    with pytest.raises(TransferError) as err:
+        verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/dst", TransferParams(),
+                      src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"))
+    assert err.value.error_class is ErrorClass.EXISTS and (tmp_path / "dst").read_bytes() == b"old"
+    verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/dst", TransferParams(overwrite=True),
+                  src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"))
+    assert (tmp_path / "dst").read_bytes() == b"hello"
+    with pytest.raises(TransferError) as err:
+        verified_copy(f"file://{tmp_path}/nope", f"file://{tmp_path}/x", TransferParams(),
+                      src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b""))
+    assert err.value.error_class is ErrorClass.SOURCE_MISSING
