@@ -171,3 +171,16 @@ def test_current_exclusions_from_the_journal(gridxfer_home):
     got = current_exclusions(conn)
     assert [(e.tier, e.url, e.reason, e.since, e.until) for e in got] == [
         ("T1", "a", e_a.reason, 1.0, 20.0)]
+
+
+def test_a_stalled_endpoint_trips_the_breaker():
+    p = DefaultExclusions(stall_after=10.0, stall_factor=10.0, cooldown=5.0)
+    hung = dict(pending=2, pending_bytes=2 * MB, stalled=9.0, move_gap=0.2)
+    assert "a" in eligible(p, stats(a=hung), 100.0)[0]                  # not yet
+    ok, ex = eligible(p, stats(a=dict(hung, stalled=11.0)), 102.0)
+    assert "a" not in ok and ex["a"].until == 107.0
+    assert ex["a"].reason.startswith("circuit open: stalled, no data moved for 11.0s "
+                                     "with 2 transfers in flight")
+    # a usually slow mover (2 s between movements) gets 10 x that before it counts
+    slowpoke = dict(pending=1, pending_bytes=MB, stalled=15.0, move_gap=2.0)
+    assert "b" in eligible(p, stats(b=slowpoke), 100.0)[0]

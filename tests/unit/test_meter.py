@@ -40,3 +40,17 @@ def test_progress_lowers_pending_bytes_and_failures_count_in_a_row():
     assert s.failures_in_row == 2 and s.throughput == 0 and s.pending == 0
     m.set_free("a", 123, 2.0)
     assert m.snapshot(2.0)["a"].free_bytes == 123
+
+
+def test_stall_clock_runs_only_while_busy_and_nothing_moves():
+    m = EndpointMeter(alpha=1.0)
+    m.start("a", 1, 10 * MB, 0.0)
+    assert m.snapshot(3.0)["a"].stalled == 3.0
+    m.progress("a", 1, 1 * MB, 4.0)
+    m.progress("a", 1, 2 * MB, 5.0)
+    s = m.snapshot(7.5)["a"]
+    assert s.stalled == 2.5 and s.move_gap == 1.0
+    m.end("a", 1, True, 8.0)
+    assert m.snapshot(20.0)["a"].stalled == 0.0          # idle is not stalled
+    m.start("a", 2, 1, 30.0)
+    assert m.snapshot(31.0)["a"].stalled == 1.0          # counted from the new busy period

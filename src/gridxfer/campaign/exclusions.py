@@ -11,8 +11,10 @@ Three rules, checked in this order for each candidate of a pool:
    last write failed with ``NO_SPACE``: excluded for ``space_cooldown`` s, then probed
    again.
 2. **Circuit breaker.** ``failure_threshold`` failures in a row that are the endpoint's
-   fault (connection, timeout, checksum, permission, other) open the circuit for a
-   cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
+   fault (connection, timeout, checksum, permission, other), or a stall (transfers in
+   flight but no byte moved for ``stall_after`` s, or ``stall_factor`` times the usual
+   gap between movements if that is longer: a dead or hung server), open the circuit
+   for a cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
    the circuit is half-open: one probe transfer at a time is let through; a success
    closes it, a failure opens it again.
 3. **Slow drain.** An endpoint whose aggregate throughput is below ``slow_ratio`` times
@@ -66,7 +68,9 @@ class DefaultExclusions:
                  max_cooldown: float = 300.0, slow_ratio: float = 0.05,
                  slow_min_completed: int = 3, drain_for: float = 60.0,
                  min_free_bytes: int = 2**20, space_cooldown: float = 60.0,
-                 space: SpaceWatcher | bool = True) -> None:
+                 space: SpaceWatcher | bool = True, stall_after: float = 10.0,
+                 stall_factor: float = 10.0) -> None:
+        self.stall_after, self.stall_factor = stall_after, stall_factor
         self.failure_threshold = failure_threshold
         self.cooldown = cooldown
         self.max_cooldown = max_cooldown
@@ -166,6 +170,14 @@ class DefaultExclusions:
         return None
 
     def _breaker(self, url: str, st: _State, es: EndpointStats, now: float) -> Exclusion | None:
+        limit = max(self.stall_after, self.stall_factor * es.move_gap)
+        if es.pending > 0 and es.stalled >= limit and (st.open_until is None
+                                                       or now >= st.open_until):
+            st.trips += 1
+            st.open_until = now + min(self.max_cooldown, self.cooldown * 2 ** (st.trips - 1))
+            st.open_reason = (f"circuit open: stalled, no data moved for "
+                              f"{fmt_duration(es.stalled)} with {es.pending} transfers in flight")
+            st.failures = 0
         if st.open_until is None:
             return None
         if now < st.open_until:

@@ -8,7 +8,9 @@ throttled or overloaded server really delivers. Each completed transfer gives on
 sample: its own rate times the mean number of sessions the endpoint held while it ran
 (exact when a server shares a fixed capacity among its sessions, as XRootD's throttle
 or a saturated disk does), smoothed with an EWMA. ``ewma_rate`` is the per-session
-rate. Times are passed in (``now``) so that tests can replay recorded events.
+rate. ``stalled``/``move_gap`` tell a hung endpoint (no byte moves while transfers are
+in flight) from a slow one. Times are passed in (``now``) so that tests can replay
+recorded events.
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ class _Acc:
     free_bytes: int | None = None
     last_event: float = 0.0
     load: float = 0.0          # integral of sessions in flight over time (session-seconds)
+    busy_since: float = 0.0    # when it last went from idle to busy
+    last_moved: float = 0.0    # when bytes last moved (progress or a completion)
+    move_gap: float = 0.0      # EWMA of the gaps between movements while busy
 
 
 class EndpointMeter:
@@ -63,6 +68,8 @@ class EndpointMeter:
     def start(self, url: str, key: Hashable, size: int, now: float) -> None:
         with self._lock:
             acc = self._get(url, now)
+            if not acc.inflight:
+                acc.busy_since = now
             acc.inflight[key] = _Flight(max(0, size), 0, now, acc.load)
 
     def progress(self, url: str, key: Hashable, done: int, now: float) -> None:
@@ -71,6 +78,7 @@ class EndpointMeter:
             flight = acc.inflight.get(key)
             if flight is not None and done > flight.done:
                 flight.done = min(done, flight.size) if flight.size else done
+                self._moved(acc, now)
 
     def end(self, url: str, key: Hashable, ok: bool, now: float, *,
             bytes_: int | None = None, counts_as_failure: bool = True) -> None:
@@ -83,6 +91,7 @@ class EndpointMeter:
             acc = self._get(url, now)
             flight = acc.inflight.pop(key, None)
             if ok:
+                self._moved(acc, now)
                 acc.completed += 1
                 acc.failures_in_row = 0
                 size = bytes_ if bytes_ is not None else (flight.size if flight else 0)
@@ -94,6 +103,12 @@ class EndpointMeter:
                     acc.throughput = self._ewma(acc.throughput, rate * sessions)
             elif counts_as_failure:
                 acc.failures_in_row += 1
+
+    def _moved(self, acc: _Acc, now: float) -> None:
+        gap = now - max(acc.last_moved, acc.busy_since)
+        if gap > 0:
+            acc.move_gap = self._ewma(acc.move_gap, gap)
+        acc.last_moved = now
 
     def set_free(self, url: str, free_bytes: int | None, now: float) -> None:
         with self._lock:
@@ -109,5 +124,7 @@ class EndpointMeter:
                     pending_bytes=sum(f.size - f.done for f in acc.inflight.values()),
                     ewma_rate=acc.ewma_rate, completed=acc.completed,
                     failures_in_row=acc.failures_in_row, free_bytes=acc.free_bytes,
-                    throughput=acc.throughput)
+                    throughput=acc.throughput, move_gap=acc.move_gap,
+                    stalled=(max(0.0, now - max(acc.last_moved, acc.busy_since))
+                             if acc.inflight else 0.0))
             return out

@@ -47,6 +47,10 @@ class EndpointStats:
     # Aggregate bytes/s the endpoint sustains while it has work (all its sessions
     # together), EWMA; 0 = unknown. What a throttled or overloaded server really gives.
     throughput: float = 0.0
+    # Seconds since bytes last moved to this endpoint while it had transfers in flight
+    # (0 when idle), and the usual gap between such movements (EWMA; 0 = unknown).
+    stalled: float = 0.0
+    move_gap: float = 0.0
 
 
 def capacity(stats: EndpointStats | None) -> float:
