@@ -39,7 +39,9 @@ name: t5s
 controller: T0
 tiers:
   - {name: T0, subnet: 198.19.60.0/24, hosts: [{name: s0, role: storage}]}
-  - {name: T1, subnet: 198.19.61.0/24, hosts: [{name: s1, role: storage}]}
+  - name: T1
+    subnet: 198.19.61.0/24
+    hosts: [{name: s1, role: storage, services: [xrootd, gridftp, sshd]}]
 links:
   - {between: [T0, T1], rate: 500Mbit, rtt: 10ms, loss: 0.01%}
 """
@@ -179,6 +181,14 @@ def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
             for f in Path(inv.endpoints[ep].data_dir).glob("*.dat"):
                 landed[f.name] = _adler32(f)
         assert landed == seeded
+        # sshd in s1, reached through the tuning ssh target with strict host-key checking;
+        # it reports s1's own per-namespace sysctl
+        from gridxfer.tuning.targets.ssh import SshTarget
+        ssh = inv.extra["ssh"]["s1"]
+        with SshTarget(ssh["host"], user=ssh["user"], key_filename=ssh["key"],
+                       known_hosts=ssh["known_hosts"]) as target:
+            res = target.run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"])
+        assert res.rc == 0 and "198.19.61.10" in res.stdout, res
         # the xrootd server really runs inside s1's namespace
         ns_pids = netns.pids("gx-t5s-s1")
         assert inv.endpoints["s1-xrd"].pid in ns_pids

@@ -40,7 +40,8 @@ def test_example_sc_topology():
     assert topo.controller == "T0"
     for h in topo.hosts:
         assert ipaddress.ip_address(h.address) in BENCH_NET
-        assert h.services == ("xrootd", "gridftp")
+        assert h.services[:2] == ("xrootd", "gridftp")
+    assert topo.host("t0-se01").services == ("xrootd", "gridftp", "sshd")
 
 
 def test_example_wan20_topology():

@@ -3,7 +3,9 @@
 Reuses the local grid's launchers (:func:`gridxfer.testbed.xrootd.start_xrootd`,
 :func:`gridxfer.testbed.gridftp.start_gridftp`) with ``wrap=["ip","netns","exec",NS]``
 and ``bind=<host address>``. Each namespace has its own port space, so every storage
-host serves ``root://ADDR:1094//data/`` and ``gsiftp://ADDR:2811/<dir>/data/``. The GSI
+host serves ``root://ADDR:1094//data/`` and ``gsiftp://ADDR:2811/<dir>/data/`` (and
+``ssh root@ADDR`` with the grid's key when ``sshd`` is listed: ``inventory.extra["ssh"]``
+gives host, port, user, key and a strict known_hosts per host). The GSI
 host certificate of each host is issued by the grid's test CA with CN and SANs = its
 address. Server files live in a world-traversable ``/tmp/gridxfer-netgrid-*`` because
 the servers run as the unprivileged ``gridxfer`` user.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +25,12 @@ from . import ca as ca_mod
 from . import inventory as inv_mod
 from .inventory import Endpoint, Inventory
 from .netns import wrap
+from .procs import run_quiet, spawn, wait_ready
 from .topology import Topology
 
 XROOTD_PORT = 1094
+SSH_PORT = 22
+SSHD = "/usr/sbin/sshd"
 GRIDFTP_PORT = 2811
 BASE_PREFIX = "gridxfer-netgrid-"
 
@@ -69,6 +75,7 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
             env = client_env(gsi)
             extra["gsi"] = dataclasses.asdict(gsi)
         extra["service_user"] = user
+        keys: dict[str, str] | None = None
         for host in wanted:
             ns = st["hosts"][host.name]["netns"]
             prefix = wrap(ns)
@@ -83,13 +90,66 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
                                    wrap=prefix, tier=host.tier, cert=cert, key=key)
                 endpoints[ep.name] = dataclasses.replace(ep, host=ns)
             if "sshd" in host.services:
-                notify(f"{host.name}: sshd service is not built yet; skipped")
+                keys = keys or _client_keys(base)
+                pid = _start_sshd(host.name, host.address, ns, base, keys)
+                st["pids"][f"{host.name}-sshd"] = pid
+                extra.setdefault("ssh", {})[host.name] = {
+                    "host": host.address, "port": SSH_PORT, "user": "root", "pid": pid,
+                    "key": keys["key"], "known_hosts": keys["known_hosts"]}
             st["pids"].update({n: e.pid for n, e in endpoints.items()})
             _save(st)
     inv = Inventory(mode="netns", endpoints=endpoints, env=env, base_dir=st.get("base_dir", ""),
-                    pids={n: e.pid for n, e in endpoints.items()}, extra=extra)
+                    pids=dict(st["pids"]), extra=extra)
     inv_mod.save_inventory(inv)
     return inv
+
+
+def _keygen(path: Path, comment: str) -> str:
+    res = run_quiet(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+    if res.returncode != 0:
+        raise inv_mod.TestbedError(f"ssh-keygen failed: {(res.stderr or res.stdout).strip()}")
+    return Path(f"{path}.pub").read_text().strip()
+
+
+def _client_keys(base: Path) -> dict[str, str]:
+    """One client key for the grid (its public half authorised on every sshd)."""
+    d = base / "ssh"
+    d.mkdir(mode=0o700)
+    pub = _keygen(d / "id_ed25519", "gridxfer-testbed")
+    (d / "authorized_keys").write_text(pub + "\n")
+    (d / "known_hosts").write_text("")
+    return {"key": str(d / "id_ed25519"), "known_hosts": str(d / "known_hosts"),
+            "authorized_keys": str(d / "authorized_keys")}
+
+
+def _start_sshd(name: str, address: str, ns: str, base: Path, keys: dict[str, str]) -> int:
+    """sshd on ``address:22`` inside ``ns``: key auth only, as root (for `tune --host`);
+    its host key goes into the grid's known_hosts, so clients verify it strictly."""
+    if not Path(SSHD).exists():
+        raise inv_mod.TestbedError(f"{SSHD} not found (apt-get install openssh-server)")
+    run = base / name / "sshd"
+    run.mkdir(parents=True)
+    hostpub = _keygen(run / "ssh_host_ed25519_key", name)
+    with open(keys["known_hosts"], "a") as fh:
+        fh.write(f"{address},{name} {hostpub}\n")
+    cfg = run / "sshd_config"
+    cfg.write_text(f"Port {SSH_PORT}\nListenAddress {address}\n"
+                   f"HostKey {run / 'ssh_host_ed25519_key'}\nPidFile {run / 'sshd.pid'}\n"
+                   f"AuthorizedKeysFile {keys['authorized_keys']}\n"
+                   "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                   "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                   "Subsystem sftp internal-sftp\nLogLevel ERROR\n")
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)    # sshd's privilege-separation dir
+    proc = spawn("sshd", [SSHD, "-D", "-e", "-f", str(cfg)], run, wrap=wrap(ns), cwd=run)
+    probe = [*wrap(ns), sys.executable, "-c", _SSH_PROBE, address, str(SSH_PORT)]
+    wait_ready(proc, lambda: run_quiet(probe, timeout=6).returncode == 0, timeout=20,
+               what=f"sshd on {name}")
+    return proc.pid
+
+
+_SSH_PROBE = ("import socket,sys\n"
+              "s=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=3)\n"
+              "sys.exit(0 if s.recv(64).startswith(b'SSH-') else 1)\n")
 
 
 def cleanup_services(st: dict[str, Any]) -> None:
