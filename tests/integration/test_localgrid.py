@@ -263,3 +263,18 @@ def test_cli_env_and_status_json(local_grid_home, local_grid):
     assert all(e["alive"] for e in st["endpoints"].values())
     res = subprocess.run([*GRIDXFER, "testbed", "up"], env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 1 and "already up" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_stop_server_makes_an_unreachable_endpoint(make_grid, tmp_path, monkeypatch):
+    inv = make_grid([ServerSpec("a", "xrootd", "T1"), ServerSpec("b", "ftp", "T1")])
+    localgrid.stop_server(inv, "a")
+    localgrid.stop_server(inv, "b")
+    assert not psutil.pid_exists(inv.endpoints["a"].pid) or \
+        psutil.Process(inv.endpoints["a"].pid).status() == psutil.STATUS_ZOMBIE
+    start = time.monotonic()
+    res = subprocess.run(["xrdcp", "-f", "-s", "/etc/hostname", inv.resolve("a/x")], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, **inv.client_env()})
+    assert res.returncode != 0 and time.monotonic() - start < 30   # client env: fail fast
+    monkeypatch.setenv("GRIDXFER_HOME", str(tmp_path / "grid0"))
+    st = localgrid.status()
+    assert st["endpoints"]["a"]["alive"] is False and st["endpoints"]["b"]["alive"] is False

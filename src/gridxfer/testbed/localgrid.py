@@ -6,6 +6,7 @@ API::
     down() -> None        # kill every server (and its children), unmount, forget; idempotent
     status() -> dict      # {"mode", "up", "base_dir", "endpoints": {name: {url, alive, pid, ...}}}
     put_local(inv, "t0-xrd", "raw/f1.root", data) -> url   # seed a file on disk, owned by the server user
+    stop_server(inv, "t1b-xrd")                            # kill one server: an unreachable endpoint
     gsi_of(inv) -> GsiFiles                                # the grid's test CA (issue more host certs)
     client_env(gsi) -> dict                                # X509_CERT_DIR, X509_USER_PROXY, GFAL_PYTHONBIN, ...
 
@@ -29,7 +30,7 @@ from . import ca as ca_mod
 from . import inventory as inv_mod
 from .gridftp import check_gsi_login, start_gridftp
 from .inventory import Endpoint, Inventory, TestbedError
-from .procs import alive, matching_procs, pidfile_procs, run_quiet, terminate
+from .procs import alive, matching_procs, pidfile_procs, run_quiet, terminate, tree
 from .xrootd import chown_tree, ensure_user, start_xrootd
 
 Kind = Literal["xrootd", "gsiftp", "ftp"]
@@ -70,7 +71,11 @@ def client_env(gsi: ca_mod.GsiFiles) -> dict[str, str]:
             # gfal-copy & co. pick the first `python` on PATH that imports gfal2; a pyenv
             # or venv python without the Debian bindings makes them fail with 127.
             "GFAL_PYTHONBIN": "/usr/bin/python3",
-            "GLOBUS_USAGE_OPTOUT": "1"}
+            "GLOBUS_USAGE_OPTOUT": "1",
+            # XrdCl's defaults (ConnectionWindow 120 s x ConnectionRetry 5) make a refused
+            # connection to a stopped server hang for ~10 min; on loopback fail in seconds.
+            "XRD_CONNECTIONWINDOW": "3",
+            "XRD_CONNECTIONRETRY": "2"}
 
 
 def _pointer() -> Path:
@@ -161,6 +166,12 @@ def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles, attempts: int
                 raise
             terminate(pidfile_procs(sdir))
     raise AssertionError("unreachable")
+
+
+def stop_server(inv: Inventory, name: str) -> None:
+    """Kill one server (and its children) to emulate an endpoint that went down."""
+    ep = inv.endpoints[name]
+    terminate(pidfile_procs(Path(ep.data_dir).parent / "run") or tree(ep.pid))
 
 
 def put_local(inv: Inventory, endpoint: str, relpath: str, data: bytes) -> str:
