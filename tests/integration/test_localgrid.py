@@ -19,6 +19,7 @@ import pytest
 from gridxfer.testbed import localgrid
 from gridxfer.testbed.inventory import TestbedError
 from gridxfer.testbed.localgrid import ServerSpec
+from gridxfer.testbed.procs import alive
 from gridxfer.testbed.xrootd import start_xrootd
 
 pytestmark = pytest.mark.integration
@@ -156,7 +157,7 @@ def test_size_limited_server_gives_enospc_and_down_unmounts(make_grid, tmp_path,
     monkeypatch.setenv("GRIDXFER_HOME", str(tmp_path / "grid0"))   # make_grid's home for this grid
     localgrid.down()
     assert not os.path.ismount(mount) and not Path(inv.base_dir).exists()
-    assert not psutil.pid_exists(inv.endpoints["tiny"].pid)
+    assert not alive(inv.endpoints["tiny"].pid)
 
 
 def test_start_failure_reports_log_tail(tmp_path):
@@ -269,8 +270,7 @@ def test_stop_server_makes_an_unreachable_endpoint(make_grid, tmp_path, monkeypa
     inv = make_grid([ServerSpec("a", "xrootd", "T1"), ServerSpec("b", "ftp", "T1")])
     localgrid.stop_server(inv, "a")
     localgrid.stop_server(inv, "b")
-    assert not psutil.pid_exists(inv.endpoints["a"].pid) or \
-        psutil.Process(inv.endpoints["a"].pid).status() == psutil.STATUS_ZOMBIE
+    assert not alive(inv.endpoints["a"].pid) and not alive(inv.endpoints["b"].pid)
     start = time.monotonic()
     res = subprocess.run(["xrdcp", "-f", "-s", "/etc/hostname", inv.resolve("a/x")], capture_output=True,
                          text=True, timeout=60, env={**os.environ, **inv.client_env()})

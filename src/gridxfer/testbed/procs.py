@@ -175,13 +175,13 @@ def terminate(procs: list[psutil.Process], grace: float = 1.5) -> list[int]:
     A zombie counts as gone: servers whose ``up`` process died are re-parented to init,
     which may reap them late (psutil.wait_procs would wait for that)."""
     procs = list(dict.fromkeys(procs))
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, max(grace, 5.0))):
         for p in procs:
             try:
                 p.send_signal(sig)
             except psutil.Error:
                 pass
-        if _wait_gone(procs, grace):
+        if _wait_gone(procs, wait):
             break
     for p in _ZOMBIE_GUARD:
         p.poll()
