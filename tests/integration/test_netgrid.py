@@ -29,9 +29,11 @@ tiers:
   - {name: A, subnet: 198.19.50.0/24, hosts: [{name: a1, role: client}, {name: a2, role: client}]}
   - {name: B, subnet: 198.19.51.0/24, hosts: [{name: b1, role: client}]}
   - {name: C, subnet: 198.19.52.0/24, hosts: [{name: c1, role: client, rate: 100Mbit}]}
+  - {name: D, subnet: 198.19.53.0/24, hosts: [{name: d1, role: client}]}
 links:
   - {between: [A, B], rate: 400Mbit, rtt: 20ms, loss: 0}
   - {between: [A, C], rate: 1Gbit, rtt: 10ms, loss: 1%}
+  - {between: [A, D], rate: 300Mbit}                    # no RTT, no loss: a veth loop + htb
 """
 
 SERVICES_TOPO = """\
@@ -77,8 +79,9 @@ def test_layout_and_status(grid):
     st = netgrid.status()
     assert st["up"] and st["mode"] == "netns"
     assert set(st["namespaces"]) == {"gx-t5g-a1", "gx-t5g-a2", "gx-t5g-b1", "gx-t5g-c1",
-                                     "gx-t5g-router"}
+                                     "gx-t5g-d1", "gx-t5g-router"}
     assert all(st["processes"].values()) and len(st["processes"]) == 4   # 2 links x 2 ways
+    assert [lk["method"] for lk in st["links"]] == ["delayline"] * 4 + ["veth"] * 2
     for host in st["hosts"].values():
         assert ipaddress.ip_address(host["address"]) in ipaddress.ip_network("198.18.0.0/15")
     qdisc = netns.tc("gx-t5g-router", "qdisc", "show", "dev", "tl0a").stdout
@@ -108,6 +111,9 @@ def test_multistream_tcp_reaches_90_percent_of_link_rate(grid):
     assert 0.90 * 400e6 <= res.summary.avg <= 1.03 * 400e6, res.summary
     slow = bench.tcp("a1", "c1", streams=2, duration=3, omit=1)       # c1's own 100 Mbit NIC
     assert 0.80 * 100e6 <= slow.summary.avg <= 1.03 * 100e6, slow.summary
+    loop = bench.tcp("d1", "a1", streams=2, duration=3, omit=1)       # veth loop + htb
+    assert 0.90 * 300e6 <= loop.summary.avg <= 1.03 * 300e6, loop.summary
+    assert bench.rtt("a1", "d1", count=5, interval=0.1).median_ms < 2.0
 
 
 def test_udp_measures_configured_loss(grid):

@@ -40,3 +40,19 @@ def test_commands_of_a_grid_that_is_not_up(gridxfer_home):
 
 def test_namespace_names():
     assert netgrid.ns_name("sc", "t1a-se01") == "gx-sc-t1a-se01"
+
+
+def test_wan_link_method_and_netem_arguments(monkeypatch):
+    from gridxfer.testbed import wanlink
+    from gridxfer.testbed.topology import Link
+    lossy = Link("A", "B", 1e9, 0.018, 0.0001)
+    plain = Link("A", "B", 3e8, 0.0, 0.0)
+    monkeypatch.delenv(wanlink.FORCE_ENV, raising=False)
+    assert wanlink.method_for(lossy, netem=False) == "delayline"
+    assert wanlink.method_for(lossy, netem=True) == "netem"
+    assert wanlink.method_for(plain, netem=False) == "veth"
+    monkeypatch.setenv(wanlink.FORCE_ENV, "delayline")
+    assert wanlink.method_for(lossy, netem=True) == "delayline"
+    assert wanlink.netem_args(lossy) == ["netem", "delay", "9000us", "limit", "100000",
+                                         "loss", "0.01%"]
+    assert wanlink.netem_args(Link("A", "B", None, 0.02, 0.0))[:3] == ["netem", "delay", "10000us"]

@@ -10,7 +10,8 @@ Layout (``name`` = topology name)::
     root namespace    gxc-<name> ──veth── vctl (joins the controller tier; optional)
 
 Packets written back by the delay line arrive *from* the TUN, so the main table (one /32
-per host) delivers them. State (namespaces, devices, pids) is written to
+per host) delivers them. Where tc has netem, or a link has no RTT and no loss, a veth loop
+replaces the TUN (:mod:`gridxfer.testbed.wanlink`). State (namespaces, devices, pids) is written to
 ``$GRIDXFER_HOME/testbed/netgrid.json`` *before* anything is created, so ``down`` removes
 everything even after ``kill -9`` of ``up``.
 
@@ -30,12 +31,12 @@ from typing import Any
 
 from .. import state
 from . import inventory as inv_mod
-from . import netns, netservices
+from . import netns, netservices, wanlink
 from .inventory import TestbedError, testbed_dir
 from .topology import ROUTER_ADDR, Topology, load
 
 STATE_NAME = "netgrid.json"
-MTU = "65000"
+MTU = wanlink.MTU
 TABLE_BASE = 1000
 Notify = Callable[[str], None]
 
@@ -121,8 +122,6 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
     try:
         netservices.placeholder_inventory(st)
         st["netem"] = netns.netem_available(f"gx-{topo.name}-probe")
-        if st["netem"]:
-            notify("tc has netem, but the userspace delay line is used (netem path not built)")
         _build_network(topo, st)
         if services:
             inv = netservices.start_services(topo, st, notify)
@@ -135,17 +134,6 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
         down()
         raise
     return inv
-
-
-def _htb(ns: str | None, dev: str, rate_bps: float) -> None:
-    rate = f"{int(rate_bps)}bit"
-    burst = str(max(int(rate_bps / 8 * 0.002), 2 * 65536))
-    limit = str(max(int(rate_bps / 8 * 0.05), 4 * 65536))
-    netns.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
-    netns.tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
-             "ceil", rate, "burst", burst, "cburst", burst, "quantum", "131072")
-    netns.tc(ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo",
-             "limit", limit)
 
 
 def _etc_files(topo: Topology, st: dict[str, Any]) -> None:
@@ -180,8 +168,8 @@ def _build_network(topo: Topology, st: dict[str, Any]) -> None:
                  "mtu", MTU, "netns", ns)
         _attach(router, vdev, ns, "eth0", host.address)
         if host.rate_bps:
-            _htb(router, vdev, host.rate_bps)
-            _htb(ns, "eth0", host.rate_bps)
+            wanlink.htb(router, vdev, host.rate_bps)
+            wanlink.htb(ns, "eth0", host.rate_bps)
         tier_ifaces[host.tier].append(vdev)
     if topo.controller:
         rdev = st["root_links"][0]
@@ -197,16 +185,15 @@ def _build_network(topo: Topology, st: dict[str, Any]) -> None:
                      str(TABLE_BASE + tier_index[tier.name]), "pref", "100")
     for k, link in enumerate(topo.links):
         for src, dst, suffix in ((link.a, link.b, "a"), (link.b, link.a, "b")):
-            tun = f"tl{k}{suffix}"
-            st["links"].append({"dev": tun, "from": src, "to": dst, "rate_bps": link.rate_bps,
-                                "rtt_s": link.rtt_s, "loss": link.loss})
-            netns.ip(router, "tuntap", "add", "dev", tun, "mode", "tun")
-            netns.ip(router, "link", "set", tun, "mtu", MTU, "txqueuelen", "1000", "up")
-            if link.rate_bps:
-                _htb(router, tun, link.rate_bps)
-            netns.ip(router, "route", "add", topo.tier(dst).subnet, "dev", tun, "table",
-                     str(TABLE_BASE + tier_index[src]))
-            _start_delayline(st, tun, link.rtt_s / 2.0, link.loss)
+            method = wanlink.method_for(link, st.get("netem", False))
+            rec = {"dev": f"tl{k}{suffix}", "from": src, "to": dst, "rate_bps": link.rate_bps,
+                   "rtt_s": link.rtt_s, "loss": link.loss, "method": method}
+            st["links"].append(rec)
+            _save(st)
+            rec.update(wanlink.build(router, rec["dev"], link, method,
+                                     TABLE_BASE + tier_index[src], topo.tier(dst).subnet,
+                                     lambda dev, delay, loss: _start_delayline(st, dev, delay,
+                                                                               loss)))
     _save(st)
 
 
@@ -221,13 +208,9 @@ def _attach(router: str, rdev: str, ns: str | None, dev: str, address: str) -> N
 
 
 def _start_delayline(st: dict[str, Any], tun: str, delay: float, loss: float) -> None:
-    log = testbed_dir() / f"delayline-{tun}.log"
-    with open(log, "ab") as fh:
-        proc = subprocess.Popen(
-            [*netns.wrap(st["router"]), sys.executable, "-m", "gridxfer.testbed.delayline",
-             "--dev", tun, "--delay", repr(delay), "--loss", repr(loss)],
-            stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True)
-    st["pids"][f"delayline-{tun}"] = proc.pid
+    pid = wanlink.spawn_delayline(st["router"], tun, delay, loss,
+                                  testbed_dir() / f"delayline-{tun}.log")
+    st["pids"][f"delayline-{tun}"] = pid
     _save(st)
 
 
