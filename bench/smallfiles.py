@@ -1,0 +1,130 @@
+"""Small files: N x 4 KB from local disk to a loopback XRootD server, files/s of gridxfer
+vs `xrdcp --parallel A --infiles`.
+
+    .venv/bin/python -m bench.smallfiles [--files 5000] [--size 4KB] [--active 8]
+                                         [--checksum on|off|both] [--no-record] [--profile DIR]
+
+gridxfer runs `gridxfer campaign run` (fresh process, concurrency pinned to A) on the
+same files and server, back to back with xrdcp. With checksum on, gridxfer verifies
+adler32 at both ends (its default policy) and xrdcp runs with `--cksum adler32`.
+``--profile DIR`` records the gridxfer run with py-spy (all threads) into DIR.
+Goal (issue 7): gridxfer >= 1.0x xrdcp --parallel 8.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gridxfer.units import fmt_bytes, parse_size
+
+from bench.common import (PYTHON, BenchError, Result, append_results, check_copies,
+                          command_line, goal_line, gridxfer_run, local_grid, make_files,
+                          md_table, ratio, run_timed, shm_parent, write_campaign)
+
+
+def _prepare(data_dir: Path, sub: str, user: str) -> Path:
+    from gridxfer.testbed.xrootd import chown_tree
+    d = data_dir / sub
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    chown_tree(d, user)
+    return d
+
+
+def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
+              profile: str | None) -> float:
+    spec = write_campaign(work / "small.yaml", "bench-smallfiles", f"file://{src_dir}/", [dst],
+                          streams=1, active=active, checksum=checksum)
+    if not profile:
+        return gridxfer_run(spec)
+    out = Path(profile) / f"smallfiles-gridxfer-{'cksum' if checksum else 'nocksum'}.txt"
+    gx = str(Path(PYTHON).parent / "gridxfer")
+    argv = ["py-spy", "record", "--format", "raw", "--rate", "200", "--threads", "--idle",
+            "-o", str(out.with_suffix(".folded")), "--", gx, "campaign", "run", str(spec),
+            "--quiet", "--replace"]
+    secs = run_timed([shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy"), *argv[1:]])
+    return secs
+
+
+def _xrdcp(work: Path, srcs: list[Path], dst: str, active: int, checksum: bool) -> float:
+    listing = work / "xrdcp.list"
+    listing.write_text("".join(f"{p}\n" for p in srcs))
+    argv = ["xrdcp", "--parallel", str(active), "--silent", "--infiles", str(listing)]
+    if checksum:
+        argv += ["--cksum", "adler32"]
+    return run_timed(argv + [dst])
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.smallfiles",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--size", type=parse_size, default=parse_size("4KB"))
+    ap.add_argument("--active", type=int, default=8)
+    ap.add_argument("--checksum", choices=("on", "off", "both"), default="both")
+    ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--profile", metavar="DIR")
+    args = ap.parse_args(argv)
+    modes = {"on": [True], "off": [False], "both": [True, False]}[args.checksum]
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+
+    shm = shm_parent()
+    work = Path(tempfile.mkdtemp(prefix="gridxfer-bench-small-", dir=shm))
+    results: list[tuple[bool, Result, Result]] = []
+    try:
+        srcs = make_files(work / "src", args.files, args.size)
+        with local_grid([("dst-xrd", "xrootd")], base_parent=shm) as (inv, _):
+            user = inv.extra.get("service_user", "gridxfer")
+            ep = inv.endpoints["dst-xrd"]
+            for cks in modes:
+                pair = []
+                for tool in ("gridxfer", "xrdcp"):
+                    sub = f"small-{tool}"
+                    dest = _prepare(Path(ep.data_dir), sub, user)
+                    try:
+                        if tool == "gridxfer":
+                            secs = _gridxfer(work, work / "src", ep.url + sub + "/", args.active,
+                                             cks, args.profile)
+                        else:
+                            secs = _xrdcp(work, srcs, ep.url + sub + "/", args.active, cks)
+                        check_copies(dest, args.files, args.size)
+                        res = Result(tool, secs, args.files, args.files * args.size)
+                    except (BenchError, subprocess.SubprocessError) as exc:
+                        res = Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
+                    finally:
+                        shutil.rmtree(dest, ignore_errors=True)
+                    print(f"{tool:9s} checksum {'on ' if cks else 'off'} {res.seconds:7.1f} s "
+                          f"{res.files_per_s:8.0f} files/s {res.note}", flush=True)
+                    pair.append(res)
+                results.append((cks, pair[0], pair[1]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    rows, goals = [], []
+    for cks, gx, xr in results:
+        label = "adler32 both ends" if cks else "none"
+        for r in (gx, xr):
+            rows.append([r.tool, label, f"{r.seconds:.1f}" if r.ok else "-",
+                         f"{r.files_per_s:.0f}" if r.ok else "FAILED",
+                         f"{ratio(r.files_per_s, xr.files_per_s):.2f}" if r.ok and xr.ok else "-",
+                         r.note])
+        goals.append(goal_line(f"gridxfer >= 1.0x xrdcp --parallel {args.active}, checksum {label}",
+                               ratio(gx.files_per_s, xr.files_per_s) if gx.ok and xr.ok else 0.0,
+                               1.0, unit="x"))
+    table = md_table(["tool", "checksum", "seconds", "files/s", "x xrdcp", "note"], rows)
+    print(table)
+    print("\n".join(goals))
+    if not args.no_record:
+        title = f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, {args.active} at a time"
+        append_results("Small files", title, command_line("smallfiles", argv),
+                       table + "\n\n" + "\n".join(f"- {g}" for g in goals))
+    return 0 if all(g.startswith("GOAL MET") for g in goals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,117 @@
+"""bench.common: tables, goals, BENCHMARKS.md sections, campaign files, data, copies check."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench import common  # noqa: E402
+from bench.common import (BenchError, Result, append_results, check_copies, goal_line,  # noqa: E402
+                          make_files, md_table, ratio, run_timed, write_campaign)
+
+
+def test_md_table_aligns_columns():
+    text = md_table(["tool", "MB/s"], [["xrdcp", 123], ["gridxfer", 4.5]])
+    lines = text.splitlines()
+    assert lines[0] == "| tool     | MB/s |"
+    assert lines[1] == "|----------|------|"
+    assert lines[3] == "| gridxfer | 4.5  |"
+    assert len({len(line) for line in lines}) == 1
+
+
+def test_ratio_and_rates():
+    assert ratio(50.0, 100.0) == 0.5
+    assert ratio(1.0, 0.0) == 0.0
+    r = Result("x", 2.0, 10, 4_000_000)
+    assert r.files_per_s == 5.0 and r.bytes_per_s == 2_000_000.0
+    assert Result("x", 0.0, 10, 10).files_per_s == 0.0
+
+
+def test_goal_line_met_and_missed_by_how_much():
+    assert goal_line("dispatch", 1500.0, 1000.0).startswith("GOAL MET: dispatch")
+    missed = goal_line("ratio", 0.8, 1.0, unit="x")
+    assert missed.startswith("GOAL NOT MET: ratio") and "20 % below" in missed
+    over = goal_line("plan", 45.0, 30.0, higher_is_better=False, unit=" s")
+    assert over.startswith("GOAL NOT MET") and "50 % above" in over
+    assert goal_line("status", 0.5, 1.0, higher_is_better=False).startswith("GOAL MET")
+
+
+SKELETON = """# gridxfer benchmarks
+
+Intro text.
+
+## Bulk
+
+old bulk run
+
+## Black holes
+
+helper G's section
+"""
+
+
+def test_append_results_into_existing_section_only(tmp_path):
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text(SKELETON)
+    append_results("Bulk", "run 2", "python -m bench.bulk", "| a |\n|---|", path=md)
+    text = md.read_text()
+    assert text.index("old bulk run") < text.index("### run 2") < text.index("## Black holes")
+    assert "Command: `python -m bench.bulk`" in text
+    assert text.endswith("helper G's section\n")
+    assert text.count("## Bulk") == 1
+
+
+def test_append_results_creates_missing_section_at_end(tmp_path):
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text(SKELETON)
+    append_results("Scale", "1M", "python -m bench.scale", "body", path=md)
+    append_results("Scale", "again", "python -m bench.scale", "body 2", path=md)
+    text = md.read_text()
+    assert text.count("## Scale") == 1
+    assert text.index("## Black holes") < text.index("## Scale") < text.index("### 1M") \
+        < text.index("### again")
+    assert "Intro text." in text and "old bulk run" in text
+
+
+def test_write_campaign_is_a_valid_spec_with_pinned_concurrency(tmp_path):
+    from gridxfer.campaign.spec import load_spec
+    spec_path = write_campaign(tmp_path / "c.yaml", "bench-x", f"file://{tmp_path}/src/",
+                               ["root://localhost:1094//data/d/"], streams=4, active=3,
+                               checksum=False)
+    spec = load_spec(spec_path)
+    tier = spec.destinations[0]
+    assert (tier.streams, tier.min_active, tier.max_active) == (4, 3, 3)
+    assert spec.checksum.algorithm is None and spec.retries.max == 0
+    spec2 = load_spec(write_campaign(tmp_path / "d.yaml", "bench-y", f"file://{tmp_path}/src/",
+                                     ["gsiftp://localhost:2811/d/"], streams=1, active=8,
+                                     checksum=True))
+    assert spec2.checksum.algorithm == "adler32" and spec2.checksum.verify == "both"
+
+
+def test_make_files_distinct_and_sized(tmp_path):
+    files = make_files(tmp_path / "src", 3, 3 * (1 << 20) + 5)
+    assert [p.stat().st_size for p in files] == [3 * (1 << 20) + 5] * 3
+    heads = {p.read_bytes()[:32] for p in files}
+    assert len(heads) == 3
+    check_copies(tmp_path / "src", 3, 3 * (1 << 20) + 5)
+    with pytest.raises(BenchError, match="3 files"):
+        check_copies(tmp_path / "src", 4, 3 * (1 << 20) + 5)
+    (files[0]).write_bytes(b"short")
+    with pytest.raises(BenchError, match="wrong size"):
+        check_copies(tmp_path / "src", 3, 3 * (1 << 20) + 5)
+
+
+def test_run_timed_reports_failures_and_missing_tools():
+    assert run_timed(["true"]) >= 0.0
+    with pytest.raises(BenchError, match="exit 3"):
+        run_timed([sys.executable, "-c", "print('boom'); raise SystemExit(3)"])
+    with pytest.raises(BenchError, match="not installed"):
+        run_timed(["no-such-tool-gridxfer-bench"])
+
+
+def test_peak_rss_and_machine_line():
+    assert common.peak_rss() > 1 << 20
+    assert "cores" in common.machine() and "load average" in common.machine()
