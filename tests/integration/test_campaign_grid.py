@@ -116,10 +116,7 @@ timeout: 60s
             assert xrd_checksum(local_grid, "t1a-xrd1", r["dst_url"]) == r["checksum"]
 
 
-@pytest.mark.parametrize("src,dst", [
-    # gsiftp->gsiftp TPC takes 20-40 s per file on loopback with the current gfal2 mover
-    pytest.param("t0-gsiftp", "t1a-gsiftp", marks=pytest.mark.slow),
-    ("t0-xrd", "t1a-xrd2")])
+@pytest.mark.parametrize("src,dst", [("t0-gsiftp", "t1a-gsiftp"), ("t0-xrd", "t1a-xrd2")])
 def test_third_party_campaign(local_grid, local_grid_home, tmp_path, capsys, src, dst):
     name = f"c-tpc-{src}"
     expected = seed(local_grid, src, name, [100_000, 1_500_000, 3])

@@ -98,6 +98,7 @@ class Job:
     flight: Flight
     cancel: threading.Event = field(default_factory=threading.Event)
     timed_out: bool = False
+    thread: threading.Thread | None = None       # the worker running it
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ class Scheduler:
         self._attempt_id = journal.next_attempt_id(conn)
         self._local = threading.local()
         self._threads: list[threading.Thread] = []
+        self._lost: set[threading.Thread] = set()     # stuck in an abandoned transfer
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -190,8 +192,24 @@ class Scheduler:
                 self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
                                       self._next_retry_in(now)))
         finally:
-            for _ in self._threads:
-                self._jobs.put(None)
+            self._stop_threads()
+
+    def _stop_threads(self) -> None:
+        """Workers exit on a sentinel and are joined (a thread still inside XrdCl/gfal2 at
+        interpreter exit can abort the process); policies with ``close()`` are closed."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
+            close = getattr(obj, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass
+        deadline = time.monotonic() + (1.0 if self.hurry.is_set() else 10.0)
+        for th in self._threads:
+            if th not in self._lost:
+                th.join(max(0.0, deadline - time.monotonic()))
 
     def _has_work(self) -> bool:
         return any(self._queues[t] or self._retry[t] or not self._exhausted[t] for t in self.tiers)
@@ -333,6 +351,7 @@ class Scheduler:
                                         f"no answer {limit + ABANDON_AFTER:.0f} s after start, "
                                         f"even after cancel; abandoned", now))
         if abandoned:
+            self._lost.update(r.job.thread for r in abandoned if r.job.thread)
             self._apply(abandoned)
             for _ in abandoned:
                 self._start_worker()
@@ -431,6 +450,7 @@ class Scheduler:
             job = self._jobs.get()
             if job is None:
                 return
+            job.thread = threading.current_thread()
             self._results.put(self._transfer(job))
 
     def _mover(self, src: str, dst: str) -> object:
@@ -497,6 +517,7 @@ class Scheduler:
             self._drain(block=0.1)
         now = self.clock()
         stuck = list(self._inflight.values())
+        self._lost.update(j.thread for j in stuck if j.thread)
         if stuck:       # still running: journal them as cancelled; resume cleans up
             self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now) for j in stuck])
         snap = self.acct.snapshot(now)
