@@ -65,3 +65,19 @@ def test_link_sample_counts_since_previous():
     assert (s.succeeded, s.failed, s.active) == (2, 1, 0)
     s = acct.link_sample("T1", 100.3)
     assert (s.succeeded, s.failed) == (0, 0)
+
+
+def test_progress_render_reads_the_snapshot():
+    from rich.console import Console
+
+    from gridxfer.campaign.progress import render
+
+    acct = make()
+    f = acct.start("T2", "root://c//", 10, 100.0)
+    acct.finish(f, ok=False, nbytes=0, error_class="connection", outcome="retry", now=100.5)
+    con = Console(width=140, record=True, file=open("/dev/null", "w"))
+    con.print(render(acct.snapshot(101.0), "demo"))
+    text = con.export_text()
+    assert "demo files 2/15" in text and "failed 1" in text
+    assert "T1" in text and "3/10" not in text and "0/3" in text     # active/cap of T1
+    assert "connection 1" in text and "retries 1" in text
