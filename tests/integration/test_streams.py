@@ -24,7 +24,7 @@ from gridxfer.testbed.localgrid import ServerSpec
 
 pytestmark = pytest.mark.integration
 
-SIZE_MB = 256
+SIZE_MB = 192
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +127,32 @@ def test_xrootd_download_opens_n_data_substreams(streams, make_grid, big_file, t
     busy = [b for b in carried if b > (SIZE_MB << 20) // (2 * streams)]
     assert len(busy) == streams, carried                  # each data substream carried a share
     print(f"xrootd streams={streams}: bytes per connection {carried}")
+
+
+@pytest.mark.parametrize("streams", [4, 1])
+def test_gridftp_third_party_opens_n_data_connections(streams, make_grid):
+    """gsiftp -> gsiftp (gfal2 native TPC): the servers open N data connections between
+    them; counted on the destination server's session processes."""
+    inv = make_grid([ServerSpec(f"tpc-a-{streams}", "gsiftp", "T9"),
+                     ServerSpec(f"tpc-b-{streams}", "gsiftp", "T9")])
+    src_ep, dst_ep = inv.endpoints[f"tpc-a-{streams}"], inv.endpoints[f"tpc-b-{streams}"]
+    path = inv.local_path(src_ep.url + "big.dat")
+    with open(path, "wb") as fh:
+        fh.truncate(384 << 20)                    # sparse: free to make, seconds to send
+    subprocess.run(["chown", inv.extra["service_user"], str(path)], check=True)
+
+    def sessions():
+        try:
+            return [p.pid for p in psutil.Process(dst_ep.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    src, dst = src_ep.url + "big.dat", dst_ep.url + "big.dat"
+    with Sampler(sessions, lambda c: c.laddr.port != dst_ep.port) as data:
+        out = get_mover(src, dst, third_party=True).copy(
+            src, dst, params=TransferParams(streams=streams, third_party=True, checksum=None,
+                                            timeout=300))
+    assert out.mode == "gfal-tpc" and out.streams_used == streams
+    assert data.peak() == streams, [len(s) for s in data.samples]
+    print(f"gridftp TPC streams={streams}: data connections per sample "
+          f"{[len(s) for s in data.samples][::5]}")
