@@ -19,6 +19,7 @@ def gridxfer_home(tmp_path, monkeypatch):
 # must not change between grids.
 
 import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
@@ -69,7 +70,7 @@ def local_grid(tmp_path_factory, grid_ca):
     home = tmp_path_factory.mktemp("localgrid-home")
     with _gridxfer_home_env(home):
         try:
-            inv = localgrid.up(localgrid.LocalGridSpec(gsi=grid_ca))
+            inv = localgrid.up(localgrid.LocalGridSpec(gsi=grid_ca, owner_pid=os.getpid()))
         except BaseException:
             localgrid.down()
             raise
@@ -106,9 +107,7 @@ def make_grid(tmp_path, grid_ca):
     def _make(spec):
         if not isinstance(spec, localgrid.LocalGridSpec):
             spec = localgrid.LocalGridSpec(servers=tuple(spec))
-        if spec.gsi is None:
-            spec = localgrid.LocalGridSpec(servers=spec.servers, base_parent=spec.base_parent,
-                                           extra_env=spec.extra_env, gsi=grid_ca)
+        spec = dataclasses.replace(spec, gsi=spec.gsi or grid_ca, owner_pid=os.getpid())
         home = tmp_path / f"grid{len(homes)}"
         home.mkdir()
         homes.append(home)

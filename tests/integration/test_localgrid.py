@@ -278,3 +278,33 @@ def test_stop_server_makes_an_unreachable_endpoint(make_grid, tmp_path, monkeypa
     monkeypatch.setenv("GRIDXFER_HOME", str(tmp_path / "grid0"))
     st = localgrid.status()
     assert st["endpoints"]["a"]["alive"] is False and st["endpoints"]["b"]["alive"] is False
+
+
+def test_grid_owned_by_a_killed_process_is_reaped(tmp_path, grid_ca):
+    """A test session killed -9 (owner_pid) does not leave its servers behind."""
+    home = tmp_path / "home"
+    code = ("import os, sys, time\n"
+            "from gridxfer.testbed import localgrid\n"
+            "spec = localgrid.LocalGridSpec(servers=(localgrid.ServerSpec('x', 'xrootd', 'T'),),"
+            " owner_pid=os.getpid())\n"
+            "inv = localgrid.up(spec)\n"
+            "print(inv.base_dir, flush=True)\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "GRIDXFER_HOME": str(home)},
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        base = proc.stdout.readline().strip()
+        assert base and _procs_mentioning(base + "/")
+        proc.kill()
+        proc.wait(5)
+        deadline = time.monotonic() + 20
+        while _procs_mentioning(base + "/") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _procs_mentioning(base + "/") == []
+        while Path(base).exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(base).exists() and not (home / "testbed" / "local.json").exists()
+    finally:
+        proc.kill()
+        subprocess.run([*GRIDXFER, "testbed", "down"], env={**os.environ, "GRIDXFER_HOME": str(home)},
+                       capture_output=True, timeout=60)

@@ -63,11 +63,12 @@ class LocalGridSpec:
     base_parent: str | None = None     # parent of base_dir (default $GRIDXFER_TESTBED_DIR or /tmp)
     extra_env: dict[str, str] = field(default_factory=dict)
     gsi: ca_mod.GsiFiles | None = None  # reuse this test CA + proxy (e.g. one per test session)
+    owner_pid: int | None = None        # tear the grid down when this process dies (test sessions)
 
 
-def client_env(gsi: ca_mod.GsiFiles) -> dict[str, str]:
+def client_env(gsi: ca_mod.GsiFiles | None) -> dict[str, str]:
     """What gfal2 / XrdCl / globus-url-copy need to talk to this grid."""
-    return {**gsi.client_env(),
+    return {**(gsi.client_env() if gsi else {}),
             # gfal-copy & co. pick the first `python` on PATH that imports gfal2; a pyenv
             # or venv python without the Debian bindings makes them fail with 127.
             "GFAL_PYTHONBIN": "/usr/bin/python3",
@@ -108,6 +109,8 @@ def up(spec: LocalGridSpec | None = None) -> Inventory:
     os.chmod(base, 0o755)
     state.write_json(_pointer(), {"base_dir": str(base), "mounts": []})
     try:
+        if spec.owner_pid:
+            _start_reaper(spec.owner_pid)
         return _start(spec, base)
     except BaseException:
         down()
@@ -129,7 +132,9 @@ def _check_spec(spec: LocalGridSpec) -> None:
 
 def _start(spec: LocalGridSpec, base: Path) -> Inventory:
     user = ensure_user()
-    gsi = spec.gsi or ca_mod.make_test_ca(base / "ca", local_user=user)
+    gsi = spec.gsi
+    if gsi is None and any(s.kind == "gsiftp" for s in spec.servers):
+        gsi = ca_mod.make_test_ca(base / "ca", local_user=user)
     env = {**client_env(gsi), **spec.extra_env}
     mounts: list[str] = []
     endpoints: dict[str, Endpoint] = {}
@@ -152,7 +157,7 @@ def _start(spec: LocalGridSpec, base: Path) -> Inventory:
     return inv
 
 
-def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles, attempts: int = 3) -> Endpoint:
+def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles | None, attempts: int = 3) -> Endpoint:
     """Start one server on a free port; retry on a new port if another process took it
     between bind(0) and the server's own bind (parallel test sessions do that)."""
     for attempt in range(attempts):
@@ -187,13 +192,15 @@ def put_local(inv: Inventory, endpoint: str, relpath: str, data: bytes) -> str:
     return ep.url + relpath.lstrip("/")
 
 
-def _gsi_json(gsi: ca_mod.GsiFiles) -> dict[str, str]:
+def _gsi_json(gsi: ca_mod.GsiFiles | None) -> dict[str, str] | None:
     from dataclasses import asdict
-    return asdict(gsi)
+    return asdict(gsi) if gsi else None
 
 
 def gsi_of(inv: Inventory) -> ca_mod.GsiFiles:
     """The test CA files of a running grid (e.g. to issue more host certificates)."""
+    if not inv.extra.get("gsi"):
+        raise TestbedError("this testbed has no GSI servers, hence no test CA")
     return ca_mod.GsiFiles(**inv.extra["gsi"])
 
 
@@ -257,3 +264,35 @@ def status() -> dict:
            for n, ep in inv.endpoints.items()}
     return {"mode": inv.mode, "up": any(e["alive"] for e in eps.values()), "base_dir": inv.base_dir,
             "inventory": str(inv_mod.inventory_path()), "endpoints": eps, "env": inv.client_env()}
+
+
+def _start_reaper(owner_pid: int) -> None:
+    """A detached watcher that runs ``down()`` (same $GRIDXFER_HOME) once ``owner_pid`` dies,
+    so a test session killed -9 does not leave servers behind. It exits by itself when the
+    grid is taken down normally."""
+    import subprocess
+    import sys
+
+    import psutil
+    ctime = psutil.Process(owner_pid).create_time()
+    subprocess.Popen([sys.executable, "-m", "gridxfer.testbed.localgrid", "--reap", str(owner_pid),
+                      repr(ctime), str(state.home())], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                     env={**os.environ, "GRIDXFER_HOME": str(state.home())})
+
+
+def _reap(owner_pid: int, ctime: float) -> None:
+    import time
+    pointer = _pointer()
+    while pointer.exists():
+        if not alive(owner_pid, ctime):
+            down()
+            return
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) == 5 and sys.argv[1] == "--reap":
+        os.environ["GRIDXFER_HOME"] = sys.argv[4]
+        _reap(int(sys.argv[2]), float(sys.argv[3]))
