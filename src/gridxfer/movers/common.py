@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 import zlib
 from typing import Callable, Protocol
@@ -145,6 +146,24 @@ def exists(ops: Ops, url: str) -> bool:
         raise
 
 
+# Destination directories this process has already created: one mkdir round trip per
+# directory instead of per file (bench.smallfiles). The copy itself still creates
+# missing parents (XrdCl mkdir flag, globus-url-copy -cd), so a stale entry is harmless.
+_MADE_DIRS: set[str] = set()
+_MADE_LOCK = threading.Lock()
+
+
+def ensure_dir(ops: Ops, url: str) -> None:
+    with _MADE_LOCK:
+        if url in _MADE_DIRS:
+            return
+    ops.mkdir(url)
+    with _MADE_LOCK:
+        if len(_MADE_DIRS) > 100_000:
+            _MADE_DIRS.clear()
+        _MADE_DIRS.add(url)
+
+
 def _quiet_unlink(ops: Ops, url: str) -> None:
     try:
         ops.unlink(url)
@@ -179,7 +198,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
         if verify == "source" and expected and src_sum != expected:
             raise TransferError(ErrorClass.CHECKSUM,
                                 f"{src}: source adler32 {src_sum} != expected {expected}")
-    dst_ops.mkdir(split_dir(dst)[0])
+    ensure_dir(dst_ops, split_dir(dst)[0])
     tmp = temp_url(dst)
     try:
         streams_used, mode = raw_copy(src, tmp)
