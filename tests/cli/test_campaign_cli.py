@@ -189,3 +189,10 @@ def test_alerter_is_fed(local, capsys, monkeypatch):
     assert main(["campaign", "run", "--quiet", "--alert-cmd-file", str(cmd),
                  "--alert-floor", "5", "--alert-window", "30s", str(spec)]) == 0
     assert seen, "the alerter got no rate samples"
+
+
+def test_no_matching_files_leaves_no_journal(local, capsys):
+    spec = campaign(local, files='{glob: "*.nothing"}')
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 2
+    assert "matched no files" in capsys.readouterr().err
+    assert not list((Path(os.environ["GRIDXFER_HOME"]) / "campaigns").glob("c1.sqlite*"))

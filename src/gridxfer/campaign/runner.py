@@ -126,6 +126,8 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
         meta = {"name": spec.name, "spec": json.dumps(spec_to_dict(spec), sort_keys=True),
                 "spec_path": spec.path, "created": repr(time.time()), "state": "planned"}
         count = journal.plan(conn, meta, rows)
+        if count == 0:
+            raise UsageError(f"campaign {spec.name!r}: the source matched no files")
     except BaseException:
         conn.close()
         for suffix in ("", "-wal", "-shm"):
@@ -133,8 +135,6 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
                 os.unlink(f"{path}{suffix}")
         raise
     conn.close()
-    if count == 0:
-        raise UsageError(f"campaign {spec.name!r}: the source matched no files")
     return path, count
 
 
