@@ -48,6 +48,12 @@ def test_gfal2_messages_without_useful_errno():
     assert classify(missing, side="source") is C.SOURCE_MISSING
 
 
+def test_credential_problems_beat_their_errno():
+    # gfal2 reports a missing proxy as ENOENT; it is a permission problem, not a missing source
+    no_proxy = gfal2.GError("Could not open the user certificate", errno.ENOENT)
+    assert classify(no_proxy, side="source") is C.PERMISSION
+
+
 @pytest.mark.parametrize("status,side,expected", [
     (xrd(400, 3011, "[ERROR] Server responded with an error: [3011] no such file"), "source",
      C.SOURCE_MISSING),

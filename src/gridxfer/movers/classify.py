@@ -74,6 +74,13 @@ _PATTERNS: list[tuple[re.Pattern[str], Any]] = [
 ]
 
 
+# Credential problems win over the errno that comes with them (gfal2 reports a missing
+# proxy file as ENOENT, which must not read as "source missing").
+_CREDENTIALS = re.compile(r"user certificate|proxy (certificate|file)|credential|gss_|"
+                          r"globus_gsi|530 login|authentication failed|(certificate|proxy)[^.]*expired",
+                          re.I)
+
+
 def _from_errno(code: int, side: str) -> ErrorClass | None:
     if code == E.ENOENT:
         return ErrorClass.SOURCE_MISSING if side == "source" else ErrorClass.OTHER
@@ -120,6 +127,8 @@ def classify(failure: Any, *, side: str = "source") -> ErrorClass:
     code, text, decided = _parts(failure)
     if decided is not None:
         return decided
+    if _CREDENTIALS.search(text):
+        return ErrorClass.PERMISSION
     if code is not None:
         by_code = _from_errno(code, side)
         if by_code is not None and not (by_code is ErrorClass.OTHER and text):
