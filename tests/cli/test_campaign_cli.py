@@ -19,7 +19,18 @@ from gridxfer.cli.main import main
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Entry, TransferOutcome
 
-from tests.unit.test_spec import MALFORMED
+
+def _malformed_cases() -> dict:
+    """The malformed campaign files of tests/unit/test_spec.py (one list for both suites)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "unit" / "test_spec.py"
+    spec = importlib.util.spec_from_file_location("_gridxfer_spec_cases", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.MALFORMED
+
+
+MALFORMED = _malformed_cases()
 
 
 def _path(url):

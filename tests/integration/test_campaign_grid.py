@@ -249,3 +249,44 @@ def test_recursive_listing_through_the_mover(local_grid, endpoint):
                            ("x.dat", 5, base + "x.dat")]
     flat = [e.name for e in expand(SourceSpec(url=base, glob="*.dat"))]
     assert flat == ["x.dat"]
+
+
+def test_sigterm_stops_cleanly_with_exit_4(local_grid, local_grid_home, tmp_path):
+    expected = seed(local_grid, "t0-xrd", "c-term", [4_000_000] * 16)
+    spec = write_spec(tmp_path, """\
+campaign: c-term
+source: {url: "t0-xrd/c-term/", files: {glob: "*.dat"}}
+destinations:
+  - tier: T1A
+    pool: ["t1a-xrd1/c-term/", "t1a-gsiftp/c-term/"]
+    max_active: 4
+    min_active: 4
+""")
+    env = {**os.environ, "GRIDXFER_HOME": str(local_grid_home)}
+    proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    db = local_grid_home / "campaigns" / "c-term.sqlite"
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                with sqlite3.connect(db, timeout=5) as conn:
+                    if conn.execute("SELECT count(*) FROM attempts").fetchone()[0]:
+                        break
+            except sqlite3.Error:
+                pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, out + err
+    assert "gridxfer campaign resume c-term" in err and "Traceback" not in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM attempts WHERE status = 'active'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM files WHERE state = 'active'").fetchone()[0] == 0
+        assert conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()[0] == "interrupted"
+    for ep in ("t1a-xrd1", "t1a-gsiftp"):      # no temporary file left behind
+        assert not [n for n in on_disk(local_grid, ep, "c-term") if ".gxpart-" in n]
+    res = subprocess.run([*GRIDXFER, "campaign", "resume", "c-term", "--quiet"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert_storage_agrees(local_grid, local_grid_home, "c-term", expected)
