@@ -56,3 +56,21 @@ def test_wan_link_method_and_netem_arguments(monkeypatch):
     assert wanlink.netem_args(lossy) == ["netem", "delay", "9000us", "limit", "100000",
                                          "loss", "0.01%"]
     assert wanlink.netem_args(Link("A", "B", None, 0.02, 0.0))[:3] == ["netem", "delay", "10000us"]
+
+
+def test_status_lines_render_hosts_links_servers_and_dead_processes():
+    st = {"up": False, "name": "sc", "topology": "/x/sc.yaml", "controller": "198.18.1.254",
+          "hosts": {"t0": {"tier": "T0", "address": "198.18.1.10", "netns": "gx-sc-t0"}},
+          "links": [{"from": "T0", "to": "T1", "rtt_s": 0.018, "rate_bps": 1e9, "loss": 1e-4,
+                     "method": "delayline", "dev": "tl0a"}],
+          "processes": {"delayline-tl0a": False},
+          "endpoints": {"t0-xrd": {"alive": True, "pid": 7, "url": "root://198.18.1.10:1094//data/"}},
+          "ssh": {"t0": {"key": "/k", "known_hosts": "/kh", "user": "root", "host": "198.18.1.10"}}}
+    text = "\n".join(netgrid.status_lines(st))
+    assert "'sc': DEGRADED" in text
+    assert "host t0" in text and "198.18.1.10" in text and "gx-sc-t0" in text
+    assert "link T0 -> T1: 18 ms RTT, 1000 Mbit/s, loss 0.01 % (delayline tl0a)" in text
+    assert "DEAD delayline-tl0a" in text
+    assert "t0-xrd" in text and "running" in text
+    assert "ssh -i /k -o UserKnownHostsFile=/kh root@198.18.1.10" in text
+    assert netgrid.status_lines({"mode": "netns", "up": False}) == ["no netns testbed is up"]

@@ -257,8 +257,10 @@ def status() -> dict[str, Any]:
     alive = {name: _alive(int(pid)) for name, pid in st.get("pids", {}).items()}
     present = {ns: netns.exists(ns) for ns in st.get("namespaces", [])}
     endpoints: dict[str, Any] = {}
+    ssh: dict[str, Any] = {}
     try:
         inv = inv_mod.load_inventory()
+        ssh = inv.extra.get("ssh", {}) if inv.mode == "netns" else {}
         endpoints = {n: {"url": ep.url, "protocol": ep.protocol, "tier": ep.tier, "pid": ep.pid,
                          "alive": _alive(ep.pid), "host": ep.host, "log": ep.log}
                      for n, ep in inv.endpoints.items()} if inv.mode == "netns" else {}
@@ -269,7 +271,7 @@ def status() -> dict[str, Any]:
             "topology": st.get("topology"), "hosts": st.get("hosts", {}),
             "links": st.get("links", []), "controller": st.get("controller"),
             "namespaces": present, "processes": alive, "netem": st.get("netem", False),
-            "endpoints": endpoints, "base_dir": st.get("base_dir")}
+            "endpoints": endpoints, "base_dir": st.get("base_dir"), "ssh": ssh}
 
 
 def _alive(pid: int) -> bool:
@@ -312,3 +314,29 @@ def exec_in(host: str, argv: list[str]) -> int:
     except FileNotFoundError:
         raise TestbedError("ip not found (install iproute2)") from None
 
+
+
+def status_lines(st: dict[str, Any]) -> list[str]:
+    """Human-readable lines of :func:`status` (hosts, links, servers) for the CLI."""
+    if not st.get("up") and not st.get("hosts"):
+        return ["no netns testbed is up"]
+    out = [f"netns testbed {st.get('name')!r}: {'up' if st.get('up') else 'DEGRADED'} "
+           f"({st.get('topology')})"]
+    for name, h in sorted(st.get("hosts", {}).items()):
+        out.append(f"  host {name:<14} tier {h['tier']:<8} {h['address']:<15} netns {h['netns']}")
+    for lk in st.get("links", []):
+        rate = f"{lk['rate_bps'] / 1e6:.0f} Mbit/s" if lk.get("rate_bps") else "unlimited"
+        out.append(f"  link {lk['from']} -> {lk['to']}: {lk['rtt_s'] * 1e3:g} ms RTT, {rate}, "
+                   f"loss {lk['loss'] * 100:g} % ({lk.get('method', 'delayline')} {lk['dev']})")
+    for name, alive in sorted(st.get("processes", {}).items()):
+        if not alive:
+            out.append(f"  DEAD {name}")
+    for name, ep in sorted(st.get("endpoints", {}).items()):
+        flag = "running" if ep.get("alive") else "DEAD"
+        out.append(f"  {name:<18} {flag:<8} pid {ep.get('pid')}  {ep.get('url')}")
+    for name, sh in sorted(st.get("ssh", {}).items()):
+        out.append(f"  {name + '-sshd':<18} ssh -i {sh['key']} -o UserKnownHostsFile="
+                   f"{sh['known_hosts']} {sh['user']}@{sh['host']}")
+    if st.get("controller"):
+        out.append(f"  this host joins the grid as {st['controller']}")
+    return out
