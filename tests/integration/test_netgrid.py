@@ -233,14 +233,17 @@ def test_down_cleans_up_after_kill9_of_up(gridxfer_home, tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    st = json.loads(state_file.read_text())
-    assert st["phase"] == "building"
-    pids = [p for ns in st["namespaces"] for p in netns.pids(ns)]
-    assert pids, "the killed `up` left processes in its namespaces (as it should, for this test)"
-    down = subprocess.run([sys.executable, "-m", "gridxfer", "testbed", "down"], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert down.returncode == 0, down.stderr
-    assert _leftovers(st) == []
-    assert _gone(pids) == []
-    assert not state_file.exists()
-    assert not (gridxfer_home / "testbed" / "inventory.json").exists()
+    try:
+        st = json.loads(state_file.read_text())
+        assert st["phase"] == "building"
+        pids = [p for ns in st["namespaces"] for p in netns.pids(ns)]
+        assert pids, "the killed `up` left processes in its namespaces (as it should, here)"
+        down = subprocess.run([sys.executable, "-m", "gridxfer", "testbed", "down"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert down.returncode == 0, down.stderr
+        assert _leftovers(st) == []
+        assert _gone(pids) == []
+        assert not state_file.exists()
+        assert not (gridxfer_home / "testbed" / "inventory.json").exists()
+    finally:
+        netgrid.down()          # whatever an assertion above left behind
