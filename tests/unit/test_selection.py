@@ -86,7 +86,8 @@ def test_throughput_aware_without_any_measurement_is_least_pending():
 
 # -- a fluid simulation: one link, max_active slots, servers sharing a fixed capacity --
 
-def simulate(selector_name, caps, *, files=120, size=5 * MB, slots=8, dt=0.005, progress=False):
+def simulate(selector_name, caps, *, files=120, size=5 * MB, slots=8, dt=0.005, progress=False,
+             backlog=False):
     """Makespan of ``files`` equal files over endpoints of aggregate capacities ``caps``."""
     sel = make_selector(selector_name)
     meter = EndpointMeter()
@@ -100,7 +101,8 @@ def simulate(selector_name, caps, *, files=120, size=5 * MB, slots=8, dt=0.005, 
     while queue or inflight:
         while queue and len(inflight) < slots:
             key = queue.pop(0)
-            url = sel.choose(FileToPlace(key, f"f{key}", size), urls, meter.snapshot(t))
+            left = len(queue) * size if backlog else 0
+            url = sel.choose(FileToPlace(key, f"f{key}", size, left), urls, meter.snapshot(t))
             placed[url] += 1
             meter.start(url, key, size, t)
             inflight[key] = [url, size]
@@ -135,3 +137,26 @@ def test_simulated_equal_pool_is_spread_evenly():
     _, placed = simulate("throughput-aware", {"a": 10 * MB, "b": 10 * MB, "c": 10 * MB},
                          files=60, progress=True)
     assert all(15 <= n <= 25 for n in placed.values()), placed
+
+
+def test_backlog_keeps_a_slow_endpoint_busy_without_hurting_the_tail():
+    ideal = 120 * 5 * MB / sum(BLACKHOLE.values())
+    plain, p_placed = simulate("throughput-aware", BLACKHOLE)
+    aware, a_placed = simulate("throughput-aware", BLACKHOLE, backlog=True)
+    assert a_placed["slow"] > p_placed["slow"]           # uses the slow server's capacity
+    assert aware <= plain and ideal / aware >= 0.95, (aware, plain, ideal, a_placed)
+    rr, _ = simulate("round-robin", BLACKHOLE, backlog=True)
+    assert rr / aware >= 1.5
+
+
+def test_backlog_rule_on_recorded_stats():
+    ta = ThroughputAware()
+    stats = {"fast": st("fast", pending=4, pending_bytes=20 * MB, throughput=20 * MB),
+             "slow": st("slow", throughput=2 * MB, completed=3)}
+    f = FileToPlace(1, "f", 5 * MB)
+    assert ta.choose(f, ["fast", "slow"], stats) == "fast"          # earliest finish: 1.25 s
+    # 200 MB still waiting: the pool needs >= 10 s, the slow one does this file in 2.5 s
+    busy = FileToPlace(1, "f", 5 * MB, backlog_bytes=200 * MB)
+    assert ta.choose(busy, ["fast", "slow"], stats) == "slow"
+    # near the end (5 MB waiting: drain 1.36 s) the slow one would be the tail
+    assert ta.choose(FileToPlace(1, "f", 5 * MB, 5 * MB), ["fast", "slow"], stats) == "fast"

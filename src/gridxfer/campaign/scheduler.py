@@ -302,7 +302,8 @@ class Scheduler:
                     break
                 fid, name, src, size, n_att, expected, avoid = row
                 cands = [u for u in eligible if u not in avoid] or eligible
-                ep = selector.choose(selection.FileToPlace(fid, name, size), cands, stats)
+                backlog = max(0, self.acct.queued(tier) - 1) * size     # ~bytes still waiting
+                ep = selector.choose(selection.FileToPlace(fid, name, size, backlog), cands, stats)
                 dst = ep.rstrip("/") + "/" + name
                 job = Job(self._attempt_id, fid, tier, name, src, dst, ep, size, n_att + 1,
                           expected, avoid, now, self.acct.start(tier, ep, size, now))

@@ -31,6 +31,8 @@ class FileToPlace:
     file_id: int
     name: str
     size: int
+    # bytes still waiting on this link after this file (0 = none, or not known)
+    backlog_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,14 @@ class ThroughputAware:
     endpoint therefore gets a share of files proportional to its speed, and is given a
     file only when it would still finish it before a faster one would.
 
+    With a per-link cap on active transfers the queues stay short, so earliest-finish
+    alone would leave a slow endpoint idle while files wait. When the scheduler says how
+    much work is still waiting (``FileToPlace.backlog_bytes``), the pool cannot finish
+    before drain = (all pending + this file + backlog) / sum of capacities; every
+    endpoint that would finish this file by then is as good for the makespan, and the
+    least loaded of them (earliest start) gets it, so that no endpoint idles. Near the
+    end (drain close) this becomes earliest-finish again, which protects the tail.
+
     Unknown endpoints (no throughput measured yet) are probed with an optimistic prior:
     they are assumed as fast as the fastest known endpoint of the pool, but hold at most
     ``probe_sessions`` sessions until their throughput is known, so a slow unknown
@@ -172,6 +182,14 @@ class ThroughputAware:
         scores = [self.estimate(file, stats.get(c), prior) for c in candidates]
         if all(math.isinf(s) for s in scores):   # only busy unknown endpoints left
             return self._fallback.choose(file, candidates, stats)
+        if file.backlog_bytes > 0:
+            caps = [capacity(stats.get(c)) or prior for c in candidates]
+            queued = sum((stats.get(c) or EndpointStats(url=c)).pending_bytes for c in candidates)
+            drain = (queued + file.size + file.backlog_bytes) / sum(caps)
+            early = [i for i, sc in enumerate(scores) if sc <= drain]
+            if early:
+                starts = [scores[i] - max(file.size, 1) / caps[i] for i in early]
+                return self._ties.pick([candidates[i] for i in early], starts)
         return self._ties.pick(candidates, scores)
 
 

@@ -181,6 +181,9 @@ class Accounting:
     def cap(self, tier: str) -> int:
         return self._links[tier].cap
 
+    def queued(self, tier: str) -> int:
+        return self._links[tier].queued
+
     def active(self, tier: str) -> int:
         return self._links[tier].active
 
