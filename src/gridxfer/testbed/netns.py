@@ -165,3 +165,7 @@ def remove_etc(ns: str) -> None:
     for f in d.iterdir():
         f.unlink()
     d.rmdir()
+    try:
+        ETC_NETNS.rmdir()           # only if nobody else keeps files there
+    except OSError:
+        pass
