@@ -4,7 +4,9 @@
 into a :class:`DropAlerter`. When the rate stays below the absolute floor (or below
 ``baseline_fraction`` x the moving baseline) for a WHOLE window, it writes one
 ``PROCESS_SERVICE_CHECK_RESULT`` line to the Nagios external command file and/or runs
-the hook. It fires once per state change; recovery writes OK.
+the hook. It fires once per state change; recovery writes OK. The baseline is the
+in-run moving average of the rate (see ``_Baseline``): a baseline alert resolves itself
+once a lasting new level has been learnt; the floor alert does not.
 
 The command file is normally a FIFO read by nagios: it is opened non-blocking, so a
 stopped nagios never hangs a campaign (the alert is then recorded as undelivered).
@@ -52,7 +54,13 @@ class AlertEvent:
 
 @dataclass
 class _Baseline:
-    """In-run moving average of the rate; not updated while the rate is in a drop."""
+    """In-run moving average of the rate.
+
+    While young it is the time-weighted mean of everything seen (a start-up burst is
+    averaged out, not taken as the level); later an EWMA with time constant ``tau``.
+    During a baseline drop it keeps learning, 4x slower: a lasting new level becomes the
+    baseline in the end instead of locking a wrong one in forever.
+    """
 
     tau: float
     value: float | None = None
@@ -62,13 +70,14 @@ class _Baseline:
     def ready(self, now: float, window: float) -> bool:
         return self.value is not None and self.since is not None and now - self.since >= window
 
-    def update(self, now: float, rate: float) -> None:
-        if self.value is None or self.last is None:
+    def update(self, now: float, rate: float, *, slow: bool = False) -> None:
+        if self.value is None or self.last is None or self.since is None:
             self.value, self.since, self.last = rate, now, now
             return
         dt = max(0.0, now - self.last)
         self.last = now
-        alpha = min(1.0, dt / self.tau) if self.tau > 0 else 1.0
+        horizon = 4 * self.tau if slow else min(self.tau, max(now - self.since, dt))
+        alpha = min(1.0, dt / horizon) if horizon > 0 else 1.0
         self.value += alpha * (rate - self.value)
 
 
@@ -130,6 +139,8 @@ class DropAlerter:
             if under_floor else None
         self._base_since = (self._base_since if self._base_since is not None else now) \
             if under_base else None
+        if under_base and not under_floor:
+            self._baseline.update(now, rate, slow=True)
         if not under_floor and not under_base:
             self._baseline.update(now, rate)
             if self._state != OK:
