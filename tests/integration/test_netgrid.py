@@ -200,6 +200,9 @@ def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
         assert inv.endpoints["s1-xrd"].pid in ns_pids
         rtt = bench.rtt("s0", "s1", count=5, interval=0.1)
         assert 9.0 <= rtt.median_ms <= 11.0
+        here = bench.rtt("local", "s1", count=5, interval=0.1)   # this machine joins T0
+        assert 9.0 <= here.median_ms <= 11.0 and here.path.rtt_s == pytest.approx(0.010)
+        assert bench.tcp("local", "s0", duration=1).summary.avg > 100e6
     finally:
         pids = [p for ns in st["namespaces"] for p in netns.pids(ns)]
         netgrid.down()

@@ -81,15 +81,16 @@ class MatrixResult:
 
 
 def resolve(name: str) -> BenchHost:
-    hosts = netgrid.hosts()
+    """A testbed host by name; ``local`` is this machine where the topology has a controller."""
+    hosts = netgrid.hosts(with_local=True)
     if name not in hosts:
         raise UsageError(f"unknown host {name!r} (testbed hosts: {', '.join(sorted(hosts))})")
     h = hosts[name]
-    return BenchHost(h.name, h.address, h.netns)
+    return BenchHost(h.name, h.address, h.netns or None)
 
 
 def path_info(src: str, dst: str) -> PathInfo:
-    hosts = netgrid.hosts()
+    hosts = netgrid.hosts(with_local=True)
     ta, tb = hosts[src].tier, hosts[dst].tier
     for link in netgrid.status().get("links", []):
         if (link["from"], link["to"]) == (ta, tb):

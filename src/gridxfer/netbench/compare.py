@@ -70,9 +70,10 @@ def compare(src: str, dst: str, *, before: str, after: str, streams: int = 1,
             duration: float = 10.0, repeat: int = 3, omit: float = 0.0,
             png: str | Path | None = None) -> CompareResult:
     a, b = bench.resolve(src), bench.resolve(dst)
-    namespaces = [h.netns for h in (a, b) if h.netns]
-    if not namespaces:
-        raise UsageError("compare needs testbed hosts in network namespaces")
+    if not a.netns or not b.netns:
+        raise UsageError("compare tunes both ends: give two testbed hosts (not 'local', whose "
+                         "sysctls are this machine's)")
+    namespaces = [a.netns, b.netns]
     runs = []
     for name in (before, after):
         with profile_applied(name, namespaces) as (applied, skipped):

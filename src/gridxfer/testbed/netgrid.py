@@ -36,6 +36,7 @@ from .inventory import TestbedError, testbed_dir
 from .topology import ROUTER_ADDR, Topology, load
 
 STATE_NAME = "netgrid.json"
+LOCAL = "local"                 # this machine (root namespace) as a grid host
 MTU = wanlink.MTU
 TABLE_BASE = 1000
 Notify = Callable[[str], None]
@@ -115,7 +116,7 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
         "hosts": {h.name: {"netns": ns_name(topo.name, h.name), "address": h.address,
                            "tier": h.tier, "services": list(h.services), "role": h.role}
                   for h in topo.hosts},
-        "controller": topo.controller_address(),
+        "controller": topo.controller_address(), "controller_tier": topo.controller,
         "pids": {}, "links": [],
     }
     _save(st)
@@ -282,13 +283,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def hosts() -> dict[str, NetHost]:
-    """The hosts of the running grid (raises TestbedError if none is up)."""
+def hosts(*, with_local: bool = False) -> dict[str, NetHost]:
+    """The hosts of the running grid (raises TestbedError if none is up). With
+    ``with_local``, also ``local``: this machine's root namespace (netns ``""``), when the
+    topology attaches it to a tier (``controller``)."""
     st = _load_state()
     if st is None:
         raise TestbedError("no netns testbed is up; run `gridxfer testbed up TOPOLOGY` first")
-    return {name: NetHost(name, h["netns"], h["address"], h["tier"])
-            for name, h in st["hosts"].items()}
+    out = {name: NetHost(name, h["netns"], h["address"], h["tier"])
+           for name, h in st["hosts"].items()}
+    if with_local and st.get("controller") and st.get("controller_tier"):
+        out[LOCAL] = NetHost(LOCAL, "", st["controller"], st["controller_tier"])
+    return out
 
 
 def exec_in(host: str, argv: list[str]) -> int:
