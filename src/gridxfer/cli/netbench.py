@@ -52,8 +52,10 @@ def group() -> None:
     """iperf3 benchmarks between hosts of the netns testbed (`gridxfer testbed up`).
 
     \b
-    Hosts are testbed host names (see `gridxfer testbed status`). The iperf3
-    server runs in the destination host's namespace, the client in the source's.
+    Hosts are testbed host names (see `gridxfer testbed status`), or `local`
+    (this machine, where the topology attaches it to a tier with `controller:`).
+    The iperf3 server runs in the destination host's namespace, the client in
+    the source's.
     """
 
 
