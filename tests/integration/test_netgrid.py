@@ -195,6 +195,11 @@ def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
                        known_hosts=ssh["known_hosts"]) as target:
             res = target.run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"])
         assert res.rc == 0 and "198.19.61.10" in res.stdout, res
+        # ... and through Ansible, with the inventory `testbed up` wrote
+        ans = subprocess.run(["ansible", "-i", inv.extra["ansible_inventory"], "T1", "-m",
+                              "command", "-a", "ip -o -4 addr show dev eth0"],
+                             capture_output=True, text=True, timeout=120)
+        assert ans.returncode == 0 and "198.19.61.10" in ans.stdout, ans.stdout + ans.stderr
         # the xrootd server really runs inside s1's namespace
         ns_pids = netns.pids("gx-t5s-s1")
         assert inv.endpoints["s1-xrd"].pid in ns_pids

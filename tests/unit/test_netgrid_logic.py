@@ -74,3 +74,18 @@ def test_status_lines_render_hosts_links_servers_and_dead_processes():
     assert "t0-xrd" in text and "running" in text
     assert "ssh -i /k -o UserKnownHostsFile=/kh root@198.18.1.10" in text
     assert netgrid.status_lines({"mode": "netns", "up": False}) == ["no netns testbed is up"]
+
+
+def test_ansible_inventory_groups_by_tier_with_strict_host_keys():
+    from gridxfer.testbed.netservices import ansible_inventory
+    ssh = {"t1a-se01": {"host": "198.18.2.10", "port": 22, "user": "root", "key": "/k",
+                        "known_hosts": "/kh"},
+           "t0-se01": {"host": "198.18.1.10", "port": 22, "user": "root", "key": "/k",
+                       "known_hosts": "/kh"}}
+    text = ansible_inventory(ssh, {"t1a-se01": "T1-A", "t0-se01": "T0"})
+    lines = text.splitlines()
+    assert lines.index("[T0]") < lines.index("[T1_A]")
+    t1 = lines[lines.index("[T1_A]") + 1]
+    assert t1.startswith("t1a-se01 ansible_host=198.18.2.10 ansible_port=22 ansible_user=root")
+    assert "ansible_ssh_private_key_file=/k" in t1
+    assert "-o UserKnownHostsFile=/kh -o StrictHostKeyChecking=yes'" in t1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from .topology import Topology
 
 XROOTD_PORT = 1094
 SSH_PORT = 22
+ANSIBLE_NAME = "ansible-hosts.ini"
 SSHD = "/usr/sbin/sshd"
 GRIDFTP_PORT = 2811
 BASE_PREFIX = "gridxfer-netgrid-"
@@ -98,6 +100,10 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
                     "key": keys["key"], "known_hosts": keys["known_hosts"]}
             st["pids"].update({n: e.pid for n, e in endpoints.items()})
             _save(st)
+    if extra.get("ssh"):
+        path = inv_mod.testbed_dir() / ANSIBLE_NAME
+        path.write_text(ansible_inventory(extra["ssh"], {h.name: h.tier for h in topo.hosts}))
+        extra["ansible_inventory"] = str(path)
     inv = Inventory(mode="netns", endpoints=endpoints, env=env, base_dir=st.get("base_dir", ""),
                     pids=dict(st["pids"]), extra=extra)
     inv_mod.save_inventory(inv)
@@ -152,11 +158,29 @@ _SSH_PROBE = ("import socket,sys\n"
               "sys.exit(0 if s.recv(64).startswith(b'SSH-') else 1)\n")
 
 
+def ansible_inventory(ssh: dict[str, dict[str, Any]], tiers: dict[str, str]) -> str:
+    """An Ansible INI inventory of the hosts that run sshd, grouped by tier, with the
+    grid's key and strict host-key checking against its known_hosts."""
+    groups: dict[str, list[str]] = {}
+    for name, sh in sorted(ssh.items()):
+        group = re.sub(r"[^A-Za-z0-9_]", "_", tiers.get(name, "grid"))
+        groups.setdefault(group, []).append(
+            f"{name} ansible_host={sh['host']} ansible_port={sh['port']} "
+            f"ansible_user={sh['user']} ansible_ssh_private_key_file={sh['key']} "
+            f"ansible_ssh_common_args='-o UserKnownHostsFile={sh['known_hosts']} "
+            f"-o StrictHostKeyChecking=yes'")
+    out = ["# written by `gridxfer testbed up` (netns grid); hosts that run sshd"]
+    for group, lines in groups.items():
+        out += [f"[{group}]", *lines, ""]
+    return "\n".join(out)
+
+
 def cleanup_services(st: dict[str, Any]) -> None:
     """Remove server files and the inventory (processes died with their namespaces)."""
     base = st.get("base_dir")
     if base and Path(base).name.startswith(BASE_PREFIX):
         shutil.rmtree(base, ignore_errors=True)
+    (inv_mod.testbed_dir() / ANSIBLE_NAME).unlink(missing_ok=True)
     try:
         if inv_mod.load_inventory().mode == "netns":
             inv_mod.remove_inventory()
