@@ -72,61 +72,55 @@ def make_sources(root: Path, n: int, size: int, distinct: int = 8) -> Path:
 
 
 def measure_capacity(urls: dict[str, str], src_file: Path, size: int, *, sessions: int,
-                     seconds: float) -> dict[str, float]:
-    """Aggregate bytes/s each endpoint sustains, all endpoints loaded at once."""
+                     seconds: float, warmup: float) -> dict[str, float]:
+    """Steady aggregate bytes/s of each endpoint, all endpoints loaded at once.
+
+    ``sessions`` transfers per endpoint copy ``src_file`` over and over (same mover and
+    checks as the campaign). After ``warmup`` s (the XRootD throttle lets a fresh
+    server burst), an endpoint's capacity is the files completed after its first
+    completion in the window, over the time from that first to its last completion.
+    """
     from gridxfer.campaign.scheduler import default_mover_factory
     from gridxfer.movers.base import TransferParams
 
     stop = threading.Event()
     lock = threading.Lock()
-    credited = {name: 0 for name in urls}          # completed bytes + progress at the end
-    progress_seen = [False]
-    last_done = {name: 0.0 for name in urls}
-    completed = {name: 0 for name in urls}
+    done_at: dict[str, list[float]] = {name: [] for name in urls}
+    default_mover_factory(src_file.as_uri(), next(iter(urls.values())), False)   # load once
     t0 = time.time()
 
     def session(name: str, k: int) -> None:
         mover = default_mover_factory(src_file.as_uri(), urls[name], False)
         i = 0
         while not stop.is_set():
-            seen = [0]
-
-            def progress(done: int, total: int | None) -> None:
-                if stop.is_set():
-                    return
-                with lock:
-                    progress_seen[0] = True
-                    credited[name] += max(0, done - seen[0])
-                    seen[0] = max(seen[0], done)
-
             dst = f"{urls[name]}cap/{k}-{i}.dat"
             i += 1
             params = TransferParams(streams=1, overwrite=True, timeout=120.0, cancel=stop)
             try:
-                mover.copy(src_file.as_uri(), dst, params=params, progress=progress)
+                mover.copy(src_file.as_uri(), dst, params=params)
             except Exception:           # cancelled at the deadline, or a real failure
                 continue
             with lock:
                 if not stop.is_set():
-                    credited[name] += size - seen[0]
-                    completed[name] += 1
-                    last_done[name] = time.time() - t0
+                    done_at[name].append(time.time() - t0)
 
     threads = [threading.Thread(target=session, args=(name, k), daemon=True)
                for name in urls for k in range(sessions)]
     for th in threads:
         th.start()
-    time.sleep(seconds)
+    time.sleep(warmup + seconds)
     with lock:
         stop.set()
-        elapsed = time.time() - t0
-        snapshot = dict(credited)
+        got = {n: [t for t in ts if t >= warmup] for n, ts in done_at.items()}
     for th in threads:
         th.join(timeout=60)
-    if progress_seen[0]:
-        return {n: snapshot[n] / elapsed for n in urls}
-    # no progress callbacks from this mover: whole files up to the last completion
-    return {n: completed[n] * size / last_done[n] if last_done[n] else 0.0 for n in urls}
+    caps = {}
+    for name, ts in got.items():
+        if len(ts) >= 3 and ts[-1] > ts[0]:
+            caps[name] = (len(ts) - 1) * size / (ts[-1] - ts[0])
+        else:                   # too few completions to time: whole window
+            caps[name] = len(ts) * size / seconds
+    return caps
 
 
 def run_selector(label: str, selector: str, optimizer: str, exclusions: bool,
@@ -191,7 +185,8 @@ def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.N
         f"{args.files} files of {args.size / MB:g} MB from local disk; adler32 verified at "
         f"both ends; retries on.", "",
         f"Capacities measured in the same run (same mover and checks, all three endpoints "
-        f"loaded at once, {args.cap_sessions} sessions each, {args.cap_seconds:g} s): "
+        f"loaded at once, {args.cap_sessions} sessions each, {args.cap_seconds:g} s after a "
+        f"{args.cap_warmup:g} s warm-up, from the spacing of completed files): "
         + ", ".join(f"{n} {c / MB:.1f} MB/s" for n, c in caps.items())
         + f". Ideal = total bytes / sum of capacities = {total / ideal / MB:.1f} MB/s, "
           f"makespan {ideal:.1f} s.", "",
@@ -220,7 +215,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--slow-factor", type=float, default=10.0)
     p.add_argument("--max-active", type=int, default=9)
     p.add_argument("--cap-sessions", type=int, default=3)
-    p.add_argument("--cap-seconds", type=float, default=8.0)
+    p.add_argument("--cap-seconds", type=float, default=10.0)
+    p.add_argument("--cap-warmup", type=float, default=3.0)
     p.add_argument("--selectors", default="round-robin,least-pending,throughput-aware")
     p.add_argument("--no-dns", action="store_true",
                    help="skip the round-robin run without exclusions (the slowest one)")
@@ -262,8 +258,8 @@ def _run(args: argparse.Namespace, command: str, work: Path) -> int:
         os.environ.update(inv.client_env())
         pool = {n: inv.endpoints[n].url for n in (*FAST, SLOW)}
         print(f"grid up: {pool}", flush=True)
-        caps = measure_capacity(pool, src / "f0000.dat", args.size,
-                                sessions=args.cap_sessions, seconds=args.cap_seconds)
+        caps = measure_capacity(pool, src / "f0000.dat", args.size, sessions=args.cap_sessions,
+                                seconds=args.cap_seconds, warmup=args.cap_warmup)
         print("capacities: " + ", ".join(f"{n} {c / MB:.1f} MB/s" for n, c in caps.items()),
               flush=True)
         selectors = args.selectors.split(",")

@@ -17,12 +17,16 @@ def test_aggregate_throughput_from_overlapping_sessions():
     assert s.completed == 2 and s.pending == 0 and s.pending_bytes == 0
 
 
-def test_staggered_sessions_count_the_mean_load():
-    m = EndpointMeter(alpha=1.0)
-    m.start("a", 1, 10 * MB, 0.0)       # alone for 1 s at 10 MB/s, then shares for 1.8 s
-    m.start("a", 2, 10 * MB, 1.0)
-    m.end("a", 1, True, 2.8)            # 10 MB in 2.8 s at a mean load of 1.64 sessions
-    assert abs(m.snapshot(2.8)["a"].throughput - 10 / 2.8 * (1 + 1.8 * 2) / 2.8 * MB) < 1
+def test_busy_time_not_per_transfer_rates():
+    m = EndpointMeter(alpha=1.0, window=2.0)
+    m.start("a", 1, 10 * MB, 0.0)       # 1 s of set-up, then 10 MB at 10 MB/s
+    m.end("a", 1, True, 2.0)
+    assert m.snapshot(2.0)["a"].throughput == 5 * MB      # 10 MB over 2 busy seconds
+    m.start("a", 2, 10 * MB, 10.0)      # idle 2..10 s does not count
+    m.progress("a", 2, 4 * MB, 11.0)
+    assert m.snapshot(11.0)["a"].throughput == 5 * MB     # < 2 busy seconds: no new sample
+    m.end("a", 2, True, 12.0)
+    assert m.snapshot(12.0)["a"].throughput == 5 * MB     # 10 MB in 2 s
 
 
 def test_progress_lowers_pending_bytes_and_failures_count_in_a_row():

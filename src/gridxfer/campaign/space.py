@@ -2,8 +2,9 @@
 
 ``query_free(url) -> int | None`` asks the storage itself:
 
-- ``root://``: XRootD ``query space`` (``oss.free`` of the space holding the path; a
-  path that does not exist yet reports 0 of 0, so the nearest existing parent is asked);
+- ``root://``: XRootD ``query space`` (``oss.free`` of the space holding the path),
+  asked of the nearest existing directory (a path that does not exist yet gets a
+  meaningless answer);
 - ``file://``: ``statvfs``;
 - any other scheme: the metadata mover's ``space(url) -> (free, total)`` when it
   declares ``capabilities.space``; otherwise unknown (None).
@@ -33,8 +34,15 @@ def _xrootd_free(url: str) -> int | None:
     path = "/" + path.lstrip("/")
     fs = client.FileSystem(f"{parts.scheme}://{parts.netloc}")
     while path not in ("", "/"):
-        status, reply = fs.query(QueryCode.SPACE, path if path.endswith("/") else path + "/",
-                                 timeout=5)
+        # XRootD answers "query space" for a path that does not exist with garbage
+        # (0 of 0, or 0 free of the whole space): ask the nearest existing directory
+        status, _ = fs.stat(path, timeout=5)
+        if not status.ok:
+            if status.errno not in (3011, 2):           # kXR_NotFound / ENOENT
+                return None
+            path = path.rstrip("/").rsplit("/", 1)[0]
+            continue
+        status, reply = fs.query(QueryCode.SPACE, path.rstrip("/") + "/", timeout=5)
         if not status.ok or reply is None:
             return None
         fields = dict(kv.partition("=")[::2] for kv in
@@ -43,9 +51,7 @@ def _xrootd_free(url: str) -> int | None:
             total, free = int(fields.get("oss.space", 0)), int(fields.get("oss.free", 0))
         except ValueError:
             return None
-        if total > 0:
-            return free
-        path = path.rstrip("/").rsplit("/", 1)[0]      # not there yet: ask its parent
+        return free if total > 0 else None
     return None
 
 
