@@ -141,7 +141,8 @@ def _adler32(path: Path) -> str:
 
 
 def _leftovers(st: dict) -> list[str]:
-    left = [f"netns {ns}" for ns in st["namespaces"] if netns.exists(ns)]
+    left = [f"netns {ns}" for ns in st["namespaces"] + st.get("scratch_namespaces", [])
+            if netns.exists(ns)]
     left += [f"/etc/netns/{ns}" for ns in st["namespaces"] if (netns.ETC_NETNS / ns).exists()]
     left += [f"link {d}" for d in st.get("root_links", []) if netns.link_exists(None, d)]
     if st.get("base_dir") and Path(st["base_dir"]).exists():

@@ -11,12 +11,12 @@ Layout (``name`` = topology name)::
 
 Packets written back by the delay line arrive *from* the TUN, so the main table (one /32
 per host) delivers them. Where tc has netem, or a link has no RTT and no loss, a veth loop
-replaces the TUN (:mod:`gridxfer.testbed.wanlink`). State (namespaces, devices, pids) is written to
-``$GRIDXFER_HOME/testbed/netgrid.json`` *before* anything is created, so ``down`` removes
-everything even after ``kill -9`` of ``up``.
+replaces the TUN (:mod:`gridxfer.testbed.wanlink`). State (namespaces, devices, pids) is
+written to ``$GRIDXFER_HOME/testbed/netgrid.json`` *before* anything is created, so ``down``
+removes everything even after ``kill -9`` of ``up``.
 
-API (used by ``gridxfer testbed``): :func:`up`, :func:`down`, :func:`status`,
-:func:`exec_in`, :func:`endpoints`.
+API (used by ``gridxfer testbed`` and netbench): :func:`up`, :func:`down`, :func:`status`,
+:func:`status_lines`, :func:`exec_in`, :func:`hosts`.
 """
 from __future__ import annotations
 
@@ -109,6 +109,7 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
         "phase": "building", "router": router,
         # hosts first, router last: the order down() deletes them
         "namespaces": [ns_name(topo.name, h.name) for h in topo.hosts] + [router],
+        "scratch_namespaces": [ns_name(topo.name, "probe")],     # the netem test, short-lived
         "root_links": [f"gxc-{topo.name}"] if topo.controller else [],
         "hosts": {h.name: {"netns": ns_name(topo.name, h.name), "address": h.address,
                            "tier": h.tier, "services": list(h.services), "role": h.role}
@@ -119,7 +120,7 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
     _save(st)
     try:
         netservices.placeholder_inventory(st)
-        st["netem"] = netns.netem_available(f"gx-{topo.name}-probe")
+        st["netem"] = netns.netem_available(st["scratch_namespaces"][0])
         netbuild.build_network(topo, st, _save)
         if services:
             inv = netservices.start_services(topo, st, notify)
@@ -143,7 +144,7 @@ def down() -> None:
     if st is None:
         return
     netns.kill_pids([int(p) for p in st.get("pids", {}).values() if _is_ours(int(p))])
-    for ns in st.get("namespaces", []):
+    for ns in st.get("scratch_namespaces", []) + st.get("namespaces", []):
         netns.delete(ns)
     for ns in st.get("namespaces", []):
         netns.remove_etc(ns)
