@@ -53,14 +53,16 @@ def _prepare_dir(data_dir: Path, sub: str, user: str) -> Path:
 
 
 def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, streams: int,
-                 active: int, checksum: bool) -> dict[str, Callable[[str], float]]:
+                 active: int, checksum: bool,
+                 gx_active: int | None = None) -> dict[str, Callable[[str], float]]:
     """tool -> run(sub) -> seconds; ``sub`` is the destination sub-directory to fill."""
     src_url = f"file://{srcs[0].parent}/"
 
     def gx(base: str, tag: str) -> Callable[[str], float]:
         def run(sub: str) -> float:
             spec = write_campaign(work / f"{tag}.yaml", f"bench-bulk-{tag}", src_url,
-                                  [base + sub + "/"], streams=streams, active=active,
+                                  [base + sub + "/"], streams=streams,
+                                  active=gx_active or active,
                                   checksum=checksum)
             return gridxfer_run(spec)
         return run
@@ -108,6 +110,33 @@ def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, st
 
     return {"gx-root": gx(xrd_url, "root"), "gx-gsiftp": gx(gsi_url, "gsiftp"),
             "xrdcp": xrdcp, "guc": guc, "gfal": gfal}
+
+
+def _one(tool: str, run: Callable[[str], float], xrd, gsi, user: str, files: int,
+         size: int) -> Result:
+    ep = xrd if protocol(tool) == "root" else gsi
+    sub = f"bulk-{tool}"
+    dest = _prepare_dir(Path(ep.data_dir), sub, user)
+    try:
+        secs = run(sub)
+        check_copies(dest, files, size)
+        return Result(tool, secs, files, files * size)
+    except BenchError as exc:
+        return Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+def best_of(runs: list[Result]) -> Result:
+    """The fastest successful run (the machine is shared: slower runs measure the load)."""
+    ok = [r for r in runs if r.ok]
+    if not ok:
+        return runs[-1]
+    best = min(ok, key=lambda r: r.seconds)
+    if len(runs) == 1:
+        return best
+    note = f"best of {len(runs)}: " + "/".join(f"{r.seconds:.1f}" if r.ok else "fail" for r in runs) + " s"
+    return Result(best.tool, best.seconds, best.files, best.nbytes, note=note)
 
 
 def protocol(tool: str) -> str:
@@ -203,6 +232,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--active", type=int, default=4)
     ap.add_argument("--checksum", choices=("on", "off"), default="on")
     ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--gx-active", type=int, default=None,
+                    help="gridxfer's concurrency (default: --active, the peers' value)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="interleaved rounds; the table keeps each tool's best run")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--wan", action="store_true", help="over the netns testbed's emulated link")
     ap.add_argument("--rate", default="1Gbit", help="--wan link rate (default 1Gbit)")
@@ -224,22 +257,16 @@ def main(argv: list[str]) -> int:
         grid = wan_grid(work, args.rate, args.rtt) if args.wan else loopback_grid(shm)
         with grid as (xrd, gsi, user):
             runners = tool_runners(srcs, xrd.url, gsi.url, work, streams=args.streams,
-                                   active=args.active, checksum=args.checksum == "on")
-            for tool in tools:
-                ep = xrd if protocol(tool) == "root" else gsi
-                sub = f"bulk-{tool}"
-                dest = _prepare_dir(Path(ep.data_dir), sub, user)
-                try:
-                    secs = runners[tool](sub)
-                    check_copies(dest, args.files, args.size)
-                    res = Result(tool, secs, args.files, args.files * args.size)
-                except BenchError as exc:
-                    res = Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
-                finally:
-                    shutil.rmtree(dest, ignore_errors=True)
-                results.append(res)
-                print(f"{tool:10s} {res.seconds:7.1f} s  {res.bytes_per_s / 1e6:7.0f} MB/s "
-                      f"{res.note}", flush=True)
+                                   active=args.active, checksum=args.checksum == "on",
+                                   gx_active=args.gx_active)
+            runs: dict[str, list[Result]] = {t: [] for t in tools}
+            for rnd in range(args.rounds):          # interleaved: tool order rotates per round
+                for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
+                    res = _one(tool, runners[tool], xrd, gsi, user, args.files, args.size)
+                    runs[tool].append(res)
+                    print(f"round {rnd + 1} {tool:10s} {res.seconds:7.1f} s  "
+                          f"{res.bytes_per_s / 1e6:7.0f} MB/s {res.note}", flush=True)
+            results = [best_of(runs[t]) for t in tools]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -250,7 +277,9 @@ def main(argv: list[str]) -> int:
         where = f"emulated WAN {args.rate} / {args.rtt} RTT (netns testbed)" if args.wan \
             else "loopback"
         title = (f"{where}, {args.files} x {fmt_bytes(args.size)}, streams {args.streams}, "
-                 f"{args.active} at a time, checksum {args.checksum}")
+                 f"{args.active} at a time, checksum {args.checksum}"
+                 + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else "")
+                 + (f", gridxfer max_active {args.gx_active}" if args.gx_active else ""))
         append_results("Bulk", title, command_line("bulk", argv),
                        table + "\n\n" + "\n".join(f"- {g}" for g in goals))
     return 0 if goals and all(g.startswith("GOAL MET") for g in goals) else 1
