@@ -267,3 +267,28 @@ def test_cancel_gridftp_mid_transfer(local_grid, tmp_path, route):
             local_grid.local_path(src).unlink()
     assert err.value.error_class is ErrorClass.CANCELLED
     assert _leftovers(local_grid.local_path(local_grid.endpoints["t1a-gsiftp"].url + sub)) == []
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("kind,route", [("xrootd", "file"), ("ftp", "file"), ("xrootd", "root-tpc")])
+def test_full_destination_is_no_space(make_grid, tmp_path, kind, route):
+    """A 1 MiB tmpfs data dir: a 3 MiB copy fails with NO_SPACE and leaves nothing.
+    (gsiftp is left out: globus-url-copy -p N with DCAU hangs in about 1 of 3 such
+    failures; the mover's watchdog kills it after 15 s and reports OTHER.)"""
+    if os.geteuid() != 0:
+        pytest.skip("size-limited endpoints need root (tmpfs)")
+    specs = [localgrid.ServerSpec("full", kind, "T9", size_limit=1 << 20)]
+    if route == "root-tpc":
+        specs.append(localgrid.ServerSpec("feeder", "xrootd", "T9"))
+    inv = make_grid(specs)
+    if route == "root-tpc":
+        src = localgrid.put_local(inv, "feeder", "f.dat", PAYLOAD)
+    else:
+        (tmp_path / "f.dat").write_bytes(PAYLOAD)
+        src = f"file://{tmp_path}/f.dat"
+    dst = inv.endpoints["full"].url + "sub/f.dat"
+    tpc = route.endswith("tpc")
+    with pytest.raises(TransferError) as err:
+        get_mover(src, dst, third_party=tpc).copy(src, dst, params=_params(third_party=tpc))
+    assert err.value.error_class is ErrorClass.NO_SPACE, str(err.value)
+    assert _leftovers(inv.local_path(inv.endpoints["full"].url + "sub/")) == []

@@ -171,6 +171,18 @@ def _quiet_unlink(ops: Ops, url: str) -> None:
         pass
 
 
+def _short_of_space(ops: Ops, url: str, missing: int) -> bool:
+    """A short copy on a full destination is NO_SPACE (an XRootD TPC reports success)."""
+    space = getattr(ops, "space", None)
+    if space is None or missing <= 0:
+        return False
+    try:
+        free, _total = space(split_dir(url)[0])
+    except Exception:  # noqa: BLE001 - no space query here: keep the size error
+        return False
+    return free < missing
+
+
 # raw copy: (src, tmp_dst) -> (streams_used, mode); raises TransferError.
 RawCopy = Callable[[str, str], tuple[int, str]]
 
@@ -204,7 +216,9 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
         streams_used, mode = raw_copy(src, tmp)
         got = dst_ops.stat(tmp).size
         if got != entry.size:
-            raise TransferError(ErrorClass.CHECKSUM, f"{dst}: size {got} != source size {entry.size}")
+            cls = ErrorClass.NO_SPACE if _short_of_space(dst_ops, dst, entry.size - got) \
+                else ErrorClass.CHECKSUM
+            raise TransferError(cls, f"{dst}: size {got} != source size {entry.size}")
         dst_sum = None
         if verify in ("destination", "both"):
             dst_sum = dst_ops.checksum(tmp, "adler32")

@@ -14,6 +14,9 @@ import signal
 import subprocess
 import threading
 import time
+from urllib.parse import urlsplit
+
+import psutil
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
@@ -104,16 +107,22 @@ class GlobusUrlCopyMover:
         out_reader = threading.Thread(target=self._read_progress, args=(proc, progress), daemon=True)
         out_reader.start()
         deadline = time.monotonic() + params.timeout
+        watchdog = _DataWatchdog(proc.pid, _control_port(args[-2], args[-1]))
         reason: ErrorClass | None = None
+        why = ""
         while proc.poll() is None:
             try:
-                proc.wait(timeout=0.2)
+                proc.wait(timeout=0.25)
             except subprocess.TimeoutExpired:
                 pass
             if params.cancel is not None and params.cancel.is_set():
-                reason = ErrorClass.CANCELLED
+                reason, why = ErrorClass.CANCELLED, "cancelled"
             elif time.monotonic() > deadline:
-                reason = ErrorClass.TIMEOUT
+                reason, why = ErrorClass.TIMEOUT, f"not finished within {params.timeout:g} s"
+            elif watchdog.stalled():
+                reason, why = ErrorClass.OTHER, (
+                    f"globus-url-copy hung without data connections for "
+                    f"{DATA_GONE_LIMIT:g} s (seen when the destination is full)")
             if reason is not None:
                 _kill(proc)
                 break
@@ -122,7 +131,7 @@ class GlobusUrlCopyMover:
         out_reader.join(5)
         stderr = b"".join(errors).decode(errors="replace")
         if reason is not None:
-            raise TransferError(reason, f"{args[-2]} -> {args[-1]}: {reason.value}")
+            raise TransferError(reason, f"{args[-2]} -> {args[-1]}: {why}")
         if proc.returncode != 0:
             done = subprocess.CompletedProcess(args, proc.returncode, "", stderr)
             side = _side(stderr, remote_src)
@@ -140,6 +149,44 @@ class GlobusUrlCopyMover:
             found = _BYTES.findall(buf)
             if found:
                 progress(int(found[-1]), None)
+
+
+DATA_GONE_LIMIT = 15.0
+
+
+def _control_port(src: str, dst: str) -> int:
+    remote = src if scheme_of(src) != "file" else dst
+    port = urlsplit(remote).port
+    return port or 2811
+
+
+class _DataWatchdog:
+    """globus-url-copy -p N (MODE E) sometimes never returns when the server fails the
+    transfer (e.g. ENOSPC): data connections gone, control connection idle, no output.
+    Stalled = no data connection for DATA_GONE_LIMIT s (since the start or the last one)."""
+
+    def __init__(self, pid: int, control_port: int) -> None:
+        self.pid, self.control_port = pid, control_port
+        self.gone_since: float | None = time.monotonic()
+        self.next_check = 0.0
+
+    def stalled(self) -> bool:
+        now = time.monotonic()
+        if now < self.next_check:
+            return False
+        self.next_check = now + 0.5
+        try:
+            conns = psutil.Process(self.pid).net_connections(kind="tcp")
+        except (psutil.Error, OSError):
+            return False
+        data = [c for c in conns if c.status == psutil.CONN_ESTABLISHED and c.raddr
+                and c.raddr.port != self.control_port]
+        if data:
+            self.gone_since = None
+            return False
+        if self.gone_since is None:
+            self.gone_since = now
+        return now - self.gone_since > DATA_GONE_LIMIT
 
 
 def _side(stderr: str, remote_src: bool) -> str:
