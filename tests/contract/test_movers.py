@@ -101,10 +101,11 @@ def test_copy_verifies_and_places_file(route):
     src, dst, src_url, tpc, expected = route
     mover = get_mover(src_url, dst.url("out/f.dat"), third_party=tpc)
     assert mover.name == expected
-    seen: list[int] = []
+    seen: list[tuple[int, int | None]] = []
     out = mover.copy(src_url, dst.url("out/f.dat"), params=_params(third_party=tpc),
-                     progress=lambda done, total: seen.append(done))
+                     progress=lambda done, total: seen.append((done, total)))
     assert out.bytes == len(PAYLOAD) and out.checksum == PAYLOAD_SUM
+    assert all(total == len(PAYLOAD) and 0 <= done <= total for done, total in seen), seen
     assert dst.path("out/f.dat").read_bytes() == PAYLOAD
     assert sorted(os.listdir(dst.path("out"))) == ["f.dat"]          # no temp name left
     assert mover_for(dst.url("out/f.dat")).checksum(dst.url("out/f.dat")) == PAYLOAD_SUM

@@ -36,7 +36,9 @@ def test_adler32_is_zero_padded(tmp_path):
 
 
 def _raw_writer(payload: bytes):
-    def raw(src: str, tmp: str):
+    def raw(src: str, tmp: str, progress=None):
+        if progress:
+            progress(len(payload), None)
         with open(local_path(tmp), "wb") as fh:
             fh.write(payload)
         return 1, "test"
@@ -46,8 +48,11 @@ def _raw_writer(payload: bytes):
 def test_verified_copy_renames_into_place(tmp_path):
     (tmp_path / "src").write_bytes(b"hello")
     ops = LocalOps()
+    seen = []
     out = verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/d/dst", TransferParams(),
-                        src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"))
+                        src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"),
+                        progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(5, 5)]                         # the total is filled in from the source size
     assert out.checksum == normalise_adler32(zlib.adler32(b"hello")) and out.bytes == 5
     assert os.listdir(tmp_path / "d") == ["dst"]
 

@@ -12,7 +12,8 @@ from typing import Callable, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers.base import Entry, TransferOutcome, TransferParams, normalise_adler32
+from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
+                                  normalise_adler32)
 from gridxfer.movers.classify import transfer_error
 
 TEMP_MARK = ".gxpart-"
@@ -183,12 +184,12 @@ def _short_of_space(ops: Ops, url: str, missing: int) -> bool:
     return free < missing
 
 
-# raw copy: (src, tmp_dst) -> (streams_used, mode); raises TransferError.
-RawCopy = Callable[[str, str], tuple[int, str]]
+# raw copy: (src, tmp_dst, progress) -> (streams_used, mode); raises TransferError.
+RawCopy = Callable[[str, str, "ProgressFn | None"], tuple[int, str]]
 
 
 def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, dst_ops: Ops,
-                  raw_copy: RawCopy) -> TransferOutcome:
+                  raw_copy: RawCopy, progress: ProgressFn | None = None) -> TransferOutcome:
     """The integrity path shared by every mover."""
     start = time.monotonic()
     if params.cancel is not None and params.cancel.is_set():
@@ -213,7 +214,11 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     ensure_dir(dst_ops, split_dir(dst)[0])
     tmp = temp_url(dst)
     try:
-        streams_used, mode = raw_copy(src, tmp)
+        report = None
+        if progress is not None:
+            def report(done: int, total: int | None) -> None:
+                progress(done, total or entry.size)
+        streams_used, mode = raw_copy(src, tmp, report)
         got = dst_ops.stat(tmp).size
         if got != entry.size:
             cls = ErrorClass.NO_SPACE if _short_of_space(dst_ops, dst, entry.size - got) \

@@ -133,10 +133,11 @@ class GfalMover:
         if params.third_party and pair not in self.tpc_pairs:
             raise UsageError(f"gfal2 third-party copy needs gsiftp/ftp on both ends: {src} -> {dst}")
 
-        def raw(s: str, tmp: str) -> tuple[int, str]:
-            return self._filecopy(s, tmp, params, progress, pair)
+        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
+            return self._filecopy(s, tmp, params, report, pair)
 
-        return verified_copy(src, dst, params, src_ops=self, dst_ops=self, raw_copy=raw)
+        return verified_copy(src, dst, params, src_ops=self, dst_ops=self, raw_copy=raw,
+                             progress=progress)
 
     def _filecopy(self, src: str, tmp: str, params: TransferParams, progress: ProgressFn | None,
                   pair: tuple[str, str]) -> tuple[int, str]:

@@ -83,11 +83,11 @@ class GlobusUrlCopyMover:
         if shutil.which(self.binary) is None:
             raise UsageError(f"{self.binary} not found (install globus-gass-copy-progs)")
 
-        def raw(s: str, tmp: str) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, progress)
+        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
+            return self.raw_copy(s, tmp, params, report)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw)
+                             raw_copy=raw, progress=progress)
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:

@@ -68,7 +68,7 @@ class SpoolMover:
             raise UsageError(f"third-party copy is impossible between {pair[0]}:// and "
                              f"{pair[1]}://: {src} -> {dst}")
 
-        def raw(s: str, tmp: str) -> tuple[int, str]:
+        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
             fd, spool = tempfile.mkstemp(prefix=".gxspool-", dir=spool_dir())
             os.close(fd)
             os.unlink(spool)   # the leg's client creates it (xrdcp refuses an existing file)
@@ -76,12 +76,12 @@ class SpoolMover:
 
             def first(done: int, total: int | None) -> None:
                 half["first"] = done
-                if progress:
-                    progress(done // 2, total)
+                if report:
+                    report(done // 2, total)
 
             def second(done: int, total: int | None) -> None:
-                if progress:
-                    progress(half["first"] // 2 + done // 2, total)
+                if report:
+                    report(half["first"] // 2 + done // 2, total)
 
             try:
                 n1, m1 = self._leg(s).raw_copy(s, "file://" + spool, params, first)
@@ -94,4 +94,4 @@ class SpoolMover:
             return min(n1, n2), f"spool:{m1}+{m2}"
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw)
+                             raw_copy=raw, progress=progress)

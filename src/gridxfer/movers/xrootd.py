@@ -155,11 +155,11 @@ class XRootDMover:
         if params.third_party and pair not in self.tpc_pairs:
             raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
 
-        def raw(s: str, tmp: str) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, progress)
+        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
+            return self.raw_copy(s, tmp, params, report)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw)
+                             raw_copy=raw, progress=progress)
 
     def raw_copy(self, src: str, tmp: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
