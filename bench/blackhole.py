@@ -75,17 +75,19 @@ def measure_capacity(urls: dict[str, str], src_file: Path, size: int, *, session
                      seconds: float, warmup: float) -> dict[str, float]:
     """Steady aggregate bytes/s of each endpoint, all endpoints loaded at once.
 
-    ``sessions`` transfers per endpoint copy ``src_file`` over and over (same mover and
-    checks as the campaign). After ``warmup`` s (the XRootD throttle lets a fresh
-    server burst), an endpoint's capacity is the files completed after its first
-    completion in the window, over the time from that first to its last completion.
+    ``sessions`` transfers per endpoint copy ``src_file`` back to back (same mover and
+    checks as the campaign). An endpoint's capacity is the sum over its sessions of
+    each session's rate (bytes / seconds of its transfers that started after ``warmup``
+    s, since the XRootD throttle lets a fresh server burst). A slow server's transfers
+    can take longer than the window, so the run lasts until every session has timed one.
     """
     from gridxfer.campaign.scheduler import default_mover_factory
     from gridxfer.movers.base import TransferParams
 
     stop = threading.Event()
     lock = threading.Lock()
-    done_at: dict[str, list[float]] = {name: [] for name in urls}
+    spans: dict[tuple[str, int], list[tuple[float, float]]] = {
+        (name, k): [] for name in urls for k in range(sessions)}
     default_mover_factory(src_file.as_uri(), next(iter(urls.values())), False)   # load once
     t0 = time.time()
 
@@ -96,30 +98,37 @@ def measure_capacity(urls: dict[str, str], src_file: Path, size: int, *, session
             dst = f"{urls[name]}cap/{k}-{i}.dat"
             i += 1
             params = TransferParams(streams=1, overwrite=True, timeout=120.0, cancel=stop)
+            started = time.time() - t0
             try:
                 mover.copy(src_file.as_uri(), dst, params=params)
             except Exception:           # cancelled at the deadline, or a real failure
                 continue
             with lock:
                 if not stop.is_set():
-                    done_at[name].append(time.time() - t0)
+                    spans[(name, k)].append((started, time.time() - t0))
 
     threads = [threading.Thread(target=session, args=(name, k), daemon=True)
                for name in urls for k in range(sessions)]
     for th in threads:
         th.start()
     time.sleep(warmup + seconds)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with lock:
+            timed = all(any(a >= warmup for a, _ in v) for v in spans.values())
+        if timed:
+            break
+        time.sleep(0.2)
     with lock:
         stop.set()
-        got = {n: [t for t in ts if t >= warmup] for n, ts in done_at.items()}
+        got = {key: [(a, b) for a, b in v if a >= warmup] for key, v in spans.items()}
     for th in threads:
         th.join(timeout=60)
-    caps = {}
-    for name, ts in got.items():
-        if len(ts) >= 3 and ts[-1] > ts[0]:
-            caps[name] = (len(ts) - 1) * size / (ts[-1] - ts[0])
-        else:                   # too few completions to time: whole window
-            caps[name] = len(ts) * size / seconds
+    caps = {name: 0.0 for name in urls}
+    for (name, _), v in got.items():
+        busy = sum(b - a for a, b in v)
+        if busy > 0:
+            caps[name] += len(v) * size / busy
     return caps
 
 
@@ -185,8 +194,8 @@ def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.N
         f"{args.files} files of {args.size / MB:g} MB from local disk; adler32 verified at "
         f"both ends; retries on.", "",
         f"Capacities measured in the same run (same mover and checks, all three endpoints "
-        f"loaded at once, {args.cap_sessions} sessions each, {args.cap_seconds:g} s after a "
-        f"{args.cap_warmup:g} s warm-up, from the spacing of completed files): "
+        f"loaded at once, {args.cap_sessions} sessions each, transfers started after a "
+        f"{args.cap_warmup:g} s warm-up; sum of the sessions' rates): "
         + ", ".join(f"{n} {c / MB:.1f} MB/s" for n, c in caps.items())
         + f". Ideal = total bytes / sum of capacities = {total / ideal / MB:.1f} MB/s, "
           f"makespan {ideal:.1f} s.", "",

@@ -184,3 +184,12 @@ def test_a_stalled_endpoint_trips_the_breaker():
     # a usually slow mover (2 s between movements) gets 10 x that before it counts
     slowpoke = dict(pending=1, pending_bytes=MB, stalled=15.0, move_gap=2.0)
     assert "b" in eligible(p, stats(b=slowpoke), 100.0)[0]
+
+
+def test_a_busy_slow_endpoint_is_not_taken_for_a_stalled_one():
+    p = DefaultExclusions(stall_after=10.0)
+    # 7 sessions sharing 2.5 MB/s on 35 MB finish together after ~14 s: not a stall at 20 s
+    busy = dict(pending=7, pending_bytes=35 * MB, stalled=20.0, move_gap=1.0,
+                throughput=2.5 * MB, completed=9)
+    assert "a" in eligible(p, stats(a=busy), 100.0)[0]
+    assert "a" not in eligible(p, stats(a=dict(busy, stalled=29.0)), 101.0)[0]

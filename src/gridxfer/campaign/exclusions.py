@@ -13,7 +13,8 @@ Three rules, checked in this order for each candidate of a pool:
 2. **Circuit breaker.** ``failure_threshold`` failures in a row that are the endpoint's
    fault (connection, timeout, checksum, permission, other), or a stall (transfers in
    flight but no byte moved for ``stall_after`` s, or ``stall_factor`` times the usual
-   gap between movements if that is longer: a dead or hung server), open the circuit
+   gap between movements, or twice the time its pending bytes need at its throughput,
+   whichever is longest: a dead or hung server, not a busy one), open the circuit
    for a cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
    the circuit is half-open: one probe transfer at a time is let through; a success
    closes it, a failure opens it again.
@@ -170,7 +171,9 @@ class DefaultExclusions:
         return None
 
     def _breaker(self, url: str, st: _State, es: EndpointStats, now: float) -> Exclusion | None:
-        limit = max(self.stall_after, self.stall_factor * es.move_gap)
+        cap = capacity(es)
+        drain = es.pending_bytes / cap if cap > 0 else 0.0   # when its work should be done
+        limit = max(self.stall_after, self.stall_factor * es.move_gap, 2 * drain)
         if es.pending > 0 and es.stalled >= limit and (st.open_until is None
                                                        or now >= st.open_until):
             st.trips += 1

@@ -107,9 +107,7 @@ class AdaptiveConcurrency:
         if st is None:
             st = self._links[link.tier] = _Link(self.start, f"start at {self.start}",
                                                 next_at=now + self.interval)
-            if link.moved >= 0:             # measured from now on: no settling needed
-                st.mark, st.settle = (now, link.moved), False
-            return Decision(st.cap, st.reason)
+            return Decision(st.cap, st.reason)      # the first interval is a warm-up
         st.succeeded += link.succeeded
         st.failed += link.failed
         if now < st.next_at:
