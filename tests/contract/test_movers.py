@@ -242,8 +242,8 @@ def test_timeout_xrootd(slow_xrd, tmp_path):
 
 @pytest.mark.parametrize("route", ["file-gsiftp", "gsiftp-gsiftp-tpc"])
 def test_cancel_gridftp_mid_transfer(local_grid, tmp_path, route):
-    """1 GiB sparse files keep GridFTP busy for seconds; cancel 1.5 s after the start."""
-    size = 1 << 30
+    """4 GiB sparse files keep GridFTP busy for seconds; cancel 1.5 s after the start."""
+    size = 4 << 30
     tpc = route.endswith("tpc")
     if tpc:
         src = local_grid.endpoints["t0-gsiftp"].url + f"cancel-{uuid.uuid4().hex[:6]}.dat"
