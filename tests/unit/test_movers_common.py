@@ -88,3 +88,14 @@ def test_verified_copy_refuses_existing_and_missing(tmp_path):
         verified_copy(f"file://{tmp_path}/nope", f"file://{tmp_path}/x", TransferParams(),
                       src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b""))
     assert err.value.error_class is ErrorClass.SOURCE_MISSING
+
+
+def test_stale_spool_files_are_swept(tmp_path):
+    from gridxfer.movers.spool import sweep_stale
+
+    dead = 4_000_000  # above pid_max: no such process
+    (tmp_path / f".gxspool-{dead}-abc").write_bytes(b"partial")
+    (tmp_path / f".gxspool-{os.getpid()}-def").write_bytes(b"mine, in use")
+    (tmp_path / "other").write_bytes(b"not ours")
+    assert sweep_stale(str(tmp_path)) == [f".gxspool-{dead}-abc"]
+    assert sorted(os.listdir(tmp_path)) == sorted([f".gxspool-{os.getpid()}-def", "other"])

@@ -6,12 +6,17 @@ data is pulled into a local spool file with the best native client (XrdCl substr
 globus-url-copy -p N), then pushed to the destination's temporary name the same way.
 The usual integrity path (size + adler32 against the source, then rename) wraps both.
 The spool file lives in $GRIDXFER_SPOOL (default: the system temp dir) and is always
-removed.
+removed; files left by a process killed with -9 (their pid is in the name) are swept by
+the next process that spools.
 """
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import threading
+
+import psutil
 
 from gridxfer.errors import UsageError
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
@@ -21,10 +26,34 @@ from gridxfer.movers.globus import GlobusUrlCopyMover
 from gridxfer.movers.xrootd import XRootDMover
 
 
+_PREFIX = ".gxspool-"
+_OWNER = re.compile(re.escape(_PREFIX) + r"(\d+)-")
+_swept: set[str] = set()
+_sweep_lock = threading.Lock()
+
+
 def spool_dir() -> str:
     path = os.environ.get("GRIDXFER_SPOOL") or tempfile.gettempdir()
     os.makedirs(path, exist_ok=True)
+    with _sweep_lock:
+        if path not in _swept:
+            _swept.add(path)
+            sweep_stale(path)
     return path
+
+
+def sweep_stale(path: str) -> list[str]:
+    """Remove spool files of processes that no longer exist; returns their names."""
+    removed = []
+    for name in os.listdir(path):
+        owner = _OWNER.match(name)
+        if owner and int(owner.group(1)) != os.getpid() and not psutil.pid_exists(int(owner.group(1))):
+            try:
+                os.unlink(os.path.join(path, name))
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
 
 
 class SpoolMover:
@@ -69,7 +98,7 @@ class SpoolMover:
                              f"{pair[1]}://: {src} -> {dst}")
 
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            fd, spool = tempfile.mkstemp(prefix=".gxspool-", dir=spool_dir())
+            fd, spool = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=spool_dir())
             os.close(fd)
             os.unlink(spool)   # the leg's client creates it (xrdcp refuses an existing file)
             half = {"first": 0}
