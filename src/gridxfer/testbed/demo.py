@@ -8,6 +8,11 @@
    (``xrdfs query checksum`` for root://, ``xrdadler32`` on the stored file otherwise).
 5. ``gridxfer testbed down`` tears everything down, even on failure or Ctrl-C.
 
+As root with CAP_NET_ADMIN the grid is the network-namespace testbed of
+``examples/topology-sc.yaml`` (T0 -> two T1 sites over emulated 18 ms / 1 Gbit WAN
+links, one slow storage host); otherwise, or with ``GRIDXFER_DEMO_LOCAL=1``, the
+loopback grid.
+
 Output goes to ``./demo-out`` (journal home, campaign file, PNG).
 Environment: ``GRIDXFER_DEMO_FILES`` / ``GRIDXFER_DEMO_SIZE`` change the data set.
 """
@@ -20,11 +25,42 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from dataclasses import dataclass
+
 from ..units import fmt_bytes, parse_size
 
 OUT = Path("demo-out").resolve()
 CAMPAIGN = "demo-t0-t1"
 SAMPLE_PER_TIER = 3
+TOPOLOGY = Path(__file__).resolve().parents[3] / "examples" / "topology-sc.yaml"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which grid to bring up, and which endpoints the campaign uses."""
+
+    topology: Path | None          # None = the loopback grid
+    source: str                    # an XRootD endpoint name
+    tiers: dict[str, tuple[tuple[str, ...], int, int]]   # tier -> (pool, streams, max_active)
+
+
+LOCAL = Layout(None, "t0-xrd", {
+    "T1A": (("t1a-xrd1", "t1a-xrd2", "t1a-gsiftp"), 4, 6),
+    "T1B": (("t1b-xrd", "t1b-ftp"), 2, 4)})
+NETNS = Layout(TOPOLOGY, "t0-se01-xrd", {
+    "T1-A": (("t1a-se01-xrd", "t1a-se02-xrd", "t1a-se01-gsiftp"), 4, 6),
+    "T1-B": (("t1b-se01-xrd", "t1b-se01-gsiftp"), 4, 4)})
+
+
+def choose_layout() -> Layout:
+    if os.environ.get("GRIDXFER_DEMO_LOCAL") == "1" or os.geteuid() != 0 or not TOPOLOGY.exists():
+        return LOCAL
+    probe = subprocess.run(["ip", "netns", "add", "gx-demo-probe"], capture_output=True)
+    if probe.returncode != 0:
+        print("demo: no CAP_NET_ADMIN here; using the loopback grid")
+        return LOCAL
+    subprocess.run(["ip", "netns", "del", "gx-demo-probe"], capture_output=True)
+    return NETNS
 
 
 def say(text: str) -> None:
@@ -40,10 +76,10 @@ def gridxfer(*args: str, check: bool = True, capture: bool = False) -> subproces
     return proc
 
 
-def make_source_data(inv, files: int, size: int) -> int:
-    src = inv.endpoints["t0-xrd"]
+def make_source_data(inv, source: str, files: int, size: int) -> int:
+    src = inv.endpoints[source]
     data_dir = inv.local_path(src.url)
-    assert data_dir is not None, "t0-xrd has no local data directory"
+    assert data_dir is not None, f"{source} has no local data directory"
     target = data_dir / "store" / "raw"
     target.mkdir(parents=True, exist_ok=True)
     total = 0
@@ -57,21 +93,19 @@ def make_source_data(inv, files: int, size: int) -> int:
     return total
 
 
-def write_campaign(path: Path) -> None:
+def write_campaign(path: Path, layout: Layout) -> None:
+    tiers = "".join(f"""\
+  - tier: {tier}
+    pool: [{", ".join(pool)}]
+    streams: {streams}
+    max_active: {max_active}
+""" for tier, (pool, streams, max_active) in layout.tiers.items())
     path.write_text(f"""\
 # Written by `make demo`: endpoint names come from the testbed inventory.
 campaign: {CAMPAIGN}
-source: {{url: "t0-xrd/store/raw/", files: {{glob: "*.root"}}}}
+source: {{url: "{layout.source}/store/raw/", files: {{glob: "*.root"}}}}
 destinations:
-  - tier: T1A                       # XRootD + GSI GridFTP
-    pool: [t1a-xrd1, t1a-xrd2, t1a-gsiftp]
-    streams: 4
-    max_active: 6
-  - tier: T1B                       # XRootD + anonymous FTP
-    pool: [t1b-xrd, t1b-ftp]
-    streams: 2
-    max_active: 4
-checksum: {{algorithm: adler32, verify: both}}
+{tiers}checksum: {{algorithm: adler32, verify: both}}
 retries: {{max: 3, backoff: 2s}}
 timeout: 10m
 """)
@@ -91,11 +125,11 @@ def independent_checksum(inv, url: str) -> str:
     return out[0].lower().zfill(8)
 
 
-def verify_sample(inv) -> int:
+def verify_sample(inv, layout: Layout) -> int:
     from ..campaign import journal
     conn = journal.connect(journal.journal_path(CAMPAIGN), readonly=True)
     bad = 0
-    for tier in ("T1A", "T1B"):
+    for tier in layout.tiers:
         rows = conn.execute("SELECT src_url, dst_url FROM files WHERE tier=? AND state='done' "
                             "ORDER BY RANDOM() LIMIT ?", (tier, SAMPLE_PER_TIER)).fetchall()
         for row in rows:
@@ -114,20 +148,26 @@ def main() -> int:
     size = parse_size(os.environ.get("GRIDXFER_DEMO_SIZE", "64MB"))
     from .inventory import load_inventory
 
+    layout = choose_layout()
     gridxfer("testbed", "down", check=False, capture=True)   # leftovers of an earlier run
     try:
-        say("Bringing up the embedded grid (real xrootd + globus-gridftp-server, GSI test CA)")
-        gridxfer("testbed", "up")
+        if layout.topology:
+            say(f"Bringing up the grid-in-a-box {layout.topology.name}: tiers in network namespaces, "
+                "emulated WAN links, real xrootd + globus-gridftp-server with a GSI test CA")
+            gridxfer("testbed", "up", str(layout.topology))
+        else:
+            say("Bringing up the loopback grid (real xrootd + globus-gridftp-server, GSI test CA)")
+            gridxfer("testbed", "up")
         inv = load_inventory()
         os.environ.update(inv.client_env())
         gridxfer("testbed", "status")
 
-        say(f"Writing {files} x {fmt_bytes(size)} of source data into t0-xrd")
-        total = make_source_data(inv, files, size)
+        say(f"Writing {files} x {fmt_bytes(size)} of source data into {layout.source}")
+        total = make_source_data(inv, layout.source, files, size)
         print(f"  {fmt_bytes(total)} in {files} files, sent to 2 tiers = {fmt_bytes(2 * total)}")
 
         spec = OUT / "demo-campaign.yaml"
-        write_campaign(spec)
+        write_campaign(spec, layout)
         say(f"Running the campaign ({spec})")
         print(spec.read_text())
         gridxfer("campaign", "run", str(spec), "--replace")
@@ -138,7 +178,7 @@ def main() -> int:
         print(f"\nPNG timeline: {png}")
 
         say("Independent check of a sample (xrdfs query checksum / xrdadler32)")
-        bad = verify_sample(inv)
+        bad = verify_sample(inv, layout)
         if bad:
             print(f"demo: {bad} sampled file(s) do not match their source", file=sys.stderr)
             return 1
