@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from bench.common import (PYTHON, REPO, BenchError, Stopwatch, append_results, command_line,
@@ -85,7 +84,7 @@ def _phase_plan(spec_path: str) -> dict:
 
 
 def _phase_dispatch(seconds: float) -> dict:
-    from gridxfer.campaign import journal, runner
+    from gridxfer.campaign import journal
     from gridxfer.campaign.scheduler import Scheduler
     from gridxfer.campaign.spec import spec_from_dict
 
@@ -107,7 +106,6 @@ def _phase_dispatch(seconds: float) -> dict:
     done = conn.execute("SELECT count(*) FROM files WHERE state = 'done'").fetchone()[0]
     attempts = conn.execute("SELECT count(*) FROM attempts").fetchone()[0]
     conn.close()
-    del runner
     return {"init": t_init, "seconds": wall, "done": res.files_done, "done_db": done,
             "attempts": attempts, "state": res.state, "rss": peak_rss()}
 

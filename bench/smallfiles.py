@@ -7,7 +7,8 @@ vs `xrdcp --parallel A --infiles`.
 gridxfer runs `gridxfer campaign run` (fresh process, concurrency pinned to A) on the
 same files and server, back to back with xrdcp. With checksum on, gridxfer verifies
 adler32 at both ends (its default policy) and xrdcp runs with `--cksum adler32`.
-``--profile DIR`` records the gridxfer run with py-spy (all threads) into DIR.
+``--profile DIR`` records the gridxfer runs with py-spy (all threads, idle included, raw
+folded stacks; `.venv/bin/pip install py-spy`) into DIR; the profiler slows them severalfold.
 Goal (issue 7): gridxfer >= 1.0x xrdcp --parallel 8.
 """
 from __future__ import annotations
@@ -42,12 +43,11 @@ def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
     if not profile:
         return gridxfer_run(spec)
     out = Path(profile) / f"smallfiles-gridxfer-{'cksum' if checksum else 'nocksum'}.txt"
-    gx = str(Path(PYTHON).parent / "gridxfer")
-    argv = ["py-spy", "record", "--format", "raw", "--rate", "200", "--threads", "--idle",
-            "-o", str(out.with_suffix(".folded")), "--", gx, "campaign", "run", str(spec),
-            "--quiet", "--replace"]
-    secs = run_timed([shutil.which("py-spy") or str(Path(PYTHON).parent / "py-spy"), *argv[1:]])
-    return secs
+    bindir = Path(PYTHON).parent
+    pyspy = shutil.which("py-spy") or str(bindir / "py-spy")
+    return run_timed([pyspy, "record", "--format", "raw", "--rate", "200", "--threads", "--idle",
+                      "-o", str(out.with_suffix(".folded")), "--", str(bindir / "gridxfer"),
+                      "campaign", "run", str(spec), "--quiet", "--replace"])
 
 
 def _xrdcp(work: Path, srcs: list[Path], dst: str, active: int, checksum: bool) -> float:
