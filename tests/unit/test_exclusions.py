@@ -30,14 +30,14 @@ def test_no_exclusions_keeps_everything():
 def test_breaker_opens_after_threshold_and_half_opens_for_one_probe():
     p = DefaultExclusions(failure_threshold=3, cooldown=10.0)
     for t in (1.0, 2.0):
-        p.record("a", False, "connection", t)
+        p.record("a", False, "timeout", t)
     assert eligible(p, stats(), 2.5)[0] == POOL            # two failures: still in
-    p.record("a", False, "connection", 3.0)
+    p.record("a", False, "other", 3.0)
     ok, ex = eligible(p, stats(), 4.0)
     assert ok == ["b", "c"]
-    assert ex["a"].reason.startswith("circuit open: 3 failures in a row (last: connection)")
+    assert ex["a"].reason.startswith("circuit open: 3 failures in a row (last: other)")
     assert ex["a"].until == 13.0
-    p.record("a", False, "connection", 5.0)                # stragglers do not extend it
+    p.record("a", False, "timeout", 5.0)                   # stragglers do not extend it
     assert eligible(p, stats(), 12.9)[1]["a"].until == 13.0
     # cooldown over: half-open, one probe at a time
     assert "a" in eligible(p, stats(), 13.5)[0]
@@ -55,7 +55,7 @@ def test_breaker_opens_after_threshold_and_half_opens_for_one_probe():
 
 def test_success_resets_the_count_and_foreign_faults_do_not_count():
     p = DefaultExclusions(failure_threshold=3)
-    for cls in ("connection", "connection"):
+    for cls in ("timeout", "checksum"):
         p.record("a", False, cls, 1.0)
     p.record("a", True, None, 2.0)
     p.record("a", False, "timeout", 3.0)
@@ -193,3 +193,11 @@ def test_a_busy_slow_endpoint_is_not_taken_for_a_stalled_one():
                 throughput=2.5 * MB, completed=9)
     assert "a" in eligible(p, stats(a=busy), 100.0)[0]
     assert "a" not in eligible(p, stats(a=dict(busy, stalled=29.0)), 101.0)[0]
+
+
+def test_cannot_connect_opens_the_circuit_at_once():
+    p = DefaultExclusions(cooldown=15.0)
+    p.record("c", False, "connection", 10.0)
+    ok, ex = eligible(p, stats(), 10.5)
+    assert "c" not in ok and ex["c"].until == 25.0
+    assert ex["c"].reason.startswith("circuit open: 1 failure in a row (last: connection)")

@@ -11,7 +11,9 @@ Three rules, checked in this order for each candidate of a pool:
    last write failed with ``NO_SPACE``: excluded for ``space_cooldown`` s, then probed
    again.
 2. **Circuit breaker.** ``failure_threshold`` failures in a row that are the endpoint's
-   fault (connection, timeout, checksum, permission, other), or a stall (transfers in
+   fault (timeout, checksum, permission, other), ``connection_threshold`` (1) if the
+   last one could not even connect (the server is down: each further try only costs a
+   connect timeout; the half-open probe finds out when it is back), or a stall (transfers in
    flight but no byte moved for ``stall_after`` s, or ``stall_factor`` times the usual
    gap between movements, or twice the time its pending bytes need at its throughput,
    whichever is longest: a dead or hung server, not a busy one), open the circuit
@@ -65,7 +67,8 @@ class _State:
 
 
 class DefaultExclusions:
-    def __init__(self, *, failure_threshold: int = 3, cooldown: float = 15.0,
+    def __init__(self, *, failure_threshold: int = 3, connection_threshold: int = 1,
+                 cooldown: float = 15.0,
                  max_cooldown: float = 300.0, slow_ratio: float = 0.05,
                  slow_min_completed: int = 3, drain_for: float = 60.0,
                  min_free_bytes: int = 2**20, space_cooldown: float = 60.0,
@@ -73,6 +76,7 @@ class DefaultExclusions:
                  stall_factor: float = 10.0) -> None:
         self.stall_after, self.stall_factor = stall_after, stall_factor
         self.failure_threshold = failure_threshold
+        self.connection_threshold = connection_threshold
         self.cooldown = cooldown
         self.max_cooldown = max_cooldown
         self.slow_ratio = slow_ratio
@@ -111,13 +115,16 @@ class DefaultExclusions:
         if st.open_until is not None and now < st.open_until:
             return                          # stragglers from before the trip
         st.failures += 1
-        if st.open_until is not None or st.failures >= self.failure_threshold:
+        limit = (self.connection_threshold if cls == ErrorClass.CONNECTION.value
+                 else self.failure_threshold)
+        if st.open_until is not None or st.failures >= limit:
             st.trips += 1
             wait = min(self.max_cooldown, self.cooldown * 2 ** (st.trips - 1))
             was_probe = st.open_until is not None
             st.open_until, st.half_open = now + wait, False
             st.open_reason = (f"circuit open: probe failed ({cls})" if was_probe else
-                              f"circuit open: {st.failures} failures in a row (last: {cls})")
+                              f"circuit open: {st.failures} failure{'s' if st.failures > 1 else ''}"
+                              f" in a row (last: {cls})")
             st.failures = 0
 
     def eligible(self, candidates: Sequence[str], stats: dict[str, EndpointStats],
