@@ -115,3 +115,18 @@ def test_run_timed_reports_failures_and_missing_tools():
 def test_peak_rss_and_machine_line():
     assert common.peak_rss() > 1 << 20
     assert "cores" in common.machine() and "load average" in common.machine()
+
+
+def test_scale_benchmark_end_to_end_small(capsys, monkeypatch, tmp_path):
+    """bench.scale on 3,000 entries: plan, no-op dispatch, status and report all run."""
+    from bench import scale
+    from gridxfer.movers.base import Mover
+
+    assert isinstance(scale.NoopMover(), Mover)
+    monkeypatch.setattr(scale, "append_results", lambda *a, **k: pytest.fail("recorded"))
+    rc = scale.main(["--files", "3000", "--dispatch-seconds", "1", "--no-record"])
+    out = capsys.readouterr().out
+    assert rc in (0, 1)
+    assert "plan: expansion + journal" in out and "GOAL" in out
+    dispatched = [line for line in out.splitlines() if line.startswith("| dispatch, no-op mover")]
+    assert dispatched and " 0 files/s" not in dispatched[0]
