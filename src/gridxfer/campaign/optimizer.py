@@ -19,8 +19,9 @@ seconds instead of FTS3's +-1..2 per minute:
   transfers within ``gain`` of the best rate (sessions cost the servers);
 - steady: probe +1 every ``probe_every`` s, keep it only if it gains (FTS3's step);
   a throughput collapse (< ``drop`` x the rate the level was chosen for) steps down;
-- a success rate below ``min_success`` in an interval: back off (-2, or halve
-  below 50 %), whatever the phase;
+- a success rate below ``min_success`` in an interval (and at least 2 failures):
+  back off (-1, or halve below 50 %), whatever the phase, then probe up again two
+  intervals later (failures often come from one endpoint that gets excluded);
 - no change while the link is not using its cap (too few queued files): more slots
   would not be measured.
 """
@@ -121,7 +122,7 @@ class AdaptiveConcurrency:
                 rate = max(0.0, (link.moved - st.mark[1]) / (now - st.mark[0]))
                 st.settle = False           # the window began at the change: no blur
             st.mark = (now, link.moved)
-        if failed and done / (done + failed) < self.min_success:
+        if failed >= 2 and done / (done + failed) < self.min_success:
             new, why = self._back_off(now, st, done, failed)
         elif st.settle or (link.active < st.cap and link.queued == 0):
             st.settle = False               # ramping up, or nothing to learn from
@@ -140,8 +141,9 @@ class AdaptiveConcurrency:
     def _back_off(self, now: float, st: _Link, done: int, failed: int) -> tuple[int, str]:
         ratio = done / (done + failed)
         st.rates.clear()
-        st.phase, st.steady_rate, st.next_probe = "steady", 0.0, now + self.probe_every
-        new = self._clamp(min(st.cap - 2, st.cap // 2) if ratio < 0.5 else st.cap - 2)
+        # failures are often one bad endpoint, soon excluded: probe back up early
+        st.phase, st.steady_rate, st.next_probe = "steady", 0.0, now + 2 * self.interval
+        new = self._clamp(st.cap // 2 if ratio < 0.5 else st.cap - 1)
         return new, (f"success rate {ratio:.0%} < {self.min_success:.0%} ({failed} failed): "
                      f"{st.cap} -> {new}")
 
