@@ -23,6 +23,7 @@ rows). The table and the command are appended to BENCHMARKS.md ("Black hole benc
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -49,6 +50,7 @@ class Row:
     seconds: float
     bytes: int
     files: dict[str, int]           # endpoint name -> files written there
+    decisions: tuple = ()           # optimizer: (seconds since start, cap, reason)
 
     @property
     def rate(self) -> float:
@@ -160,12 +162,16 @@ timeout: 600s
     try:
         rows = conn.execute("SELECT endpoint, count(*) FROM files WHERE state = 'done' "
                             "GROUP BY endpoint").fetchall()
+        t0 = conn.execute("SELECT min(started) FROM attempts").fetchone()[0] or 0.0
+        decisions = tuple((round(ts - t0, 1), d["active"], d["reason"]) for ts, d in (
+            (r[0], json.loads(r[1])) for r in conn.execute(
+                "SELECT ts, detail FROM events WHERE kind = 'optimizer' ORDER BY id")))
     finally:
         conn.close()
     by_url = {u: n for n, u in pool.items()}
     files = {by_url.get(ep[: -len(label) - 1], ep): n for ep, n in rows}
     return Row(label, selector, optimizer, exclusions, res.state, res.seconds, res.bytes_done,
-               files)
+               files, decisions)
 
 
 def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.Namespace
@@ -201,6 +207,11 @@ def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.N
           f"makespan {ideal:.1f} s.", "",
         md_table(["selector", "concurrency", "state", "makespan", "aggregate", "of ideal",
                   "x DNS round-robin", "files fast1 / fast2 / slow"], table), ""]
+    for r in rows:
+        if r.optimizer != "fixed" and r.decisions:
+            lines += [f"Adaptive optimizer decisions in the last run (seconds since the first "
+                      f"transfer: cap, reason): " + "; ".join(
+                          f"{t:g} s: {cap} ({why})" for t, cap, why in r.decisions) + ".", ""]
     ok = bool(ta and ta.state == "done" and rrs)
     if ta:
         lines.append(goal_line("throughput-aware aggregate >= 90 % of the ideal",
