@@ -201,3 +201,11 @@ def test_cannot_connect_opens_the_circuit_at_once():
     ok, ex = eligible(p, stats(), 10.5)
     assert "c" not in ok and ex["c"].until == 25.0
     assert ex["c"].reason.startswith("circuit open: 1 failure in a row (last: connection)")
+
+
+def test_early_per_transfer_rates_do_not_drain_anyone():
+    """First files through a throttled server burst; only busy-time throughput counts."""
+    p = DefaultExclusions()
+    early = dict(throughput=0.0, ewma_rate=90 * MB, pending=3, completed=4)
+    st = stats(a=early, b=early, c=dict(throughput=0.0, ewma_rate=3 * MB, pending=3, completed=3))
+    assert eligible(p, st, 1.3)[0] == POOL

@@ -20,10 +20,10 @@ Three rules, checked in this order for each candidate of a pool:
    for a cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
    the circuit is half-open: one probe transfer at a time is let through; a success
    closes it, a failure opens it again.
-3. **Slow drain.** An endpoint whose aggregate throughput is below ``slow_ratio`` times
-   the median of the rest of its pool, after ``slow_min_completed`` transfers, is
-   drained (no new files) for ``drain_for`` s, then re-probed with one transfer and
-   judged again on its fresh throughput.
+3. **Slow drain.** An endpoint whose measured aggregate throughput is below
+   ``slow_ratio`` times the median of its pool (itself included), after
+   ``slow_min_completed`` transfers, is drained (no new files) for ``drain_for`` s,
+   then re-probed with one transfer and judged again on its fresh throughput.
 
 The policy keeps its own state per endpoint URL; ``record()`` is called by the
 scheduler after every attempt. ``until`` of an exclusion is when it is looked at again
@@ -209,12 +209,14 @@ class DefaultExclusions:
                 return (Exclusion(url, "slow: re-probe transfer in flight", now + 1.0)
                         if es.pending > 0 else None)
             st.probe_from = None                  # fresh sample: judge below
-        mine = capacity(es)
-        others = [capacity(stats.get(u)) for u in pool if u != url]
-        others = [c for c in others if c > 0]
-        if mine <= 0 or not others or es.completed < self.slow_min_completed:
+        # judged on measured aggregate throughput only (busy-time based): per-transfer
+        # rates of a few early files are dominated by bursts and set-up
+        mine = es.throughput
+        known = [(stats.get(u) or EndpointStats(url=u)).throughput for u in pool]
+        known = [c for c in known if c > 0]
+        if mine <= 0 or len(known) < 2 or es.completed < self.slow_min_completed:
             return None
-        ref = statistics.median(others)
+        ref = statistics.median(known)
         if mine >= self.slow_ratio * ref:
             return None
         st.drained_until = now + self.drain_for
