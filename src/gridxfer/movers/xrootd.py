@@ -27,7 +27,8 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import (LocalOps, local_path, normalise_adler32, scheme_of,
-                                    url_path, verified_copy)
+                                    url_path, verified_copy, with_user)
+from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
 
 _CONNECT_TIMEOUT = 10
@@ -170,6 +171,23 @@ class XRootDMover:
                                       progress), "xrdcl"
         target = tmp if scheme_of(tmp) == "root" else local_path(tmp)
         source = src if scheme_of(src) == "root" else local_path(src)
+        slot = None
+        if scheme_of(tmp) == "root" and not tpc:
+            # XrdCl sends all transfers to one host:port + login over ONE TCP connection, so
+            # concurrent uploads would share one congestion window (1 Gbit/s, 20 ms testbed:
+            # iperf3 1 stream 835 vs 4 streams 994 Mbit/s; 4 uploads of 64 MB 61 -> 78 MB/s).
+            # Each running upload gets its own channel (login gx<slot>u), reused afterwards.
+            slot = _SLOTS.acquire()
+            target = with_user(tmp, f"gx{slot}u")
+        try:
+            return self._classic_copy(source, target, src, tmp, params, progress)
+        finally:
+            if slot is not None:
+                _SLOTS.release(slot)
+
+    def _classic_copy(self, source: str, target: str, src: str, tmp: str,
+                      params: TransferParams, progress: ProgressFn | None) -> tuple[int, str]:
+        tpc = params.third_party
         timeout = max(1, int(params.timeout))
         job = xrd.CopyProcess()
         # retry/xrateThreshold/xrate are left at 0: the 5.5.3 wrapper passes them in the wrong order.
