@@ -30,7 +30,7 @@ def test_busy_time_not_per_transfer_rates():
 
 
 def test_progress_lowers_pending_bytes_and_failures_count_in_a_row():
-    m = EndpointMeter()
+    m = EndpointMeter(progress_lag=0)
     m.start("a", 1, 10 * MB, 0.0)
     m.progress("a", 1, 4 * MB, 0.5)
     m.progress("a", 1, 3 * MB, 0.6)     # never goes backwards
@@ -47,7 +47,7 @@ def test_progress_lowers_pending_bytes_and_failures_count_in_a_row():
 
 
 def test_stall_clock_runs_only_while_busy_and_nothing_moves():
-    m = EndpointMeter(alpha=1.0)
+    m = EndpointMeter(alpha=1.0, progress_lag=0)
     m.start("a", 1, 10 * MB, 0.0)
     assert m.snapshot(3.0)["a"].stalled == 3.0
     m.progress("a", 1, 1 * MB, 4.0)
@@ -58,3 +58,17 @@ def test_stall_clock_runs_only_while_busy_and_nothing_moves():
     assert m.snapshot(20.0)["a"].stalled == 0.0          # idle is not stalled
     m.start("a", 2, 1, 30.0)
     assert m.snapshot(31.0)["a"].stalled == 1.0          # counted from the new busy period
+
+
+def test_client_progress_is_trusted_only_beyond_the_pipeline_lag():
+    """XrdCl reports a small file copied at once, then waits on a slow server."""
+    m = EndpointMeter(alpha=1.0, window=2.0)             # default lag: 32 MiB
+    m.start("slow", 1, 5 * MB, 0.0)
+    m.progress("slow", 1, 5 * MB, 0.1)
+    s = m.snapshot(3.0)["slow"]
+    assert s.pending_bytes == 5 * MB and s.throughput == 0 and s.stalled == 3.0
+    m.start("big", 2, 100 * MB, 0.0)
+    m.progress("big", 2, 50 * MB, 2.0)
+    assert m.snapshot(2.0)["big"].pending_bytes == 100 * MB - (50 * MB - 32 * 2**20)
+    m.end("slow", 1, True, 4.0)
+    assert m.snapshot(4.0)["slow"].throughput == 5 * MB / 4   # 5 MB in 4 busy seconds

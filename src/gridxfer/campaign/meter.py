@@ -10,8 +10,9 @@ sampled when a snapshot is taken after at least ``window`` busy seconds in which
 bytes were written, smoothed with an EWMA. Counting busy time, not per-transfer rates, keeps connection
 set-up, bursts and staggered sessions from inflating it. ``ewma_rate`` is the
 per-session rate. ``stalled``/``move_gap`` tell a hung endpoint (no byte moves while
-transfers are in flight) from a slow one. Times are passed in (``now``) so that tests
-can replay recorded events.
+transfers are in flight) from a slow one. Client-side progress runs ahead of the
+server by up to ``progress_lag`` bytes, which are only credited at completion. Times
+are passed in (``now``) so that tests can replay recorded events.
 """
 from __future__ import annotations
 
@@ -45,10 +46,19 @@ class _Acc:
     move_gap: float = 0.0      # EWMA of the gaps between movements while busy
 
 
+# Bytes a client reports as copied before the server has them: XrdCl pipelines
+# CPParallelChunks x CPChunkSize (4 x 8 MiB) and socket buffers hold more, so a small
+# file reads "done" at once and then waits on a slow server. Progress only counts
+# beyond this much; the rest is credited when the transfer completes.
+PROGRESS_LAG = 32 * 2**20
+
+
 class EndpointMeter:
-    def __init__(self, alpha: float = 0.4, window: float = 2.0) -> None:
+    def __init__(self, alpha: float = 0.4, window: float = 2.0,
+                 progress_lag: int = PROGRESS_LAG) -> None:
         self.alpha = alpha
         self.window = window
+        self.progress_lag = progress_lag
         self._acc: dict[str, _Acc] = {}
         self._lock = threading.Lock()
 
@@ -94,8 +104,11 @@ class EndpointMeter:
         with self._lock:
             acc = self._get(url, now)
             flight = acc.inflight.get(key)
-            if flight is not None and done > flight.done:
-                done = min(done, flight.size) if flight.size else done
+            if flight is None:
+                return
+            done = min(done, flight.size) if flight.size else done
+            done = max(0, done - self.progress_lag)          # what the server surely has
+            if done > flight.done:
                 self._credit(acc, done - flight.done, now)
                 flight.done = done
 
