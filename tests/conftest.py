@@ -4,6 +4,19 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _restore_environ():
+    """Every test leaves os.environ as it found it. An in-process campaign on a testbed
+    applies that testbed's client env (X509_*); without this, a grid torn down by one test
+    would leave later tests pointing at its deleted CA and proxy."""
+    import os
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture
 def gridxfer_home(tmp_path, monkeypatch):
     """A private $GRIDXFER_HOME for one test."""

@@ -32,7 +32,12 @@ def adler32(path: Path) -> str:
 
 
 def run(argv, **kw) -> subprocess.CompletedProcess:
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kw)
+    # Debian's gfal-copy (gfal2-util 1.8) sometimes aborts at exit under CPU load with
+    # "free(): invalid pointer" (SIGABRT) after a complete copy: retry it, a few times only.
+    for _ in range(3):
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kw)
+        if not (argv[0] == "gfal-copy" and res.returncode < 0):
+            break
     assert res.returncode == 0, f"{argv} -> {res.returncode}: {res.stderr[-500:]}"
     return res
 
