@@ -15,13 +15,10 @@ copies are pulled by the destination server (``ofs.tpc``); this host carries no 
 """
 from __future__ import annotations
 
-import os
-import threading
 import time
 
 from XRootD import client as xrd
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
-from XRootD.client.utils import CopyProgressHandler
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
@@ -29,54 +26,25 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import (LocalOps, local_path, normalise_adler32, scheme_of,
                                     url_path, verified_copy, with_user)
 from gridxfer.movers.xrdparallel import _SLOTS
+from gridxfer.movers.xrdcksum import query_checksum, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
+from gridxfer.movers.xrdwatch import WatchedHandler, run_watched, stall_timeout
 
 _CONNECT_TIMEOUT = 10
-# XRootD runs at most `xrootd.chksum max N` (default 4) checksum jobs at once and answers
-# any further checksum query with kXR_wait 30: a burst of small files then stalls each
-# extra query for 30 s (measured: 16 files/s instead of 700 with 8 workers, bench.smallfiles).
-# Keep this process's concurrent checksum queries per server below that limit.
-_CKSUM_SLOTS = max(1, int(os.environ.get("GRIDXFER_XRD_CHECKSUM_SLOTS", "2")))
-_CKSUM_LOCK = threading.Lock()
-_CKSUM_SEMS: dict[str, threading.BoundedSemaphore] = {}
-
-
-def _checksum_slot(url: str) -> threading.BoundedSemaphore:
-    with _CKSUM_LOCK:
-        return _CKSUM_SEMS.setdefault(_server(url), threading.BoundedSemaphore(_CKSUM_SLOTS))
+# XrdCl waits for an answer to a request up to RequestTimeout (default 1800 s) and checks
+# timeouts every TimeoutResolution (default 15 s). Explicit XRD_* variables still win
+# (EnvPutInt does not override values imported from the environment).
+_XRDCL_DEFAULTS = {"ConnectionWindow": _CONNECT_TIMEOUT, "ConnectionRetry": 1,
+                   "RequestTimeout": 300, "StreamTimeout": 60, "TimeoutResolution": 5}
 
 
 def _configure_once() -> None:
-    # Fail fast on closed ports (defaults retry for minutes).
-    xrd.EnvPutInt("ConnectionWindow", _CONNECT_TIMEOUT)
-    xrd.EnvPutInt("ConnectionRetry", 1)
+    for key, value in _XRDCL_DEFAULTS.items():
+        xrd.EnvPutInt(key, value)
 
 
 _configure_once()
-
-
-def _server(url: str) -> str:
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://{rest.split('/', 1)[0]}"
-
-
-class _Handler(CopyProgressHandler):
-    def __init__(self, progress: ProgressFn | None, cancel: threading.Event | None,
-                 deadline: float) -> None:
-        super().__init__()
-        self.progress, self.cancel, self.deadline = progress, cancel, deadline
-        self.reason: ErrorClass | None = None
-
-    def update(self, jobId, processed, total):  # noqa: N803 - XRootD callback names
-        if self.progress:
-            self.progress(int(processed), int(total) if total else None)
-
-    def should_cancel(self, jobId):  # noqa: N803
-        if self.cancel is not None and self.cancel.is_set():
-            self.reason = ErrorClass.CANCELLED
-        elif time.monotonic() > self.deadline:
-            self.reason = ErrorClass.TIMEOUT
-        return self.reason is not None
+_server = server_of
 
 
 class XRootDMover:
@@ -112,9 +80,7 @@ class XRootDMover:
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         if algorithm.lower() != "adler32":
             raise UsageError(f"unsupported checksum algorithm: {algorithm}")
-        with _checksum_slot(url):
-            status, reply = self._fs(url).query(QueryCode.CHECKSUM, url_path(url), timeout=600)
-        self._check(status, url)
+        reply = query_checksum(url)     # one query per URL, own channel (xrdcksum.py)
         name, _, value = reply.decode(errors="replace").strip("\x00 \n").partition(" ")
         if name.lower() != "adler32" or not value:
             raise TransferError(ErrorClass.OTHER, f"{url}: unexpected checksum reply {reply!r}")
@@ -171,6 +137,10 @@ class XRootDMover:
                                       progress), "xrdcl"
         target = tmp if scheme_of(tmp) == "root" else local_path(tmp)
         source = src if scheme_of(src) == "root" else local_path(src)
+        # No byte for stall_timeout() s -> cancel (xrdwatch.py); a TPC copy reports no
+        # progress while the destination pulls, so only its deadline applies.
+        stall = params.timeout if tpc else stall_timeout()
+        handler = WatchedHandler(progress, params.cancel, time.monotonic() + params.timeout, stall)
         slot = None
         if scheme_of(tmp) == "root" and not tpc:
             # XrdCl sends all transfers to one host:port + login over ONE TCP connection, so
@@ -180,28 +150,25 @@ class XRootDMover:
             slot = _SLOTS.acquire()
             target = with_user(tmp, f"gx{slot}u")
         try:
-            return self._classic_copy(source, target, src, tmp, params, progress)
+            return self._classic_copy(source, target, src, tmp, params, handler)
         finally:
-            if slot is not None:
+            if slot is not None and not handler.abandoned:   # an abandoned copy keeps its channel
                 _SLOTS.release(slot)
 
     def _classic_copy(self, source: str, target: str, src: str, tmp: str,
-                      params: TransferParams, progress: ProgressFn | None) -> tuple[int, str]:
+                      params: TransferParams, handler: WatchedHandler) -> tuple[int, str]:
         tpc = params.third_party
         timeout = max(1, int(params.timeout))
         job = xrd.CopyProcess()
         # retry/xrateThreshold/xrate are left at 0: the 5.5.3 wrapper passes them in the wrong order.
         job.add_job(source, target, force=True, posc=scheme_of(tmp) == "root", mkdir=True,
                     thirdparty="only" if tpc else "none", checksummode="none",
-                    inittimeout=min(timeout, 600), tpctimeout=timeout, cptimeout=timeout)
+                    inittimeout=min(timeout, 120), tpctimeout=timeout, cptimeout=timeout)
         status = job.prepare()
         if not status.ok:
             raise transfer_error(status, f"{src} -> {tmp}")
-        handler = _Handler(progress, params.cancel, time.monotonic() + params.timeout)
-        status, results = job.run(handler)
+        status, results = run_watched(job, handler, f"{src} -> {tmp}")
         job_status = results[0].get("status") if results else None
-        if handler.reason is not None:
-            raise TransferError(handler.reason, f"{src} -> {tmp}: {handler.reason.value}")
         if not status.ok or (job_status is not None and not job_status.ok):
             bad = job_status if job_status is not None and not job_status.ok else status
             side = "source" if "(source)" in str(bad.message) else "destination"
