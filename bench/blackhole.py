@@ -212,6 +212,9 @@ def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.N
             lines += [f"Adaptive optimizer decisions in the last run (seconds since the first "
                       f"transfer: cap, reason): " + "; ".join(
                           f"{t:g} s: {cap} ({why})" for t, cap, why in r.decisions) + ".", ""]
+    lines += ["The XRootD throttle lets a server that was idle burst above its rate for a moment; "
+              "a short campaign profits from that while the capacities are steady-state rates, "
+              "so a row can exceed 100 % of the ideal.", ""]
     ok = bool(ta and ta.state == "done" and rrs)
     if ta:
         lines.append(goal_line("throughput-aware aggregate >= 90 % of the ideal",
