@@ -14,9 +14,10 @@ time; with two logins both were answered in 0.14 s.
 
 So every query here:
   * is the only query for its URL in this process (concurrent callers wait for its answer),
-  * runs on a channel of its own: login ``gxck<slot>``, at most ``SLOTS`` per server (this
-    also stays below the server's ``xrootd.chksum max`` of 4 jobs, past which it answers
-    kXR_wait 30),
+  * runs on a channel no other checksum query of this process uses at the same time: slot
+    0 is the default channel (shared with stat / mv, which is harmless, and no extra
+    connection), slot i > 0 the login ``gxck<i>``; at most ``SLOTS`` per server, which also
+    stays below the server's ``xrootd.chksum max`` of 4 jobs (past it: kXR_wait 30),
   * has a bounded timeout (``GRIDXFER_XRD_CHECKSUM_TIMEOUT``, default 300 s).
 """
 from __future__ import annotations
@@ -87,7 +88,8 @@ def _query(url: str, timeout: float) -> bytes:
     if slot is None:
         raise TransferError(ErrorClass.TIMEOUT, f"{url}: no checksum slot free within {timeout:g} s")
     try:
-        fs = xrd.FileSystem(with_user(server_of(url), f"gxck{slot}"))
+        server = server_of(url)
+        fs = xrd.FileSystem(with_user(server, f"gxck{slot}") if slot else server)
         status, reply = fs.query(QueryCode.CHECKSUM, url_path(url), timeout=max(1, int(timeout)))
     finally:
         pool.release(slot)
