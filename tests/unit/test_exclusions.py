@@ -128,7 +128,8 @@ def test_slow_endpoint_is_drained_then_reprobed():
     assert ex["c"].reason.startswith("slow: 1.0 MB/s < 0.2 x pool median 10.0 MB/s")
     assert ex["c"].until == 40.0
     # too few transfers to judge: not drained
-    assert eligible(DefaultExclusions(slow_ratio=0.2), stats(c=dict(throughput=1 * MB, completed=2)), 0.0)[0] == POOL
+    few = stats(c=dict(throughput=1 * MB, completed=2))
+    assert eligible(DefaultExclusions(slow_ratio=0.2), few, 0.0)[0] == POOL
     # drain over: one re-probe transfer, judged on its fresh sample
     assert "c" in eligible(p, stats(c=slow), 41.0)[0]
     assert "c" not in eligible(p, stats(c=dict(slow, pending=1)), 42.0)[0]
@@ -142,8 +143,10 @@ def test_slow_endpoint_is_drained_then_reprobed():
 def test_ten_times_slower_is_not_drained_by_default():
     """The default only drains a much slower (20x) endpoint: throughput-aware selection
     gives a 10x slower one its fair share instead of wasting its capacity."""
-    assert "c" in eligible(DefaultExclusions(), stats(c=dict(throughput=1 * MB, completed=9)), 0.0)[0]
-    assert "c" not in eligible(DefaultExclusions(), stats(c=dict(throughput=0.4 * MB, completed=9)), 0.0)[0]
+    tenth = stats(c=dict(throughput=1 * MB, completed=9))
+    twentyfifth = stats(c=dict(throughput=0.4 * MB, completed=9))
+    assert "c" in eligible(DefaultExclusions(), tenth, 0.0)[0]
+    assert "c" not in eligible(DefaultExclusions(), twentyfifth, 0.0)[0]
 
 
 def test_changes_and_event_detail():
@@ -165,7 +168,8 @@ def test_current_exclusions_from_the_journal(gridxfer_home):
     conn = journal.connect(journal.journal_path("ex"), create=True)
     e_a = Exclusion("a", "circuit open: 3 failures in a row (last: connection)", 20.0)
     journal.add_event(conn, "excluded", 1.0, **exclusion_event("T1", e_a, "a"))
-    journal.add_event(conn, "excluded", 2.0, **exclusion_event("T1", Exclusion("b", "slow", 9.0), "b"))
+    e_b = Exclusion("b", "slow", 9.0)
+    journal.add_event(conn, "excluded", 2.0, **exclusion_event("T1", e_b, "b"))
     journal.add_event(conn, "readmitted", 3.0, **exclusion_event("T1", None, "b"))
     journal.add_event(conn, "optimizer", 3.5, tier="T1", active=2, reason="x")
     got = current_exclusions(conn)

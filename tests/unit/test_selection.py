@@ -38,7 +38,8 @@ def test_round_robin_cycles_whatever_the_load():
 
 def test_least_pending_picks_fewest_sessions_then_fewest_bytes():
     lp = LeastPending()
-    stats = {"a": st("a", pending=3, pending_bytes=10), "b": st("b", pending=1, pending_bytes=900 * MB),
+    stats = {"a": st("a", pending=3, pending_bytes=10),
+             "b": st("b", pending=1, pending_bytes=900 * MB),
              "c": st("c", pending=2)}
     assert lp.choose(F100, ["a", "b", "c"], stats) == "b"
     stats["c"] = st("c", pending=1, pending_bytes=100 * MB)

@@ -230,7 +230,8 @@ def make_optimizer(name: str, min_active: int, max_active: int) -> ConcurrencyOp
 
 
 def decision_event(link: LinkSample, previous: int, decision: Decision) -> dict[str, Any]:
-    """The ``detail`` of an ``optimizer`` journal event (``journal.add_event(conn, "optimizer", **d)``)."""
+    """The ``detail`` of an ``optimizer`` journal event:
+    ``journal.add_event(conn, "optimizer", **decision_event(...))``."""
     return {"tier": link.tier, "active": decision.active, "previous": previous,
             "reason": decision.reason, "rate": round(link.rate, 1), "in_flight": link.active,
             "queued": link.queued, "succeeded": link.succeeded, "failed": link.failed}

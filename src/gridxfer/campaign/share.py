@@ -130,9 +130,9 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     for ep in names:
         f, b, fails, ss = tot[ep]
         sb, sn = b / all_bytes, ss / all_sess
+        hole = len(tot) > 1 and sn >= BLACKHOLE_FACTOR * sb and sn > 0.5 / len(tot)
         eps.append(EndpointShare(ep, tiers[ep], f, b, fails, round(ss, 3), f / all_files, sb, sn,
-                                 b / ss if ss > 0 else 0.0,
-                                 len(tot) > 1 and sn >= BLACKHOLE_FACTOR * sb and sn > 0.5 / len(tot)))
+                                 b / ss if ss > 0 else 0.0, hole))
     out_bins = tuple(ShareBin(
         float(edges[i]), float(edges[i + 1]),
         {ep: int(files_b[ep][i]) for ep in names if files_b[ep][i]},
@@ -167,7 +167,8 @@ def render_share(report: ShareReport) -> str:
     for b in report.bins:
         tb = sum(b.bytes.values()) or 1
         ts = sum(b.sessions.values()) or 1
-        cells = [f"{b.bytes.get(n, 0) / tb:>8.0%} /{b.sessions.get(n, 0) / ts:>5.0%}" for n in names]
+        cells = [f"{b.bytes.get(n, 0) / tb:>8.0%} /{b.sessions.get(n, 0) / ts:>5.0%}"
+                 for n in names]
         span = f"{fmt_duration(b.start)}-{fmt_duration(b.end)}"
         lines.append(f"{span:>15}  " + "  ".join(f"{c:>18}" for c in cells))
     return "\n".join(lines)
