@@ -11,8 +11,10 @@
 
 The watcher keeps one daemon thread per watched URL (a dead server can take seconds to
 time out, and must not hold up the others or the dispatcher), polls every ``period``
-seconds, and stops a URL's thread when nobody has asked about it for ``idle_stop``
-seconds. ``DefaultExclusions`` uses it to skip full endpoints before writing to them.
+seconds (or at once after ``refresh(url)``, but never more often than every
+``min_interval`` s), and stops a URL's thread when nobody has asked about it for
+``idle_stop`` seconds. ``DefaultExclusions`` uses it to skip full endpoints before
+writing to them.
 """
 from __future__ import annotations
 
@@ -84,8 +86,9 @@ def watchable(url: str) -> bool:
 
 class SpaceWatcher:
     def __init__(self, probe: Probe = query_free, *, period: float = 2.0,
-                 idle_stop: float = 30.0) -> None:
+                 idle_stop: float = 30.0, min_interval: float = 0.25) -> None:
         self.probe, self.period, self.idle_stop = probe, period, idle_stop
+        self.min_interval = min_interval    # refresh() never polls faster than this
         self._free: dict[str, tuple[int, int | None]] = {}      # url -> (reading no., free)
         self._wake: dict[str, threading.Event] = {}
         self._seq = 0
@@ -144,4 +147,6 @@ class SpaceWatcher:
             with self._lock:
                 self._seq += 1
                 self._free[url] = (self._seq, value)
-            wake.wait(self.period)
+            if self._stop.wait(self.min_interval):
+                return
+            wake.wait(max(0.0, self.period - self.min_interval))
