@@ -73,6 +73,44 @@ def test_verified_copy_removes_bad_copies(tmp_path, payload, expected, cls):
     assert os.listdir(tmp_path / "d") == []
 
 
+class _SlowChecksumOps(LocalOps):
+    """Local ops whose checksum notes whether the copy was already running."""
+
+    def __init__(self, copy_running) -> None:
+        self.copy_running, self.overlapped = copy_running, None
+
+    def checksum(self, url: str, algorithm: str = "adler32") -> str:
+        self.overlapped = self.copy_running.wait(3)
+        return super().checksum(url, algorithm)
+
+
+@pytest.mark.parametrize("verify", ["both", "source", "destination"])
+def test_source_checksum_runs_during_the_copy(tmp_path, verify):
+    import threading
+    (tmp_path / "src").write_bytes(b"hello")
+    running = threading.Event()
+    ops = _SlowChecksumOps(running)
+
+    def raw(src, tmp, progress=None):
+        running.set()
+        return _raw_writer(b"hello")(src, tmp, progress)
+
+    out = verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/d/dst",
+                        TransferParams(verify=verify), src_ops=ops, dst_ops=LocalOps(),
+                        raw_copy=raw)
+    assert ops.overlapped is True         # not computed before the copy started
+    assert out.checksum == normalise_adler32(zlib.adler32(b"hello"))
+    done = threading.Event()
+    done.set()
+    with pytest.raises(TransferError) as err:       # a source disagreeing with the catalogue
+        verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/d/dst2",
+                      TransferParams(verify=verify, expected_checksum="deadbeef"),
+                      src_ops=_SlowChecksumOps(done), dst_ops=LocalOps(),
+                      raw_copy=_raw_writer(b"hello"))
+    assert err.value.error_class is ErrorClass.CHECKSUM
+    assert sorted(os.listdir(tmp_path / "d")) == ["dst"]
+
+
 def test_verified_copy_refuses_existing_and_missing(tmp_path):
     (tmp_path / "src").write_bytes(b"hello")
     (tmp_path / "dst").write_bytes(b"old")

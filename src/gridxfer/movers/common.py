@@ -8,6 +8,7 @@ import secrets
 import threading
 import time
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -184,6 +185,23 @@ def _short_of_space(ops: Ops, url: str, missing: int) -> bool:
     return free < missing
 
 
+# Source checksums run beside the copy on long-lived threads (a gfal2 context and its
+# GridFTP session are per thread, so fresh threads would mean a GSI handshake each time).
+_CHECKSUM_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="gridxfer-cksum")
+
+
+def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> "Future[str]":
+    """adler32 of ``url`` computed concurrently; a local pass stops once ``stop()`` is true."""
+    if type(ops) is LocalOps:         # a plain local pass can stop early
+        def local() -> str:
+            try:
+                return adler32_file(local_path(url), stop)
+            except OSError as exc:
+                raise transfer_error(exc, url) from None
+        return _CHECKSUM_POOL.submit(local)
+    return _CHECKSUM_POOL.submit(ops.checksum, url, "adler32")
+
+
 # raw copy: (src, tmp_dst, progress) -> (streams_used, mode); raises TransferError.
 RawCopy = Callable[[str, str, "ProgressFn | None"], tuple[int, str]]
 
@@ -206,13 +224,15 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     verify = params.verify if algo else "none"
     expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
     src_sum = None
-    if verify in ("source", "both"):
-        src_sum = src_ops.checksum(src, "adler32")
-        if verify == "source" and expected and src_sum != expected:
-            raise TransferError(ErrorClass.CHECKSUM,
-                                f"{src}: source adler32 {src_sum} != expected {expected}")
     ensure_dir(dst_ops, split_dir(dst)[0])
     tmp = temp_url(dst)
+    # The source checksum is only needed at the end: it runs WHILE the bytes move (the
+    # link is not idle during a local adler32 pass or a server checksum query).
+    give_up = threading.Event()
+    need_src = verify in ("source", "both") or (verify == "destination" and not expected)
+    cancel = params.cancel
+    stop = (lambda: give_up.is_set() or cancel.is_set()) if cancel is not None else give_up.is_set
+    src_job = _background_checksum(src_ops, src, stop) if need_src else None
     try:
         report = None
         if progress is not None:
@@ -224,12 +244,17 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
             cls = ErrorClass.NO_SPACE if _short_of_space(dst_ops, dst, entry.size - got) \
                 else ErrorClass.CHECKSUM
             raise TransferError(cls, f"{dst}: size {got} != source size {entry.size}")
+        if src_job is not None and verify != "destination":
+            src_sum = src_job.result()
+            if verify == "source" and expected and src_sum != expected:
+                raise TransferError(ErrorClass.CHECKSUM,
+                                    f"{src}: source adler32 {src_sum} != expected {expected}")
         dst_sum = None
         if verify in ("destination", "both"):
             dst_sum = dst_ops.checksum(tmp, "adler32")
             refs = [(n, v) for n, v in (("source", src_sum), ("expected", expected)) if v]
-            if not refs:
-                refs = [("source", src_ops.checksum(src, "adler32"))]
+            if not refs and src_job is not None:
+                refs = [("source", src_job.result())]
             for name, value in refs:
                 if value != dst_sum:
                     raise TransferError(ErrorClass.CHECKSUM,
@@ -242,6 +267,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
             dst_ops.unlink(dst)
             dst_ops.rename(tmp, dst)
     except BaseException:
+        give_up.set()
         _quiet_unlink(dst_ops, tmp)
         raise
     return TransferOutcome(bytes=entry.size, seconds=time.monotonic() - start,
