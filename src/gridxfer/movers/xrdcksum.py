@@ -29,6 +29,7 @@ from XRootD import client as xrd
 from XRootD.client.flags import QueryCode
 
 from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.base import normalise_adler32
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import url_path, with_user
 
@@ -127,3 +128,12 @@ def query_checksum(url: str, timeout: float | None = None) -> bytes:
         with _lock:
             _flights.pop(url, None)
         flight.done.set()
+
+
+def adler32(url: str, timeout: float | None = None) -> str:
+    """The server's adler32 of ``url``, 8 lowercase hex digits."""
+    reply = query_checksum(url, timeout)
+    name, _, value = reply.decode(errors="replace").strip("\x00 \n").partition(" ")
+    if name.lower() != "adler32" or not value:
+        raise TransferError(ErrorClass.OTHER, f"{url}: unexpected checksum reply {reply!r}")
+    return normalise_adler32(value.strip())

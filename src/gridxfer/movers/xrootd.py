@@ -23,10 +23,10 @@ from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFla
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import (LocalOps, local_path, normalise_adler32, scheme_of,
+from gridxfer.movers.common import (LocalOps, local_path, scheme_of,
                                     url_path, verified_copy, with_user)
 from gridxfer.movers.xrdparallel import _SLOTS
-from gridxfer.movers.xrdcksum import query_checksum, server_of
+from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
 from gridxfer.movers.xrdwatch import WatchedHandler, run_watched, stall_timeout
 
@@ -80,11 +80,7 @@ class XRootDMover:
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         if algorithm.lower() != "adler32":
             raise UsageError(f"unsupported checksum algorithm: {algorithm}")
-        reply = query_checksum(url)     # one query per URL, own channel (xrdcksum.py)
-        name, _, value = reply.decode(errors="replace").strip("\x00 \n").partition(" ")
-        if name.lower() != "adler32" or not value:
-            raise TransferError(ErrorClass.OTHER, f"{url}: unexpected checksum reply {reply!r}")
-        return normalise_adler32(value.strip())
+        return xrd_adler32(url)     # one query per URL, own channel (xrdcksum.py)
 
     def unlink(self, url: str) -> None:
         status, _ = self._fs(url).rm(url_path(url), timeout=_CONNECT_TIMEOUT * 3)
