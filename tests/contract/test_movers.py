@@ -138,6 +138,28 @@ def test_checksum_mismatch_leaves_nothing(route):
     assert not bad_dir.exists() or os.listdir(bad_dir) == []    # no file, no temp file
 
 
+@pytest.mark.parametrize("sproto,dproto", [("file", "gsiftp"), ("gsiftp", "file"),
+                                           ("file", "ftp")])
+def test_gridftp_one_stream_reuses_sessions(local_grid, tmp_path, sproto, dproto):
+    """streams=1: gfal2 in-process over a reused session (no globus-url-copy per file);
+    the integrity path is the same (verify, no temp name left, mismatch leaves nothing)."""
+    src, dst = Place(local_grid, sproto, "src", tmp_path), Place(local_grid, dproto, "dst", tmp_path)
+    src_url = src.put("f.dat", PAYLOAD)
+    mover = get_mover(src_url, dst.url("one/f.dat"))
+    assert mover.name == "globus-url-copy"
+    for i in range(2):
+        out = mover.copy(src_url, dst.url(f"one/f{i}.dat"), params=_params(streams=1))
+        assert out.mode == "gfal-streamed" and out.streams_used == 1
+        assert out.checksum == PAYLOAD_SUM
+        assert dst.path(f"one/f{i}.dat").read_bytes() == PAYLOAD
+    assert sorted(os.listdir(dst.path("one"))) == ["f0.dat", "f1.dat"]
+    with pytest.raises(TransferError) as err:
+        mover.copy(src_url, dst.url("bad1/f.dat"),
+                   params=_params(streams=1, expected_checksum="00c0ffee"))
+    assert err.value.error_class is ErrorClass.CHECKSUM
+    assert not dst.path("bad1").exists() or os.listdir(dst.path("bad1")) == []
+
+
 @pytest.mark.parametrize("proto", ["file", "root", "gsiftp", "ftp"])
 def test_stat_listdir_checksum(proto, local_grid, tmp_path):
     place = Place(local_grid, proto, "src", tmp_path)

@@ -25,6 +25,9 @@ from gridxfer.movers.common import LocalOps, local_path, scheme_of, verified_cop
 from gridxfer.movers.gfal import GRIDFTP, GfalMover
 
 _BYTES = re.compile(rb"(\d+) bytes")
+# streams == 1 goes through gfal2 with session reuse; GRIDXFER_GUC_ALWAYS=1 forces a
+# globus-url-copy process for every transfer (the behaviour before).
+_SESSIONS = os.environ.get("GRIDXFER_GUC_ALWAYS", "") not in ("1", "true", "yes")
 
 
 def _gx_url(url: str) -> str:
@@ -91,7 +94,14 @@ class GlobusUrlCopyMover:
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
-        """Move the bytes only (no verification, no temp name): (streams used, mode)."""
+        """Move the bytes only (no verification, no temp name): (streams used, mode).
+
+        One stream asked for: an in-process gfal2 copy over this thread's reused GridFTP
+        session (no new process, no new GSI handshake per file: 0.3-1.5 s each, measured
+        on loopback). More streams: ``globus-url-copy -p N`` (MODE E), one process per file.
+        """
+        if int(params.streams) <= 1 and _SESSIONS:
+            return self._gfal._filecopy(src, dst, params, progress, (scheme_of(src), scheme_of(dst)))
         self._run(command(src, dst, params), params, progress, remote_src=scheme_of(src) != "file")
         return max(1, int(params.streams)), "globus-url-copy"
 
