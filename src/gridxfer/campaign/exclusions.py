@@ -92,6 +92,11 @@ class DefaultExclusions:
     def _state(self, url: str) -> _State:
         return self._st.setdefault(url, _State())
 
+    def close(self) -> None:
+        """Stop the space watcher's threads (the scheduler closes its policies at the end)."""
+        if self._space is not None:
+            self._space.close()
+
     # -- the seam ----------------------------------------------------------------
     def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None:
         st = self._state(url)
