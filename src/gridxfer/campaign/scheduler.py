@@ -18,16 +18,20 @@ import queue
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..errors import ErrorClass, TransferError
-from ..movers.base import TransferOutcome, TransferParams, normalise_adler32
-from . import exclusions as exclusions_mod, journal, optimizer as optimizer_mod, selection
+from ..errors import ErrorClass
+from ..movers.base import normalise_adler32
+from . import exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod, selection
+from .attempt import run_attempt
+from .factories import (  # noqa: F401  (re-exported: callers import them from here)
+    MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
+    default_optimizer_factory, default_selector_factory, default_selector_name,
+    fixed_optimizer_factory, ops_factory_for)
+from .jobs import Job, Result, Retry as _Retry, SchedulerResult  # noqa: F401
 from .spec import CampaignSpec, TierSpec
-from .stats import Accounting, Flight, StatsSnapshot
+from .stats import Accounting, StatsSnapshot
 
-MoverFactory = Callable[[str, str, bool], object]
 Observer = Callable[[StatsSnapshot], None]
 FETCH = 4096                 # pending rows fetched per query
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
@@ -35,95 +39,8 @@ STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctr
 ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
 
 
-def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
-    from ..movers.registry import get_mover
-    return get_mover(src, dst, third_party=third_party)
-
-
 def _default_mover_factory(src: str, dst: str, third_party: bool) -> object:
     return default_mover_factory(src, dst, third_party)    # looked up at call time (tests)
-
-
-def default_ops_factory(url: str) -> object:
-    """The mover answering stat/checksum/unlink/space for one URL."""
-    from ..movers.registry import mover_for
-    return mover_for(url)
-
-
-def ops_factory_for(mover_factory: MoverFactory | None,
-                    ops_factory: Callable[[str], object] | None) -> Callable[[str], object]:
-    """Metadata operations: the registry's, unless a custom copy mover was given (tests)."""
-    if ops_factory is not None:
-        return ops_factory
-    if mover_factory is None:
-        return lambda url: default_ops_factory(url)
-    return lambda url: mover_factory(url, url, False)
-
-
-def default_selector_factory(name: str) -> selection.DestinationSelector:
-    return selection.make_selector(name)
-
-
-def default_exclusion_factory() -> selection.ExclusionPolicy:
-    return exclusions_mod.DefaultExclusions()
-
-
-def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
-    return optimizer_mod.make_optimizer(optimizer_mod.DEFAULT_OPTIMIZER, tier.min_active,
-                                        tier.max_active)
-
-
-def fixed_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
-    return optimizer_mod.FixedConcurrency(tier.min_active, tier.max_active)
-
-
-def default_selector_name() -> str:
-    return getattr(selection, "DEFAULT_SELECTOR", "round-robin")
-
-
-@dataclass
-class Job:
-    attempt_id: int
-    file_id: int
-    tier: str
-    name: str
-    src_url: str
-    dst_url: str
-    endpoint: str
-    size: int
-    attempt_no: int
-    expected: str | None
-    avoid: frozenset
-    started: float
-    flight: Flight
-    cancel: threading.Event = field(default_factory=threading.Event)
-    timed_out: bool = False
-    thread: threading.Thread | None = None       # the worker running it
-
-
-@dataclass(frozen=True)
-class Result:
-    job: Job
-    outcome: TransferOutcome | None
-    error_class: ErrorClass | None
-    message: str
-    ended: float
-
-
-@dataclass(frozen=True)
-class SchedulerResult:
-    state: str                      # done | partial | interrupted
-    files_done: int
-    files_failed: int
-    seconds: float
-    snapshot: StatsSnapshot
-
-
-@dataclass(order=True)
-class _Retry:
-    not_before: float
-    file_id: int
-    row: tuple = field(compare=False)
 
 
 class Scheduler:
@@ -321,20 +238,7 @@ class Scheduler:
             self._jobs.put(job)
 
     def _write(self, file_updates: list, attempts: list, events: list, now: float) -> None:
-        c = self.conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            if file_updates:
-                c.executemany("UPDATE files SET state='active', endpoint=?, dst_url=?, "
-                              "attempts=attempts+1, updated=? WHERE id=?", file_updates)
-                c.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, "
-                              "started, streams) VALUES (?, ?, ?, ?, ?, ?, ?)", attempts)
-            for kind, detail in events:
-                journal.add_event(c, kind, ts=now, **detail)
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
+        ledger.record_dispatch(self.conn, file_updates, attempts, events, now)
 
     def _watchdog(self, now: float) -> None:
         """The mover enforces the timeout; this is the backstop. Past the timeout the
@@ -426,24 +330,7 @@ class Scheduler:
                 fail_rows.append((ec.value, res.message, now, job.file_id))
             self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
                              outcome="retry" if retry else "failed", now=now)
-        c = self.conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            c.executemany("UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
-                          "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? "
-                          "WHERE id=?", att_rows)
-            c.executemany("UPDATE files SET state='done', checksum=?, error_class=NULL, "
-                          "error_msg=NULL, updated=? WHERE id=?", done_rows)
-            c.executemany("UPDATE files SET state='pending', error_class=?, error_msg=?, "
-                          "not_before=?, updated=? WHERE id=?", pend_rows)
-            c.executemany("UPDATE files SET state='failed', error_class=?, error_msg=?, "
-                          "updated=? WHERE id=?", fail_rows)
-            c.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
-                          "updated=? WHERE id=?", cancel_rows)
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
+        ledger.record_results(self.conn, att_rows, done_rows, pend_rows, fail_rows, cancel_rows)
 
     # ------------------------------------------------------------ workers
     def _worker(self) -> None:
@@ -470,35 +357,8 @@ class Scheduler:
             return None
 
     def _transfer(self, job: Job) -> Result:
-        spec, tier = self.spec, self.tiers[job.tier]
-        mover = None
-        try:
-            mover = self._mover(job.src_url, job.dst_url)
-            params = TransferParams(
-                streams=tier.streams, tcp_buffer=tier.tcp_buffer, timeout=spec.timeout,
-                checksum=spec.checksum.algorithm, expected_checksum=job.expected,
-                verify=spec.checksum.verify if spec.checksum.algorithm else "none",
-                overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel)
-            acct, flight = self.acct, job.flight
-            out = mover.copy(job.src_url, job.dst_url, params=params,
-                             progress=lambda done, total: acct.progress(flight, done))
-            if (job.expected and out.checksum and params.verify != "none"
-                    and normalise_adler32(out.checksum) != job.expected):
-                _unlink(self._ops(job.dst_url), job.dst_url)
-                return Result(job, None, ErrorClass.CHECKSUM,
-                              f"destination adler32 {normalise_adler32(out.checksum)} != expected "
-                              f"{job.expected}", self.clock())
-            return Result(job, out, None, "", self.clock())
-        except TransferError as exc:
-            if exc.error_class is ErrorClass.CHECKSUM and mover is not None:
-                _unlink(self._ops(job.dst_url), job.dst_url)
-            msg = str(exc)
-            prefix = f"{exc.error_class.value}: "
-            return Result(job, None, exc.error_class,
-                          _line(msg[len(prefix):] if msg.startswith(prefix) else msg), self.clock())
-        except Exception as exc:        # a mover bug must not kill the campaign
-            return Result(job, None, ErrorClass.OTHER, _line(f"{type(exc).__name__}: {exc}"),
-                          self.clock())
+        return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
+                           self.acct, self.clock)
 
     # ------------------------------------------------------------ the end
     def _finish(self) -> SchedulerResult:
@@ -528,23 +388,4 @@ class Scheduler:
                                now - self.started, snap)
 
     def _close(self, state: str, kind: str, now: float, **detail) -> None:
-        c = self.conn
-        c.execute("BEGIN IMMEDIATE")
-        journal.add_event(c, kind, ts=now, **detail)
-        journal.set_meta(c, [("state", state), ("updated", repr(now))])
-        c.execute("COMMIT")
-
-
-def _unlink(mover: object | None, url: str) -> None:
-    fn = getattr(mover, "unlink", None)
-    if fn is None:
-        return
-    try:
-        fn(url)
-    except Exception:       # best effort: the copy may never have reached its final name
-        pass
-
-
-def _line(text: str) -> str:
-    text = text.strip().splitlines()
-    return text[0][:500] if text else "unknown error"
+        ledger.record_end(self.conn, state, kind, now, **detail)

@@ -1,0 +1,58 @@
+"""Default factories for the scheduler's extension points (one concept: what plugs in).
+
+``selector_factory(name) -> DestinationSelector`` (one per tier),
+``exclusion_factory() -> ExclusionPolicy`` (one per campaign),
+``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
+``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread),
+``ops_factory(url) -> Mover`` (stat/checksum/unlink/space for one URL).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from . import exclusions as exclusions_mod, optimizer as optimizer_mod, selection
+from .spec import TierSpec
+
+MoverFactory = Callable[[str, str, bool], object]
+
+
+def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+    from ..movers.registry import get_mover
+    return get_mover(src, dst, third_party=third_party)
+
+
+def default_ops_factory(url: str) -> object:
+    """The mover answering stat/checksum/unlink/space for one URL."""
+    from ..movers.registry import mover_for
+    return mover_for(url)
+
+
+def ops_factory_for(mover_factory: MoverFactory | None,
+                    ops_factory: Callable[[str], object] | None) -> Callable[[str], object]:
+    """Metadata operations: the registry's, unless a custom copy mover was given (tests)."""
+    if ops_factory is not None:
+        return ops_factory
+    if mover_factory is None:
+        return lambda url: default_ops_factory(url)
+    return lambda url: mover_factory(url, url, False)
+
+
+def default_selector_factory(name: str) -> selection.DestinationSelector:
+    return selection.make_selector(name)
+
+
+def default_exclusion_factory() -> selection.ExclusionPolicy:
+    return exclusions_mod.DefaultExclusions()
+
+
+def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    return optimizer_mod.make_optimizer(optimizer_mod.DEFAULT_OPTIMIZER, tier.min_active,
+                                        tier.max_active)
+
+
+def fixed_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    return optimizer_mod.FixedConcurrency(tier.min_active, tier.max_active)
+
+
+def default_selector_name() -> str:
+    return getattr(selection, "DEFAULT_SELECTOR", "round-robin")

@@ -1,0 +1,55 @@
+"""The scheduler's work items: a dispatched attempt (``Job``), what a worker hands back
+(``Result``), a file waiting for its retry (``Retry``) and the end result of a run."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from ..errors import ErrorClass
+from ..movers.base import TransferOutcome
+from .stats import Flight, StatsSnapshot
+
+
+@dataclass
+class Job:
+    attempt_id: int
+    file_id: int
+    tier: str
+    name: str
+    src_url: str
+    dst_url: str
+    endpoint: str
+    size: int
+    attempt_no: int
+    expected: str | None
+    avoid: frozenset
+    started: float
+    flight: Flight
+    cancel: threading.Event = field(default_factory=threading.Event)
+    timed_out: bool = False
+    thread: threading.Thread | None = None       # the worker running it
+
+
+@dataclass(frozen=True)
+class Result:
+    job: Job
+    outcome: TransferOutcome | None
+    error_class: ErrorClass | None
+    message: str
+    ended: float
+
+
+@dataclass(frozen=True)
+class SchedulerResult:
+    state: str                      # done | partial | interrupted
+    files_done: int
+    files_failed: int
+    seconds: float
+    snapshot: StatsSnapshot
+
+
+@dataclass(order=True)
+class Retry:
+    not_before: float
+    file_id: int
+    row: tuple = field(compare=False)
