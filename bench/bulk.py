@@ -13,7 +13,11 @@ servers (real XRootD and GSI GridFTP on loopback, data dirs on /dev/shm):
   gfal       gfal-copy -n S, A parallel invocations, each --from-file (its own share)
 With --checksum on (default) every tool verifies adler32 end to end (gridxfer verify:
 both, xrdcp --cksum adler32, guc -verify-checksum -checksum-alg MD5 (the only algorithm
-guc computes locally), gfal-copy -K adler32). gridxfer's concurrency is pinned to A (min_active = max_active = A).
+guc computes locally), gfal-copy -K adler32: source and destination, as gridxfer).
+gridxfer's concurrency is pinned to A (min_active = max_active = A); its streams are S
+unless --gx-streams says otherwise (file<->gsiftp with 1 stream runs in-process on gfal2
+with reused sessions, like gfal-copy, which streams file<->gsiftp on one connection
+whatever -n says; more streams run one globus-url-copy -p S per file).
 Goal (issue 7): gridxfer >= 1.0x the best peer. On loopback the limit is CPU (2 cores):
 this shows per-byte overhead, not network behaviour.
 
@@ -53,15 +57,15 @@ def _prepare_dir(data_dir: Path, sub: str, user: str) -> Path:
 
 
 def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, streams: int,
-                 active: int, checksum: bool,
-                 gx_active: int | None = None) -> dict[str, Callable[[str], float]]:
+                 active: int, checksum: bool, gx_active: int | None = None,
+                 gx_streams: int | None = None) -> dict[str, Callable[[str], float]]:
     """tool -> run(sub) -> seconds; ``sub`` is the destination sub-directory to fill."""
     src_url = f"file://{srcs[0].parent}/"
 
     def gx(base: str, tag: str) -> Callable[[str], float]:
         def run(sub: str) -> float:
             spec = write_campaign(work / f"{tag}.yaml", f"bench-bulk-{tag}", src_url,
-                                  [base + sub + "/"], streams=streams,
+                                  [base + sub + "/"], streams=gx_streams or streams,
                                   active=gx_active or active,
                                   checksum=checksum)
             return gridxfer_run(spec)
@@ -234,6 +238,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--gx-active", type=int, default=None,
                     help="gridxfer's concurrency (default: --active, the peers' value)")
+    ap.add_argument("--gx-streams", type=int, default=None,
+                    help="gridxfer's streams per transfer (default: --streams, the peers' "
+                         "value; the campaign default is 1)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="interleaved rounds; the table keeps each tool's best run")
     ap.add_argument("--no-record", action="store_true")
@@ -258,7 +265,7 @@ def main(argv: list[str]) -> int:
         with grid as (xrd, gsi, user):
             runners = tool_runners(srcs, xrd.url, gsi.url, work, streams=args.streams,
                                    active=args.active, checksum=args.checksum == "on",
-                                   gx_active=args.gx_active)
+                                   gx_active=args.gx_active, gx_streams=args.gx_streams)
             runs: dict[str, list[Result]] = {t: [] for t in tools}
             for rnd in range(args.rounds):          # interleaved: tool order rotates per round
                 for tool in tools[rnd % len(tools):] + tools[:rnd % len(tools)]:
@@ -279,7 +286,8 @@ def main(argv: list[str]) -> int:
         title = (f"{where}, {args.files} x {fmt_bytes(args.size)}, streams {args.streams}, "
                  f"{args.active} at a time, checksum {args.checksum}"
                  + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else "")
-                 + (f", gridxfer max_active {args.gx_active}" if args.gx_active else ""))
+                 + (f", gridxfer max_active {args.gx_active}" if args.gx_active else "")
+                 + (f", gridxfer streams {args.gx_streams}" if args.gx_streams else ""))
         append_results("Bulk", title, command_line("bulk", argv),
                        table + "\n\n" + "\n".join(f"- {g}" for g in goals))
     return 0 if goals and all(g.startswith("GOAL MET") for g in goals) else 1
