@@ -102,7 +102,7 @@ def _fanout(inv, files, dests, params_for, bound: float) -> list[float]:
     jobs, targets = [], []
     for i, (url, want) in enumerate(files):
         for d in dests:
-            dst = inv.endpoints[d].url + f"out/{Path(url).name}"
+            dst = inv.endpoints[d].url + "out/" + "/".join(url.split("/")[-2:])   # tag/name
             params = params_for(i)
             jobs.append(lambda s=url, t=dst, p=params: get_mover(s, t).copy(s, t, params=p))
             targets.append((dst, want))
