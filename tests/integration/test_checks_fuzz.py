@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -93,7 +94,7 @@ def build_cases(tmp: Path, home: Path) -> list[tuple[str, list[str]]]:
     cases += [
         ("tape", ["--cta", str(tmp / "missing.log")]),
         ("tape", ["--cta", str(tmp)]),                                   # a directory
-        ("tape", ["--cta", str(fifo), "-t", "1"]),                        # blocks: timeout
+        ("tape", ["--cta", str(fifo), "-t", "1"]),                        # would block: refused
         ("tape", ["--cta", str(FIX / "cta-taped-4x18.log"), "--state-file", str(statedir)]),
         ("tape", ["--cta", str(FIX / "cta-taped-4x18.log"), "--state-file",
                   str(files["state-garbage.json"])]),
@@ -174,9 +175,34 @@ def test_fuzzed_inputs_always_give_one_nagios_line(tmp_path, gridxfer_home):
         if not ok:
             bad.append((name, args, r.returncode, out, err[-500:]))
     assert not bad, "\n".join(map(repr, bad))
-    # the timeout case really timed out gracefully
+    # a FIFO as log is refused at once instead of blocking until the timeout
     fifo_case = [r for (n, a), r in results if "fifo.log" in " ".join(a)][0]
-    assert fifo_case.returncode == 3 and "Timeout" in fifo_case.stdout
+    assert fifo_case.returncode == 3 and "not a regular file" in fifo_case.stdout
+
+
+SLOW_PLUGIN = """
+import time, nagiosplugin
+from gridxfer.monitoring.nagios import GxCheck, GxResource, PluginParser, run_plugin
+
+class Slow(GxResource):
+    def collect(self):
+        time.sleep(60)
+        yield nagiosplugin.Metric("x", 1)
+
+run_plugin("slow", PluginParser(prog="check_slow", description="sleeps"),
+           lambda args: GxCheck(Slow(), name="slow"), ["-t", "1"])
+"""
+
+
+def test_timeout_is_one_unknown_line():
+    """-t aborts a probe that hangs with one UNKNOWN line, exit 3, well before the hang ends."""
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-c", SLOW_PLUGIN], capture_output=True, text=True,
+                         timeout=30)
+    assert res.returncode == 3, res
+    assert res.stdout.count("\n") == 1 and "UNKNOWN" in res.stdout and "Timeout" in res.stdout
+    assert "Traceback" not in res.stdout + res.stderr
+    assert time.monotonic() - start < 20
 
 
 def test_help_and_version_exit_unknown():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -150,6 +151,13 @@ def _rotated_remainder(path: Path, saved: dict) -> list[bytes]:
     return []
 
 
+def _require_regular(path: Path) -> None:
+    """A FIFO, socket or device would block ``open`` (or never end): refuse it up front."""
+    mode = os.stat(path).st_mode          # FileNotFoundError etc. become UNKNOWN upstream
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: not a regular file")
+
+
 def read_sessions(paths: list[tuple[Path, Parser]], cookie_path: Path | None, *,
                   keep_after: float) -> tuple[list[TapeSession], int]:
     """New sessions from every log plus those remembered; returns (sessions, garbage lines).
@@ -185,6 +193,7 @@ def read_sessions(paths: list[tuple[Path, Parser]], cookie_path: Path | None, *,
 
     for path, parse in paths:
         abspath = Path(os.path.abspath(path))
+        _require_regular(abspath)
         if not cookie_path:
             with open(abspath, "rb") as fh:
                 feed(fh, abspath, parse)
