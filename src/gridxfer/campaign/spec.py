@@ -23,211 +23,20 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlsplit
 
 import yaml
-from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from ..errors import GridxferError, SpecError, UsageError
+from ..errors import SpecError
 from .. import units
 from .journal import _NAME_RE
-
-SCHEMES = frozenset({"root", "xroot", "roots", "gsiftp", "ftp", "file", "http", "https", "davs"})
-VERIFY_MODES = ("source", "destination", "both", "none")
-ALGORITHMS = ("adler32",)
-_HEX8 = re.compile(r"[0-9a-fA-F]{1,8}")
-
-
-@dataclass(frozen=True)
-class FileItem:
-    name: str                       # relative to the source base URL
-    size: int | None = None         # None: looked up with the mover's stat
-    adler32: str | None = None      # expected checksum, 8 lowercase hex digits
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    url: str                                # base URL (ends with '/')
-    files: tuple[FileItem, ...] = ()        # explicit list
-    glob: str | None = None
-    recursive: bool = False
-    list_file: str | None = None            # absolute path of a 'name size [adler32]' list
-
-    @property
-    def mode(self) -> str:
-        if self.list_file:
-            return "list-file"
-        if self.recursive:
-            return "recursive"
-        return "glob" if self.glob is not None else "list"
-
-
-@dataclass(frozen=True)
-class TierSpec:
-    name: str
-    pool: tuple[str, ...]
-    streams: int = 1
-    max_active: int = 4
-    min_active: int = 1
-    tcp_buffer: int | None = None
-    selector: str | None = None
-
-
-@dataclass(frozen=True)
-class ChecksumSpec:
-    algorithm: str | None = "adler32"       # None: no checksum at all
-    verify: str = "both"
-
-
-@dataclass(frozen=True)
-class RetrySpec:
-    max: int = 3
-    backoff: float = 30.0                   # seconds before the first retry; doubles after
-
-
-@dataclass(frozen=True)
-class CampaignSpec:
-    name: str
-    source: SourceSpec
-    destinations: tuple[TierSpec, ...]
-    checksum: ChecksumSpec = ChecksumSpec()
-    retries: RetrySpec = RetrySpec()
-    timeout: float = 3600.0
-    overwrite: bool = False
-    third_party: bool = False
-    path: str = ""                          # the campaign file it came from
-    inventory: bool = False                 # endpoint names were resolved via the testbed inventory
-    extra: dict = field(default_factory=dict, compare=False)
-
-    def tier(self, name: str) -> TierSpec:
-        return next(t for t in self.destinations if t.name == name)
-
-
-# ---------------------------------------------------------------- validation plumbing
-class _Checker:
-    def __init__(self, path: str, resolver: Callable[[str], str] | None) -> None:
-        self.path, self._resolver, self.used_inventory = path, resolver, False
-        self._con = SafeConstructor()
-
-    def fail(self, node: Node | None, fieldname: str | None, msg: str) -> SpecError:
-        line = node.start_mark.line + 1 if node is not None else None
-        return SpecError(msg, path=self.path, line=line, field=fieldname)
-
-    def mapping(self, node: Node, fieldname: str, allowed: tuple[str, ...],
-                required: tuple[str, ...] = ()) -> dict[str, Node]:
-        if not isinstance(node, MappingNode):
-            raise self.fail(node, fieldname, f"expected a mapping, got {_kind(node)}")
-        out: dict[str, Node] = {}
-        for knode, vnode in node.value:
-            key = knode.value if isinstance(knode, ScalarNode) else None
-            sub = f"{fieldname}.{key}" if fieldname else str(key)
-            if not isinstance(key, str) or key not in allowed:
-                hint = difflib.get_close_matches(str(key), allowed, n=1)
-                more = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
-                raise self.fail(knode, sub, f"unknown key{more}")
-            if key in out:
-                raise self.fail(knode, sub, "duplicate key")
-            out[key] = vnode
-        for key in required:
-            if key not in out:
-                raise self.fail(node, f"{fieldname}.{key}" if fieldname else key,
-                                "required key is missing")
-        return out
-
-    def value(self, node: Node, fieldname: str) -> Any:
-        if not isinstance(node, ScalarNode):
-            raise self.fail(node, fieldname, f"expected a single value, got {_kind(node)}")
-        try:
-            return self._con.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            raise self.fail(node, fieldname, f"bad value: {exc}") from None
-
-    def string(self, node: Node, fieldname: str) -> str:
-        val = self.value(node, fieldname)
-        if not isinstance(val, str) or not val.strip():
-            raise self.fail(node, fieldname, f"expected a non-empty string, got {val!r}")
-        return val.strip()
-
-    def boolean(self, node: Node, fieldname: str) -> bool:
-        val = self.value(node, fieldname)
-        if not isinstance(val, bool):
-            raise self.fail(node, fieldname, f"expected true or false, got {val!r}")
-        return val
-
-    def integer(self, node: Node, fieldname: str, minimum: int = 1) -> int:
-        val = self.value(node, fieldname)
-        if isinstance(val, bool) or not isinstance(val, int):
-            raise self.fail(node, fieldname, f"expected a whole number, got {val!r}")
-        if val < minimum:
-            raise self.fail(node, fieldname, f"must be at least {minimum}, got {val}")
-        return val
-
-    def parsed(self, node: Node, fieldname: str, parser: Callable[[Any], Any],
-               positive: bool = False) -> Any:
-        raw = self.value(node, fieldname)
-        try:
-            val = parser(raw)
-        except UsageError as exc:
-            raise self.fail(node, fieldname, str(exc)) from None
-        if positive and val <= 0:
-            raise self.fail(node, fieldname, f"must be greater than zero, got {raw!r}")
-        return val
-
-    def url(self, node: Node, fieldname: str, directory: bool = True) -> str:
-        text = self.string(node, fieldname)
-        if "://" not in text:
-            text = self._endpoint_name(node, fieldname, text)
-        parts = urlsplit(text)
-        scheme = parts.scheme.lower()
-        if scheme not in SCHEMES:
-            raise self.fail(node, fieldname,
-                            f"unsupported URL scheme {parts.scheme!r} in {text!r} "
-                            f"(use one of {', '.join(sorted(SCHEMES))})")
-        if scheme != "file" and not parts.hostname:
-            raise self.fail(node, fieldname, f"URL {text!r} has no host")
-        try:
-            parts.port
-        except ValueError:
-            raise self.fail(node, fieldname, f"URL {text!r} has a bad port") from None
-        if not parts.path or not parts.path.startswith("/"):
-            raise self.fail(node, fieldname, f"URL {text!r} has no absolute path")
-        if parts.query or parts.fragment or any(c.isspace() for c in text):
-            raise self.fail(node, fieldname, f"URL {text!r} must not contain spaces, '?' or '#'")
-        return text if not directory or text.endswith("/") else text + "/"
-
-    def _endpoint_name(self, node: Node, fieldname: str, text: str) -> str:
-        name, _, sub = text.partition("/")
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-            raise self.fail(node, fieldname, f"not a URL or endpoint name: {text!r}")
-        try:
-            if self._resolver is None:
-                self._resolver = _inventory_resolver()
-            base = self._resolver(name)
-        except (GridxferError, KeyError, LookupError, OSError) as exc:
-            raise self.fail(node, fieldname, f"endpoint name {name!r}: {_one_line(exc)}") from None
-        self.used_inventory = True
-        return base.rstrip("/") + "/" + sub if sub else base
-
-
-def _kind(node: Node) -> str:
-    return {MappingNode: "a mapping", SequenceNode: "a list", ScalarNode: "a value"}.get(
-        type(node), type(node).__name__)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _inventory_resolver() -> Callable[[str], str]:
-    from ..testbed.inventory import load_inventory
-    inv = load_inventory()
-    return lambda name: str(inv.resolve(name))
+from .specmodel import (  # noqa: F401  (re-exported: callers import them from here)
+    ALGORITHMS, SCHEMES, VERIFY_MODES, _HEX8, CampaignSpec, ChecksumSpec, FileItem, RetrySpec,
+    SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
+from .specnodes import Checker as _Checker, _kind, _one_line
 
 
 # ---------------------------------------------------------------- the schema
@@ -434,23 +243,3 @@ def _selector(c: _Checker, node: Node, where: str) -> str:
                      + (f" (did you mean {hint[0]!r}?)" if hint
                         else f" (choose from {', '.join(sorted(SELECTORS))})"))
     return name
-
-
-# ---------------------------------------------------------------- (de)serialisation
-def spec_to_dict(spec: CampaignSpec) -> dict[str, Any]:
-    """A JSON-able dict; stored in the journal so `resume` needs no campaign file."""
-    from dataclasses import asdict
-    d = asdict(spec)
-    d.pop("extra", None)
-    return d
-
-
-def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
-    src = dict(d["source"])
-    src["files"] = tuple(FileItem(**f) for f in src.get("files", ()))
-    return CampaignSpec(
-        name=d["name"], source=SourceSpec(**src),
-        destinations=tuple(TierSpec(**{**t, "pool": tuple(t["pool"])}) for t in d["destinations"]),
-        checksum=ChecksumSpec(**d["checksum"]), retries=RetrySpec(**d["retries"]),
-        timeout=d["timeout"], overwrite=d["overwrite"], third_party=d["third_party"],
-        path=d.get("path", ""), inventory=d.get("inventory", False))

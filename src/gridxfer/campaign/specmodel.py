@@ -1,0 +1,96 @@
+"""The campaign's value types: what ``load_spec`` returns and the journal stores
+(``spec_to_dict``/``spec_from_dict`` round-trip it so ``resume`` needs no campaign file)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMES = frozenset({"root", "xroot", "roots", "gsiftp", "ftp", "file", "http", "https", "davs"})
+VERIFY_MODES = ("source", "destination", "both", "none")
+ALGORITHMS = ("adler32",)
+_HEX8 = re.compile(r"[0-9a-fA-F]{1,8}")
+
+
+@dataclass(frozen=True)
+class FileItem:
+    name: str                       # relative to the source base URL
+    size: int | None = None         # None: looked up with the mover's stat
+    adler32: str | None = None      # expected checksum, 8 lowercase hex digits
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    url: str                                # base URL (ends with '/')
+    files: tuple[FileItem, ...] = ()        # explicit list
+    glob: str | None = None
+    recursive: bool = False
+    list_file: str | None = None            # absolute path of a 'name size [adler32]' list
+
+    @property
+    def mode(self) -> str:
+        if self.list_file:
+            return "list-file"
+        if self.recursive:
+            return "recursive"
+        return "glob" if self.glob is not None else "list"
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    name: str
+    pool: tuple[str, ...]
+    streams: int = 1
+    max_active: int = 4
+    min_active: int = 1
+    tcp_buffer: int | None = None
+    selector: str | None = None
+
+
+@dataclass(frozen=True)
+class ChecksumSpec:
+    algorithm: str | None = "adler32"       # None: no checksum at all
+    verify: str = "both"
+
+
+@dataclass(frozen=True)
+class RetrySpec:
+    max: int = 3
+    backoff: float = 30.0                   # seconds before the first retry; doubles after
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    name: str
+    source: SourceSpec
+    destinations: tuple[TierSpec, ...]
+    checksum: ChecksumSpec = ChecksumSpec()
+    retries: RetrySpec = RetrySpec()
+    timeout: float = 3600.0
+    overwrite: bool = False
+    third_party: bool = False
+    path: str = ""                          # the campaign file it came from
+    inventory: bool = False                 # endpoint names were resolved via the testbed inventory
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def tier(self, name: str) -> TierSpec:
+        return next(t for t in self.destinations if t.name == name)
+
+
+def spec_to_dict(spec: CampaignSpec) -> dict[str, Any]:
+    """A JSON-able dict; stored in the journal so `resume` needs no campaign file."""
+    from dataclasses import asdict
+    d = asdict(spec)
+    d.pop("extra", None)
+    return d
+
+
+def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
+    src = dict(d["source"])
+    src["files"] = tuple(FileItem(**f) for f in src.get("files", ()))
+    return CampaignSpec(
+        name=d["name"], source=SourceSpec(**src),
+        destinations=tuple(TierSpec(**{**t, "pool": tuple(t["pool"])}) for t in d["destinations"]),
+        checksum=ChecksumSpec(**d["checksum"]), retries=RetrySpec(**d["retries"]),
+        timeout=d["timeout"], overwrite=d["overwrite"], third_party=d["third_party"],
+        path=d.get("path", ""), inventory=d.get("inventory", False))
