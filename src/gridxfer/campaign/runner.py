@@ -15,16 +15,18 @@ import os
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..errors import TransferError, UsageError
-from ..movers.base import normalise_adler32
+from ..errors import UsageError
 from . import journal
 from .dataset import expand
+from .recovery import recover
 from .scheduler import Observer, Scheduler, SchedulerResult
 from .spec import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
+from .status import (  # noqa: F401  (re-exported: callers import them from here)
+    CampaignStatus, _alive, campaign_status, list_campaigns)
 
 
 @dataclass(frozen=True)
@@ -53,23 +55,6 @@ class CampaignResult:
     recovered: int = 0          # attempts recovered after a crash (resume)
     failures: tuple[FileFailure, ...] = ()
     dry_run: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class CampaignStatus:
-    name: str
-    journal: str
-    state: str
-    files: dict[str, int]                   # state -> files (all tiers)
-    bytes: dict[str, int]                   # state -> bytes
-    tiers: dict[str, dict[str, int]]        # tier -> state -> files
-    created: float | None = None
-    updated: float | None = None
-    links: tuple[dict, ...] = field(default=())
-    excluded: tuple[dict, ...] = field(default=())      # endpoints out of rotation (--links)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,156 +190,3 @@ def _result(conn, path: Path, spec: CampaignSpec, res: SchedulerResult,
     return CampaignResult(spec.name, str(path), res.state, snap.files_total, snap.files_done,
                           snap.files_failed, snap.bytes_total, snap.bytes_done,
                           round(res.seconds, 3), snap.mean_rate, recovered, failures)
-
-
-def _alive(pid: str | None) -> bool:
-    if not pid or not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return b"gridxfer" in cmd or b"pytest" in cmd
-    return True
-
-
-# ------------------------------------------------------------------ crash recovery
-def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
-            ops_factory: Callable | None = None) -> int:
-    """Attempts left 'active' by a killed process: remove its temporary files, keep a
-    verified final file (right size and adler32) as done, otherwise delete it and redo."""
-    from .scheduler import ops_factory_for
-    ops_for = ops_factory_for(mover_factory, ops_factory)
-    rows = journal.active_attempts(conn)
-    orphans = journal.orphan_active_files(conn)
-    if not rows and not orphans:
-        return 0
-    now = time.time()
-    att, done, pending, events = [], [], [], []
-    for r in rows:
-        try:
-            mover, src_ops = ops_for(r["dst_url"]), ops_for(r["src_url"])
-        except Exception:       # no mover: the file is simply redone (overwrite permitting)
-            mover = src_ops = None
-        verdict, checksum = (_check_destination(mover, src_ops, r, spec) if mover
-                             else ("redo", None))
-        att.append((now, f"process died; recovered: {verdict}", r["id"]))
-        if verdict == "done":
-            done.append((checksum, now, r["file_id"]))
-        else:
-            pending.append((now, r["file_id"]))
-        events.append(dict(file_id=r["file_id"], attempt_id=r["id"], outcome=verdict))
-    pending += [(now, o["id"]) for o in orphans]
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.executemany("UPDATE attempts SET status='cancelled', ended=?, error_class='cancelled',"
-                         " error_msg=? WHERE id=?", att)
-        conn.executemany("UPDATE files SET state='done', checksum=?, updated=? WHERE id=?", done)
-        conn.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
-                         "not_before=0, updated=? WHERE id=? AND state='active'", pending)
-        for e in events:
-            journal.add_event(conn, "recovered", ts=now, **e)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return len(rows) + len(orphans)
-
-
-def _check_destination(mover: Any, src_ops: Any, r: Any,
-                       spec: CampaignSpec) -> tuple[str, str | None]:
-    for tmp in filter(None, (r["tmp_url"], *_temp_names(mover, r["dst_url"]))):
-        _quiet(getattr(mover, "unlink", None), tmp)
-    stat = getattr(mover, "stat", None)
-    if stat is None:
-        return "redo", None
-    try:
-        entry = stat(r["dst_url"])
-    except TransferError:
-        return "redo", None
-    if int(entry.size) == int(r["size"]):
-        if not spec.checksum.algorithm:
-            return "done", None
-        try:
-            have = normalise_adler32(mover.checksum(r["dst_url"], "adler32"))
-            want = r["expected_checksum"] or normalise_adler32(
-                src_ops.checksum(r["src_url"], "adler32"))
-        except (TransferError, AttributeError):
-            have = want = None
-        if have and have == want:
-            return "done", have
-    _quiet(getattr(mover, "unlink", None), r["dst_url"])
-    return "redo", None
-
-
-def _temp_names(mover: Any, dst: str) -> list[str]:
-    """Temporary names of ``dst`` left in its directory (movers.common naming)."""
-    try:
-        from ..movers.common import TEMP_MARK
-    except ImportError:
-        return []
-    parent, _, name = dst.rstrip("/").rpartition("/")
-    prefix = f".{name}{TEMP_MARK}"
-    try:
-        entries = mover.listdir(parent + "/")
-    except Exception:
-        return []
-    return [parent + "/" + e.url.rstrip("/").rpartition("/")[2] for e in entries
-            if e.url.rstrip("/").rpartition("/")[2].startswith(prefix)]
-
-
-def _quiet(fn: Callable | None, *args: Any) -> None:
-    if fn is None:
-        return
-    with contextlib.suppress(Exception):
-        fn(*args)
-
-
-# ------------------------------------------------------------------ read side
-def campaign_status(name: str, *, links: bool = False) -> CampaignStatus:
-    return _status(journal.journal_path(name), links=links)
-
-
-def _status(path: Path, *, links: bool = False) -> CampaignStatus:
-    conn = journal.connect(path, readonly=True)
-    try:
-        meta = journal.get_meta(conn)
-        counts = journal.tally(conn)
-        files: dict[str, int] = {}
-        nbytes: dict[str, int] = {}
-        tiers: dict[str, dict[str, int]] = {}
-        for tier, by in counts.items():
-            for st, (n, b) in by.items():
-                files[st] = files.get(st, 0) + n
-                nbytes[st] = nbytes.get(st, 0) + b
-                tiers.setdefault(tier, {})[st] = n
-        state = meta.get("state", "?")
-        if state == "running" and not _alive(meta.get("pid")):
-            state = "interrupted"          # killed: resume recovers it
-        link_rows: tuple[dict, ...] = ()
-        excluded: tuple[dict, ...] = ()
-        if links:
-            from .exclusions import current_exclusions
-            from .optimizer import link_status
-            link_rows = tuple(asdict(s) for s in link_status(conn))
-            excluded = tuple(asdict(e) for e in current_exclusions(conn))
-        return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
-                              _float(meta.get("created")), _float(meta.get("updated")), link_rows,
-                              excluded)
-    finally:
-        conn.close()
-
-
-def list_campaigns() -> list[CampaignStatus]:
-    return [_status(p) for p in journal.list_journals()]
-
-
-def _float(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
