@@ -22,6 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..errors import SpecError, UsageError
 from .rules import check_nic, check_sysctl
@@ -167,6 +168,19 @@ def _split_assignment(raw: str, path: Path, no: int) -> tuple[str, str, bool]:
     return key, " ".join(value.split()), optional
 
 
+def _checked_assignment(raw: str, path: Path, no: int, check: Callable[[str, str], str | None],
+                        seen: set[str]) -> tuple[str, str, bool]:
+    """``key = value`` validated by ``check`` (a problem text or None), once per file."""
+    key, value, optional = _split_assignment(raw, path, no)
+    problem = check(key, value)
+    if problem:
+        raise SpecError(problem, path=str(path), line=no, field=key)
+    if key in seen:
+        raise SpecError("duplicate key in the same file", path=str(path), line=no, field=key)
+    seen.add(key)
+    return key, value, optional
+
+
 def _parse_conf(path: Path) -> tuple[dict[str, str], list[Setting], list[tuple[str, int]]]:
     meta: dict[str, str] = {}
     settings: list[Setting] = []
@@ -193,13 +207,7 @@ def _parse_conf(path: Path) -> tuple[dict[str, str], list[Setting], list[tuple[s
             elif m:
                 meta.setdefault(m.group(1).lower(), m.group(2).strip())
             continue
-        key, value, optional = _split_assignment(raw, path, no)
-        problem = check_sysctl(key, value)
-        if problem:
-            raise SpecError(problem, path=str(path), line=no, field=key)
-        if key in seen:
-            raise SpecError("duplicate key in the same file", path=str(path), line=no, field=key)
-        seen.add(key)
+        key, value, optional = _checked_assignment(raw, path, no, check_sysctl, seen)
         settings.append(Setting(key, value, optional, str(path), no))
     return meta, settings, includes
 
@@ -211,13 +219,7 @@ def _parse_nic(path: Path) -> list[Setting]:
         stripped = raw.strip()
         if not stripped or stripped[0] in "#;":
             continue
-        key, value, optional = _split_assignment(raw, path, no)
-        problem = check_nic(key, value)
-        if problem:
-            raise SpecError(problem, path=str(path), line=no, field=key)
-        if key in seen:
-            raise SpecError("duplicate key in the same file", path=str(path), line=no, field=key)
-        seen.add(key)
+        key, value, optional = _checked_assignment(raw, path, no, check_nic, seen)
         settings.append(Setting(NIC_PREFIX + key, value.lower() if key.startswith(
             ("pause.", "coalesce.adaptive")) else value, optional, str(path), no))
     return settings
