@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import journal
+from .intervals import overlap
 from .share import ShareReport, endpoint_share
 
 MB = 1e6
@@ -161,19 +162,6 @@ def _load_attempts(conn) -> dict[str, np.ndarray]:
     return {"s": np.array(cols[0], float), "e": np.array(cols[1], float),
             "b": np.array(cols[2], float), "tier": np.array(cols[3], object),
             "ep": np.array(cols[4], object), "ok": np.array([c == "ok" for c in cols[5]])}
-
-
-def overlap(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
-            t: np.ndarray) -> np.ndarray:
-    """sum_i w_i * clip(t - s_i, 0, e_i - s_i) for every t, in O((N + M) log N)."""
-    def part(x: np.ndarray) -> np.ndarray:
-        order = np.argsort(x)
-        xs, ws = x[order], weights[order]
-        cw = np.concatenate(([0.0], np.cumsum(ws)))
-        cwx = np.concatenate(([0.0], np.cumsum(ws * xs)))
-        k = np.searchsorted(xs, t, side="right")
-        return t * cw[k] - cwx[k]
-    return part(starts) - part(ends)
 
 
 def timeline(name: str, points: int = 200) -> dict[str, Any]:

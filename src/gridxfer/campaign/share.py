@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..units import fmt_bytes, fmt_duration, fmt_rate
+from .intervals import overlap
 
 BLACKHOLE_FACTOR = 2.0     # session share >= 2x byte share: sessions pile up there
 
@@ -64,18 +65,6 @@ class ShareReport:
         return [e.endpoint for e in self.endpoints if e.blackhole]
 
 
-def _ramp(starts: np.ndarray, ends: np.ndarray, w: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """sum_i w_i * clip(t - s_i, 0, e_i - s_i) for every t (cumulative sums, no loop)."""
-    def part(x: np.ndarray) -> np.ndarray:
-        order = np.argsort(x)
-        xs, ws = x[order], w[order]
-        cw = np.concatenate(([0.0], np.cumsum(ws)))
-        cwx = np.concatenate(([0.0], np.cumsum(ws * xs)))
-        k = np.searchsorted(xs, t, side="right")
-        return t * cw[k] - cwx[k]
-    return part(starts) - part(ends)
-
-
 def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None = None,
                    now: float | None = None) -> ShareReport:
     sql = ("SELECT endpoint, tier, started, coalesce(ended, ?), coalesce(bytes, 0), "
@@ -114,9 +103,9 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
         ok = m & is_ok
         idx = np.minimum((e[ok] // width).astype(int), n - 1)
         files_b[ep] = np.bincount(idx, minlength=n)
-        sess_b[ep] = np.diff(_ramp(s[m], e[m], np.ones(int(m.sum())), edges)) / width
+        sess_b[ep] = np.diff(overlap(s[m], e[m], np.ones(int(m.sum())), edges)) / width
         timed = m & (dur > 0)
-        spread = np.diff(_ramp(s[timed], e[timed], nb[timed] / dur[timed], edges))
+        spread = np.diff(overlap(s[timed], e[timed], nb[timed] / dur[timed], edges))
         instant = m & (dur <= 0)               # zero-length attempts: bytes at their start
         spread += np.bincount(np.minimum((s[instant] // width).astype(int), n - 1),
                               weights=nb[instant], minlength=n)
