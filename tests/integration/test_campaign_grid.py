@@ -78,6 +78,21 @@ def assert_storage_agrees(inv, home: Path, name: str, expected: dict[str, str]) 
         assert {p.name for p in d.iterdir()} == names, f"stray files in {d}"
 
 
+def wait_for_first_attempt(proc: subprocess.Popen, db: Path, timeout: float = 60.0) -> None:
+    """Until the campaign run by ``proc`` has journalled an attempt (the first transfers
+    started), it exits, or ``timeout`` passes."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                with sqlite3.connect(db, timeout=5) as conn:
+                    if conn.execute("SELECT count(*) FROM attempts").fetchone()[0]:
+                        return
+            except sqlite3.Error:
+                pass
+        time.sleep(0.05)
+
+
 def xrd_checksum(inv, endpoint: str, url: str) -> str:
     ep = inv.endpoints[endpoint]
     path = "/" + url.split("//", 2)[2]
@@ -199,16 +214,7 @@ timeout: 60s
     proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = local_grid_home / "campaigns" / "c-kill.sqlite"
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:   # wait for the first transfers
-        if db.exists():
-            try:
-                with sqlite3.connect(db, timeout=5) as conn:
-                    if conn.execute("SELECT count(*) FROM attempts").fetchone()[0]:
-                        break
-            except sqlite3.Error:
-                pass
-        time.sleep(0.05)
+    wait_for_first_attempt(proc, db)
     time.sleep(rnd.uniform(0.1, 1.5))
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
@@ -266,16 +272,7 @@ destinations:
     proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     db = local_grid_home / "campaigns" / "c-term.sqlite"
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists():
-            try:
-                with sqlite3.connect(db, timeout=5) as conn:
-                    if conn.execute("SELECT count(*) FROM attempts").fetchone()[0]:
-                        break
-            except sqlite3.Error:
-                pass
-        time.sleep(0.05)
+    wait_for_first_attempt(proc, db)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 4, out + err
