@@ -35,8 +35,8 @@ from pathlib import Path
 
 from .ca import GsiFiles
 from .inventory import Endpoint, TestbedError
-from .procs import free_port, listens, run_quiet, spawn, wait_ready
-from .xrootd import check_reachable, chown_tree, ensure_user
+from .procs import listens, run_quiet, spawn, wait_ready
+from .xrootd import check_reachable, chown_tree, ensure_user, server_layout
 
 GRIDFTP = "/usr/sbin/globus-gridftp-server"
 
@@ -65,11 +65,7 @@ def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None, p
     """Start one globus-gridftp-server; returns its Endpoint once it sends its banner."""
     if not Path(GRIDFTP).exists():
         raise TestbedError(f"{GRIDFTP} not found (apt-get install globus-gridftp-server-progs)")
-    server_dir = Path(server_dir).resolve()
-    data, run = server_dir / "data", server_dir / "run"
-    data.mkdir(parents=True, exist_ok=True)
-    run.mkdir(parents=True, exist_ok=True)
-    port = port or free_port(bind if not wrap else "127.0.0.1")
+    server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
     conf = run / "gridftp.conf"
     conf.write_text("# empty on purpose: everything is on the command line\n")
     log = run / "gridftp.log"

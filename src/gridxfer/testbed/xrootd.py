@@ -68,6 +68,17 @@ def chown_tree(path: Path, user: str) -> None:
             os.chown(os.path.join(root, entry), pw.pw_uid, pw.pw_gid, follow_symlinks=False)
 
 
+def server_layout(server_dir: Path, port: int | None, bind: str,
+                  wrap: Sequence[str]) -> tuple[Path, Path, Path, int]:
+    """A server's ``data/`` and ``run/`` directories (created) and its port (a free one on
+    ``bind`` unless given; on loopback when wrapped into a namespace)."""
+    server_dir = Path(server_dir).resolve()
+    data, run = server_dir / "data", server_dir / "run"
+    data.mkdir(parents=True, exist_ok=True)
+    run.mkdir(parents=True, exist_ok=True)
+    return server_dir, data, run, port or free_port(bind if not wrap else "127.0.0.1")
+
+
 def drop_privileges(user: str) -> list[str]:
     """Command prefix that execs the rest as ``user`` (real+effective+saved ids, no groups).
 
@@ -100,11 +111,7 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
     """Start one xrootd; returns its Endpoint once ``xrdfs query config version`` answers."""
     if not Path(XROOTD).exists():
         raise TestbedError(f"{XROOTD} not found (apt-get install xrootd-server)")
-    server_dir = Path(server_dir).resolve()
-    data, run = server_dir / "data", server_dir / "run"
-    data.mkdir(parents=True, exist_ok=True)
-    run.mkdir(parents=True, exist_ok=True)
-    port = port or free_port(bind if not wrap else "127.0.0.1")
+    server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
     cfg = run / "xrootd.cfg"
     cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle))
     log = run / "xrootd.log"
