@@ -12,6 +12,10 @@ with pwrite: N data connections, honoured on throttled servers too. XRootD refus
 second writer on a file (ETXTBSY), so uploads use one stream; ``streams_used`` says so.
 root -> root without TPC streams through this host on one connection. Third-party
 copies are pulled by the destination server (``ofs.tpc``); this host carries no data.
+
+Hangs. Checksum queries go through xrdcksum.py (xrootd never answers a second query for a
+file being checksummed over the same connection). Copies run under xrdwatch.py: no byte
+for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
 """
 from __future__ import annotations
 
