@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.cli.main import main
-from gridxfer.testbed import netgrid, netns
+from gridxfer.testbed import netns
 
 pytestmark = [pytest.mark.root, pytest.mark.integration,
               pytest.mark.skipif(not netns.has_cap_net_admin(), reason="needs CAP_NET_ADMIN")]
@@ -17,20 +17,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TOPO = (EXAMPLES / "topology-wan20.yaml").read_text().replace("name: wan20", "name: t5b") \
     .replace("198.19.20.", "198.19.70.").replace("198.19.21.", "198.19.71.")
 KEYS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control")
-
-
-@pytest.fixture(scope="module")
-def grid(tmp_path_factory):
-    home = tmp_path_factory.mktemp("gxhome")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRIDXFER_HOME", str(home))
-        topo = home / "t5b.yaml"
-        topo.write_text(TOPO)
-        netgrid.up(topo, services=False)
-        try:
-            yield home
-        finally:
-            netgrid.down()
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -60,21 +60,6 @@ timeout: 60s
 """
 
 
-@pytest.fixture(scope="module")
-def grid(tmp_path_factory):
-    home = tmp_path_factory.mktemp("gxhome")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRIDXFER_HOME", str(home))
-        topo = home / "t5g.yaml"
-        topo.write_text(TOPO)
-        netgrid.up(topo, services=False)
-        try:
-            yield home
-        finally:
-            netgrid.down()
-    assert not [ns for ns in netns.listing() if ns.startswith("gx-t5g-")]
-
-
 def test_layout_and_status(grid):
     st = netgrid.status()
     assert st["up"] and st["mode"] == "netns"
