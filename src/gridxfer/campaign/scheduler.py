@@ -10,11 +10,11 @@ Extension points (issue 3 plugs in here without editing this file):
 ``exclusion_factory() -> ExclusionPolicy`` (one per campaign),
 ``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
 ``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread).
+Their defaults are in ``factories.py``. The parts: ``feed.py`` (pending files and retries),
+``workers.py`` (threads), ``attempt.py`` (one transfer), ``ledger.py`` (journal writes).
 """
 from __future__ import annotations
 
-import heapq
-import queue
 import sqlite3
 import threading
 import time
@@ -28,12 +28,13 @@ from .factories import (  # noqa: F401  (re-exported: callers import them from h
     MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
     default_optimizer_factory, default_selector_factory, default_selector_name,
     fixed_optimizer_factory, ops_factory_for)
-from .jobs import Job, Result, Retry as _Retry, SchedulerResult  # noqa: F401
+from .feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
+from .jobs import Job, Result, SchedulerResult  # noqa: F401
 from .spec import CampaignSpec, TierSpec
 from .stats import Accounting, StatsSnapshot
+from .workers import WorkerPool
 
 Observer = Callable[[StatsSnapshot], None]
-FETCH = 4096                 # pending rows fetched per query
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
 ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
@@ -69,19 +70,13 @@ class Scheduler:
         self.started = clock()
         self.acct = Accounting({t.name: t.pool for t in spec.destinations}, started=self.started,
                                clock=clock)
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._pool = WorkerPool(self._transfer)
         self._inflight: dict[int, Job] = {}
-        self._queues: dict[str, list] = {t: [] for t in self.tiers}     # reversed stacks of rows
-        self._cursor = {t: 0 for t in self.tiers}
-        self._exhausted = {t: False for t in self.tiers}
-        self._retry: dict[str, list[_Retry]] = {t: [] for t in self.tiers}
+        self._feed = PendingFeed(conn, self.tiers)
         self._excluded: dict[str, dict[str, selection.Exclusion]] = {t: {} for t in self.tiers}
         self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
         self._local = threading.local()
-        self._threads: list[threading.Thread] = []
-        self._lost: set[threading.Thread] = set()     # stuck in an abandoned transfer
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -90,8 +85,7 @@ class Scheduler:
                           tiers=sorted(self.tiers))
         journal.set_meta(self.conn, [("state", "running")])
         workers = sum(t.max_active for t in self.spec.destinations)
-        for _ in range(workers):
-            self._start_worker()
+        self._pool.start(workers)
         next_tick = 0.0
         try:
             while True:
@@ -114,8 +108,7 @@ class Scheduler:
     def _stop_threads(self) -> None:
         """Workers exit on a sentinel and are joined (a thread still inside XrdCl/gfal2 at
         interpreter exit can abort the process); policies with ``close()`` are closed."""
-        for _ in self._threads:
-            self._jobs.put(None)
+        self._pool.close()
         for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
             close = getattr(obj, "close", None)
             if callable(close):
@@ -123,17 +116,13 @@ class Scheduler:
                     close()
                 except Exception:
                     pass
-        deadline = time.monotonic() + (1.0 if self.hurry.is_set() else 10.0)
-        for th in self._threads:
-            if th not in self._lost:
-                th.join(max(0.0, deadline - time.monotonic()))
+        self._pool.join(1.0 if self.hurry.is_set() else 10.0)
 
     def _has_work(self) -> bool:
-        return any(self._queues[t] or self._retry[t] or not self._exhausted[t] for t in self.tiers)
+        return self._feed.has_work()
 
     def _next_retry_in(self, now: float) -> float:
-        due = [h[0].not_before for h in self._retry.values() if h]
-        return max(0.001, min(due) - now) if due else 0.25
+        return self._feed.next_retry_in(now)
 
     def _load_counts(self) -> None:
         counts = journal.tally(self.conn)
@@ -171,23 +160,7 @@ class Scheduler:
 
     # ------------------------------------------------------------ dispatch
     def _next_file(self, tier: str, now: float) -> tuple | None:
-        heap = self._retry[tier]
-        if heap and heap[0].not_before <= now:
-            return heapq.heappop(heap).row
-        q = self._queues[tier]
-        while not q and not self._exhausted[tier]:
-            rows = journal.fetch_pending(self.conn, tier, self._cursor[tier], FETCH)
-            if len(rows) < FETCH:
-                self._exhausted[tier] = True
-            if rows:
-                self._cursor[tier] = rows[-1][0]
-            for r in reversed(rows):
-                row = (r[0], r[1], r[2], r[3], r[4], r[6], frozenset())
-                if r[5] > now:
-                    heapq.heappush(heap, _Retry(r[5], r[0], row))
-                else:
-                    q.append(row)
-        return q.pop() if q else None
+        return self._feed.next(tier, now)
 
     def _eligible(self, tier: str, now: float) -> tuple[list[str], list[tuple]]:
         pool = self.tiers[tier].pool
@@ -235,7 +208,7 @@ class Scheduler:
         self._write(file_updates, attempts, events, now)
         for job in jobs:
             self._inflight[job.attempt_id] = job
-            self._jobs.put(job)
+            self._pool.submit(job)
 
     def _write(self, file_updates: list, attempts: list, events: list, now: float) -> None:
         ledger.record_dispatch(self.conn, file_updates, attempts, events, now)
@@ -256,27 +229,13 @@ class Scheduler:
                                         f"no answer {limit + ABANDON_AFTER:.0f} s after start, "
                                         f"even after cancel; abandoned", now))
         if abandoned:
-            self._lost.update(r.job.thread for r in abandoned if r.job.thread)
+            self._pool.write_off(r.job for r in abandoned)
             self._apply(abandoned)
-            for _ in abandoned:
-                self._start_worker()
-
-    def _start_worker(self) -> None:
-        th = threading.Thread(target=self._worker, name=f"gridxfer-worker-{len(self._threads)}",
-                              daemon=True)
-        th.start()
-        self._threads.append(th)
+            self._pool.start(len(abandoned))
 
     # ------------------------------------------------------------ results
     def _drain(self, block: float) -> None:
-        results: list[Result] = []
-        try:
-            if block > 0:
-                results.append(self._results.get(timeout=block))
-            while True:
-                results.append(self._results.get_nowait())
-        except queue.Empty:
-            pass
+        results = self._pool.collect(block)
         if results:
             self._apply(results)
 
@@ -323,9 +282,9 @@ class Scheduler:
             if retry:
                 nb = now + r_spec.backoff * (2 ** (job.attempt_no - 1))
                 pend_rows.append((ec.value, res.message, nb, now, job.file_id))
-                heapq.heappush(self._retry[job.tier], _Retry(nb, job.file_id, (
+                self._feed.retry_later(job.tier, nb, (
                     job.file_id, job.name, job.src_url, job.size, job.attempt_no, job.expected,
-                    frozenset(avoid))))
+                    frozenset(avoid)))
             else:
                 fail_rows.append((ec.value, res.message, now, job.file_id))
             self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
@@ -333,14 +292,6 @@ class Scheduler:
         ledger.record_results(self.conn, att_rows, done_rows, pend_rows, fail_rows, cancel_rows)
 
     # ------------------------------------------------------------ workers
-    def _worker(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            job.thread = threading.current_thread()
-            self._results.put(self._transfer(job))
-
     def _mover(self, src: str, dst: str) -> object:
         cache = getattr(self._local, "movers", None)
         if cache is None:
@@ -378,7 +329,7 @@ class Scheduler:
             self._drain(block=0.1)
         now = self.clock()
         stuck = list(self._inflight.values())
-        self._lost.update(j.thread for j in stuck if j.thread)
+        self._pool.write_off(stuck)
         if stuck:       # still running: journal them as cancelled; resume cleans up
             self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now) for j in stuck])
         snap = self.acct.snapshot(now)
