@@ -18,6 +18,7 @@ from monfixtures import (NAGIOS4, NAGIOS_DIR, VENV_BIN, expand_command, make_jou
                          nagios_service, parse_commands, steady_attempts, write_nagios_config)
 
 from gridxfer.monitoring.alerts import DropAlerter  # noqa: E402
+from gridxfer.testbed.procs import stop_popen  # noqa: E402
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not os.path.exists(NAGIOS4), reason="nagios4 not installed"),
@@ -158,9 +159,4 @@ def test_real_nagios_daemon_runs_checks_and_takes_passive_alerts(nagios_root):
         assert st["tape_write"]["current_state"] == "0"
         assert st["tape_write"]["plugin_output"].startswith("TAPE OK - 72.0 MB/s to tape")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_popen(proc, grace=20)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import GridxferError
 from ..testbed.netns import wrap
+from ..testbed.procs import stop_popen
 
 DEFAULT_PORT = 5201
 
@@ -74,12 +75,7 @@ def server(host: BenchHost, port: int | None = None) -> Iterator[int]:
         _wait_listening(host, port, proc)
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_popen(proc)
         if proc.stderr:
             proc.stderr.close()
 

@@ -14,6 +14,7 @@ API::
     kill_matching(marker) -> list[int]                     # kill every process whose argv mentions marker
     terminate(pidfile_procs(d) + matching_procs(m))        # both at once (one grace period)
     log_tail(path, lines=15) -> str
+    stop_popen(popen, grace=5.0)                           # SIGTERM, then SIGKILL; reaped
 
 ``wrap`` is a command prefix (e.g. ``["ip", "netns", "exec", "gx-t1a-se01"]``) that must
 ``exec`` the rest of the command line, so the recorded pid is the server's.
@@ -248,6 +249,17 @@ def kill_pidfiles(directory: Path) -> list[int]:
 def kill_matching(marker: str, *, grace: float = 1.5) -> list[int]:
     """Kill every process whose command line mentions ``marker``."""
     return terminate(matching_procs(marker), grace)
+
+
+def stop_popen(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """Stop a child started here with Popen: SIGTERM, SIGKILL if it has not exited after
+    ``grace`` seconds, reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def run_quiet(argv: Sequence[str], *, env: Mapping[str, str] | None = None,

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..testbed.procs import stop_popen
+
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
@@ -141,9 +143,4 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
             yield SshdHost(ns, port, str(w / "id_ed25519"), str(w / "known_hosts"),
                            str(w / "known_hosts_empty"), str(w / "known_hosts_wrong"), work)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_popen(proc)
