@@ -22,6 +22,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -111,18 +112,25 @@ timeout: 10m
 """)
 
 
+def _tool(argv: list[str]) -> list[str]:
+    """Run an XRootD tool; a failure is shown with its message (and tried again once)."""
+    for attempt in (1, 2):
+        proc = subprocess.run(argv, text=True, capture_output=True)
+        if proc.returncode == 0:
+            return proc.stdout.split()
+        print(f"  ({shlex.join(argv)} exited {proc.returncode}: {proc.stderr.strip()})")
+        time.sleep(2)
+    raise SystemExit(f"demo: independent check failed: {shlex.join(argv)}")
+
+
 def independent_checksum(inv, url: str) -> str:
     """adler32 from XRootD's own tools, not from gridxfer."""
     parts = urlsplit(url)
     if parts.scheme == "root":
         path = parts.path[1:] if parts.path.startswith("//") else parts.path
-        out = subprocess.run(["xrdfs", parts.netloc, "query", "checksum", path],
-                             text=True, capture_output=True, check=True).stdout.split()
+        out = _tool(["xrdfs", parts.netloc, "query", "checksum", path])
         return out[1].lower().zfill(8)      # "adler32 0a1b2c3d"
-    local = inv.local_path(url)
-    out = subprocess.run(["xrdadler32", str(local)], text=True, capture_output=True,
-                         check=True).stdout.split()
-    return out[0].lower().zfill(8)
+    return _tool(["xrdadler32", str(inv.local_path(url))])[0].lower().zfill(8)
 
 
 def verify_sample(inv, layout: Layout) -> int:
