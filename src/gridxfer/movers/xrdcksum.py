@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from XRootD import client as xrd
 from XRootD.client.flags import QueryCode
@@ -83,6 +84,9 @@ def _slots(server: str) -> _ServerSlots:
         return _servers.setdefault(server, _ServerSlots())
 
 
+_PROGRAM_FAILED_RETRIES = 2
+
+
 def _query(url: str, timeout: float) -> bytes:
     pool = _slots(server_of(url))
     slot = pool.acquire(timeout)
@@ -91,7 +95,13 @@ def _query(url: str, timeout: float) -> bytes:
     try:
         server = server_of(url)
         fs = xrd.FileSystem(with_user(server, f"gxck{slot}") if slot else server)
-        status, reply = fs.query(QueryCode.CHECKSUM, url_path(url), timeout=max(1, int(timeout)))
+        for attempt in range(1 + _PROGRAM_FAILED_RETRIES):
+            status, reply = fs.query(QueryCode.CHECKSUM, url_path(url), timeout=max(1, int(timeout)))
+            # kXR_ServerError 3012 "Program failed": xrootd's checksum job ended without a
+            # result (seen under concurrent queries); asking again computes it afresh.
+            if status.ok or status.errno != 3012:
+                break
+            time.sleep(0.5 * (attempt + 1))
     finally:
         pool.release(slot)
     if not status.ok:
