@@ -96,8 +96,9 @@ def test_gsiftp_needs_the_proxy(local_grid, payload, tmp_path):
 
 
 def test_python_gfal2_gsiftp_and_root(local_grid, payload):
-    gfal2 = pytest.importorskip("gfal2")
-    ctx = gfal2.creat_context()
+    pytest.importorskip("gfal2")
+    from gridxfer.movers.gfal import new_context
+    ctx = new_context()
     params = ctx.transfer_parameters()
     params.overwrite, params.create_parent = True, True
     for name in ("t1a-gsiftp", "t1b-xrd"):

@@ -1,7 +1,8 @@
 """`streams: N` really opens N data connections (counted with psutil mid-transfer).
 
-GridFTP: file -> gsiftp upload through globus-url-copy -p N: the client process holds
-one control connection to the server's port plus N data connections.
+GridFTP: file -> gsiftp upload through globus-url-copy -p N (in-process gfal2 for N=1):
+the copying process holds one control connection to the server's port plus N data
+connections.
 XRootD: root -> file download through XrdCl: the file is read over N channels of one TCP
 connection each (XrdCl substreams hang on throttled servers, see movers/xrootd.py), all to
 the server's port, next to the one connection of the metadata channel (stat, checksum,
@@ -76,13 +77,18 @@ def _copy(src: str, dst: str, streams: int):
                                                                     overwrite=True))
 
 
-@pytest.mark.parametrize("streams", [4, 1])
-def test_gridftp_upload_opens_n_data_connections(streams, make_grid, big_file):
+@pytest.mark.parametrize("streams,mode", [(4, "globus-url-copy"), (1, "gfal-streamed")])
+def test_gridftp_upload_opens_n_data_connections(streams, mode, make_grid, big_file):
+    """streams=N>1 runs `globus-url-copy -p N`; streams=1 runs in-process on gfal2 (session
+    reuse). Either way the copying processes hold 1 control + N data connections."""
     inv = make_grid([ServerSpec(f"gx-streams-{streams}", "gsiftp", "T9")])
     ep = next(iter(inv.endpoints.values()))
     me = psutil.Process()
+    before = {(c.laddr, c.raddr) for c in me.net_connections(kind="tcp") if c.raddr}
 
-    def children():
+    def copiers():   # the process carrying the data (the parent keeps a metadata session)
+        if streams == 1:
+            return [me.pid]
         found = []
         for proc in me.children(recursive=True):
             try:
@@ -92,11 +98,14 @@ def test_gridftp_upload_opens_n_data_connections(streams, make_grid, big_file):
                 pass
         return found
 
-    # data connections: the child's established sockets other than the control one
-    with Sampler(children, lambda c: c.raddr.port != ep.port) as data, \
-            Sampler(children, lambda c: c.raddr.port == ep.port) as control:
+    def new(c) -> bool:   # not one of this process's connections from earlier tests
+        return (c.laddr, c.raddr) not in before and c.raddr.ip in ("127.0.0.1", "::1")
+
+    # data connections: the copiers' new established sockets other than the control one
+    with Sampler(copiers, lambda c: new(c) and c.raddr.port != ep.port) as data, \
+            Sampler(copiers, lambda c: new(c) and c.raddr.port == ep.port) as control:
         out = _copy(f"file://{big_file}", ep.url + "big.dat", streams)
-    assert out.mode == "globus-url-copy" and out.streams_used == streams
+    assert out.mode == mode and out.streams_used == streams
     assert out.bytes == SIZE_MB << 20
     assert data.peak() == streams, [len(s) for s in data.samples]
     assert control.peak() == 1

@@ -8,6 +8,7 @@ globus-url-copy movers; this mover reports the streams it really used.
 """
 from __future__ import annotations
 
+import signal
 import stat as pystat
 import threading
 import time
@@ -28,6 +29,22 @@ _SCHEMES = frozenset({"gsiftp", "ftp", "root", "file"})
 _local = threading.local()
 
 
+def new_context() -> "gfal2.Gfal2Context":
+    """A gfal2 context that leaves this thread's signal mask as it was.
+
+    The first ``creat_context()`` of a process (globus module activation) blocks nearly
+    every signal, SIGINT/SIGTERM/SIGALRM included, in the calling thread. Every child
+    started from that thread afterwards inherits the mask: xrootd/gridftp servers that
+    ignore SIGTERM, Nagios plugins whose ``-t`` alarm never fires, and a campaign that
+    Ctrl-C cannot stop.
+    """
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        return gfal2.creat_context()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def context(url: str | None = None) -> "gfal2.Gfal2Context":
     """This thread's gfal2 context for metadata on ``url``'s server (or for copies).
 
@@ -42,7 +59,7 @@ def context(url: str | None = None) -> "gfal2.Gfal2Context":
         cache = _local.contexts = {}
     ctx = cache.get(key)
     if ctx is None:
-        ctx = gfal2.creat_context()
+        ctx = new_context()
         ctx.set_opt_boolean("GRIDFTP PLUGIN", "SESSION_REUSE", True)
         cache[key] = ctx
     return ctx
