@@ -273,3 +273,26 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     return TransferOutcome(bytes=entry.size, seconds=time.monotonic() - start,
                            checksum=dst_sum or src_sum or expected, streams_used=streams_used,
                            mode=mode)
+
+
+class DelegatedOps:
+    """Metadata operations of a mover that hands them to ``self._ops(url)`` (another
+    mover or LocalOps, chosen by the URL), for movers that only own the copy."""
+
+    def _ops(self, url: str):
+        raise NotImplementedError
+
+    def stat(self, url: str):
+        return self._ops(url).stat(url)
+
+    def listdir(self, url: str):
+        return self._ops(url).listdir(url)
+
+    def checksum(self, url: str, algorithm: str = "adler32") -> str:
+        return self._ops(url).checksum(url, algorithm)
+
+    def unlink(self, url: str) -> None:
+        self._ops(url).unlink(url)
+
+    def mkdir(self, url: str) -> None:
+        self._ops(url).mkdir(url)

@@ -21,7 +21,7 @@ import psutil
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import one_line, transfer_error
-from gridxfer.movers.common import LocalOps, local_path, scheme_of, verified_copy
+from gridxfer.movers.common import DelegatedOps, LocalOps, local_path, scheme_of, verified_copy
 from gridxfer.movers.gfal import GRIDFTP, GfalMover
 
 _BYTES = re.compile(rb"(\d+) bytes")
@@ -45,7 +45,7 @@ def command(src: str, dst: str, params: TransferParams) -> list[str]:
     return args
 
 
-class GlobusUrlCopyMover:
+class GlobusUrlCopyMover(DelegatedOps):
     name = "globus-url-copy"
     schemes = frozenset({"gsiftp", "ftp"})
     pairs = frozenset({("file", s) for s in GRIDFTP} | {(s, "file") for s in GRIDFTP})
@@ -60,21 +60,6 @@ class GlobusUrlCopyMover:
     # Metadata goes through gfal2 for remote URLs.
     def _ops(self, url: str):
         return LocalOps() if scheme_of(url) == "file" else self._gfal
-
-    def stat(self, url: str):
-        return self._ops(url).stat(url)
-
-    def listdir(self, url: str):
-        return self._ops(url).listdir(url)
-
-    def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        return self._ops(url).checksum(url, algorithm)
-
-    def unlink(self, url: str) -> None:
-        self._ops(url).unlink(url)
-
-    def mkdir(self, url: str) -> None:
-        self._ops(url).mkdir(url)
 
     def copy(self, src: str, dst: str, *, params: TransferParams,
              progress: ProgressFn | None = None) -> TransferOutcome:

@@ -20,7 +20,7 @@ import psutil
 
 from gridxfer.errors import UsageError
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
-from gridxfer.movers.common import scheme_of, verified_copy
+from gridxfer.movers.common import DelegatedOps, scheme_of, verified_copy
 from gridxfer.movers.gfal import GRIDFTP
 from gridxfer.movers.globus import GlobusUrlCopyMover
 from gridxfer.movers.xrootd import XRootDMover
@@ -56,7 +56,7 @@ def sweep_stale(path: str) -> list[str]:
     return removed
 
 
-class SpoolMover:
+class SpoolMover(DelegatedOps):
     name = "spool"
     schemes = frozenset({"root"} | GRIDFTP)
     pairs = frozenset({("root", g) for g in GRIDFTP} | {(g, "root") for g in GRIDFTP})
@@ -72,21 +72,6 @@ class SpoolMover:
 
     def _ops(self, url: str):
         return self._xrd if scheme_of(url) == "root" else self._gx._gfal
-
-    def stat(self, url: str):
-        return self._ops(url).stat(url)
-
-    def listdir(self, url: str):
-        return self._ops(url).listdir(url)
-
-    def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        return self._ops(url).checksum(url, algorithm)
-
-    def unlink(self, url: str) -> None:
-        self._ops(url).unlink(url)
-
-    def mkdir(self, url: str) -> None:
-        self._ops(url).mkdir(url)
 
     def copy(self, src: str, dst: str, *, params: TransferParams,
              progress: ProgressFn | None = None) -> TransferOutcome:
