@@ -115,11 +115,12 @@ timeout: 10m
 def _tool(argv: list[str]) -> list[str]:
     """Run an XRootD tool; a failure is shown with its message (and tried again once)."""
     for attempt in (1, 2):
+        if attempt > 1:
+            time.sleep(2)
         proc = subprocess.run(argv, text=True, capture_output=True)
         if proc.returncode == 0:
             return proc.stdout.split()
         print(f"  ({shlex.join(argv)} exited {proc.returncode}: {proc.stderr.strip()})")
-        time.sleep(2)
     raise SystemExit(f"demo: independent check failed: {shlex.join(argv)}")
 
 
@@ -136,16 +137,19 @@ def independent_checksum(inv, url: str) -> str:
 def verify_sample(inv, layout: Layout) -> int:
     from ..campaign import journal
     conn = journal.connect(journal.journal_path(CAMPAIGN), readonly=True)
+    try:
+        samples = [(tier, row) for tier in layout.tiers for row in conn.execute(
+            "SELECT src_url, dst_url FROM files WHERE tier=? AND state='done' "
+            "ORDER BY RANDOM() LIMIT ?", (tier, SAMPLE_PER_TIER)).fetchall()]
+    finally:
+        conn.close()
     bad = 0
-    for tier in layout.tiers:
-        rows = conn.execute("SELECT src_url, dst_url FROM files WHERE tier=? AND state='done' "
-                            "ORDER BY RANDOM() LIMIT ?", (tier, SAMPLE_PER_TIER)).fetchall()
-        for row in rows:
-            want = independent_checksum(inv, row["src_url"])
-            got = independent_checksum(inv, row["dst_url"])
-            ok = want == got
-            bad += not ok
-            print(f"  {'OK ' if ok else 'BAD'} {tier} {row['dst_url']}  adler32 {got} (source {want})")
+    for tier, row in samples:
+        want = independent_checksum(inv, row["src_url"])
+        got = independent_checksum(inv, row["dst_url"])
+        ok = want == got
+        bad += not ok
+        print(f"  {'OK ' if ok else 'BAD'} {tier} {row['dst_url']}  adler32 {got} (source {want})")
     return bad
 
 
