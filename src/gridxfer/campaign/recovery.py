@@ -65,7 +65,8 @@ def _check_destination(mover: Any, src_ops: Any, r: Any,
         entry = stat(r["dst_url"])
     except TransferError:
         return "redo", None
-    if int(entry.size) == int(r["size"]):
+    # A POSC file still open by the dead process is incomplete whatever its size says.
+    if int(entry.size) == int(r["size"]) and not getattr(entry, "pending", False):
         if not spec.checksum.algorithm:
             return "done", None
         try:

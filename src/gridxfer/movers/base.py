@@ -64,6 +64,7 @@ class Entry:
     url: str
     size: int
     is_dir: bool = False
+    pending: bool = False           # XRootD POSC file still being written (not complete)
 
 
 @runtime_checkable

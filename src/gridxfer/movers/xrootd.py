@@ -19,19 +19,22 @@ for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
 """
 from __future__ import annotations
 
+import os
 import time
 
 from XRootD import client as xrd
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
+from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams,
+                                  normalise_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import (LocalOps, local_path, scheme_of,
                                     url_path, verified_copy, with_user)
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
+from gridxfer.movers.xrdupload import CHUNK as BIG_UPLOAD, posc_upload
 from gridxfer.movers.xrdwatch import WatchedHandler, run_watched, stall_timeout
 
 _CONNECT_TIMEOUT = 10
@@ -70,7 +73,8 @@ class XRootDMover:
     def stat(self, url: str) -> Entry:
         status, info = self._fs(url).stat(url_path(url), timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, url)
-        return Entry(url=url, size=int(info.size), is_dir=bool(info.flags & StatInfoFlags.IS_DIR))
+        return Entry(url=url, size=int(info.size), is_dir=bool(info.flags & StatInfoFlags.IS_DIR),
+                     pending=bool(info.flags & StatInfoFlags.POSC_PENDING))
 
     def listdir(self, url: str) -> list[Entry]:
         status, listing = self._fs(url).dirlist(url_path(url), DirListFlags.STAT,
@@ -122,11 +126,63 @@ class XRootDMover:
         if params.third_party and pair not in self.tpc_pairs:
             raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
 
+        if pair == ("file", "root") and not params.third_party:
+            try:
+                return self._direct_upload(src, dst, params, progress)
+            except TransferError as exc:
+                # overwrite: the old file stays until the new one is verified (temp + rename)
+                if exc.error_class is not ErrorClass.EXISTS or not params.overwrite:
+                    raise
+
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
             return self.raw_copy(s, tmp, params, report)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw, progress=progress)
+
+    def _direct_upload(self, src: str, dst: str, params: TransferParams,
+                       progress: ProgressFn | None) -> TransferOutcome:
+        """file -> root:// straight to the final name under POSC (xrdupload.py), adler32
+        computed on the bytes sent and compared with the server's."""
+        start = time.monotonic()
+        algo = (params.checksum or "").lower() or None
+        if algo not in (None, "adler32"):
+            raise UsageError(f"unsupported checksum algorithm: {params.checksum}")
+        verify = params.verify if algo else "none"
+        expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
+        path = local_path(src)
+        try:
+            big = os.stat(path).st_size >= BIG_UPLOAD
+        except OSError:
+            big = False         # posc_upload reports the missing source
+        slot = _SLOTS.acquire() if big else None   # own TCP connection per large upload
+        try:
+            sent = posc_upload(path, dst, params, progress,
+                               login=f"gx{slot}u" if slot is not None else None)
+        finally:
+            if slot is not None:
+                _SLOTS.release(slot)
+        dst_sum = None
+        try:
+            if verify in ("source", "both") and expected and sent.adler32 != expected:
+                raise TransferError(ErrorClass.CHECKSUM,
+                                    f"{src}: source adler32 {sent.adler32} != expected {expected}")
+            if verify in ("destination", "both"):
+                dst_sum = self.checksum(dst)
+                refs = [("source", sent.adler32)] + ([("expected", expected)] if expected else [])
+                for name, value in refs:
+                    if value != dst_sum:
+                        raise TransferError(ErrorClass.CHECKSUM,
+                                            f"{dst}: adler32 {dst_sum} != {name} {value}")
+        except BaseException:
+            try:
+                self.unlink(dst)
+            except Exception:  # noqa: BLE001 - best effort; the original error wins
+                pass
+            raise
+        return TransferOutcome(bytes=sent.bytes, seconds=time.monotonic() - start,
+                               checksum=dst_sum or (sent.adler32 if algo else None),
+                               streams_used=1, mode="xrdcl-posc")
 
     def raw_copy(self, src: str, tmp: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
