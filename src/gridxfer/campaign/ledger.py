@@ -1,49 +1,65 @@
-"""The scheduler's journal writes: each dispatch, each batch of results and the end of a
-run is ONE transaction (batched, so a no-op mover runs thousands of files per second).
+"""The scheduler's journal writes: one transaction per scheduler loop (the results it
+collected and the transfers it dispatched), and one at the end of a run (batched, so a
+no-op mover runs thousands of files per second).
 Row tuples are built by the scheduler in the column order of the statements below."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass, field
 
 from . import journal
 
 
-def record_dispatch(c: sqlite3.Connection, file_updates: list, attempts: list, events: list,
-                    now: float) -> None:
-    """Files going active (endpoint, dst_url, updated, id), their attempt rows
-    (id, file_id, tier, endpoint, dst_url, started, streams) and events (kind, detail)."""
-    c.execute("BEGIN IMMEDIATE")
-    try:
-        if file_updates:
-            c.executemany("UPDATE files SET state='active', endpoint=?, dst_url=?, "
-                          "attempts=attempts+1, updated=? WHERE id=?", file_updates)
-            c.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, "
-                          "started, streams) VALUES (?, ?, ?, ?, ?, ?, ?)", attempts)
-        for kind, detail in events:
-            journal.add_event(c, kind, ts=now, **detail)
-        c.execute("COMMIT")
-    except BaseException:
-        c.execute("ROLLBACK")
-        raise
+@dataclass
+class Batch:
+    """Journal rows gathered during one scheduler loop, written as ONE transaction.
+
+    Results may wait for the next dispatch (a crash before the commit leaves their
+    attempts 'active', which recovery settles by checking the destination); a dispatch
+    never waits: its attempt rows are committed before the transfers start."""
+    file_updates: list = field(default_factory=list)   # (endpoint, dst_url, updated, id)
+    attempts: list = field(default_factory=list)       # (id, file_id, tier, endpoint, dst_url, started, streams)
+    events: list = field(default_factory=list)         # (kind, detail)
+    att_rows: list = field(default_factory=list)       # finished attempts
+    done_rows: list = field(default_factory=list)
+    pend_rows: list = field(default_factory=list)
+    fail_rows: list = field(default_factory=list)
+    cancel_rows: list = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return any((self.file_updates, self.events, self.att_rows, self.done_rows,
+                    self.pend_rows, self.fail_rows, self.cancel_rows))
 
 
-def record_results(c: sqlite3.Connection, att_rows: list, done_rows: list, pend_rows: list,
-                   fail_rows: list, cancel_rows: list) -> None:
+def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
     """Finished attempts and the files' new states (done, pending for a retry, failed,
-    pending again after a cancel that does not count as an attempt)."""
+    pending again after a cancel that does not count as an attempt), then files going
+    active with their attempt rows, then events."""
     c.execute("BEGIN IMMEDIATE")
     try:
-        c.executemany("UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
-                      "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? "
-                      "WHERE id=?", att_rows)
-        c.executemany("UPDATE files SET state='done', checksum=?, error_class=NULL, "
-                      "error_msg=NULL, updated=? WHERE id=?", done_rows)
-        c.executemany("UPDATE files SET state='pending', error_class=?, error_msg=?, "
-                      "not_before=?, updated=? WHERE id=?", pend_rows)
-        c.executemany("UPDATE files SET state='failed', error_class=?, error_msg=?, "
-                      "updated=? WHERE id=?", fail_rows)
-        c.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
-                      "updated=? WHERE id=?", cancel_rows)
+        if b.att_rows:
+            c.executemany("UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
+                          "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? "
+                          "WHERE id=?", b.att_rows)
+        if b.done_rows:
+            c.executemany("UPDATE files SET state='done', checksum=?, error_class=NULL, "
+                          "error_msg=NULL, updated=? WHERE id=?", b.done_rows)
+        if b.pend_rows:
+            c.executemany("UPDATE files SET state='pending', error_class=?, error_msg=?, "
+                          "not_before=?, updated=? WHERE id=?", b.pend_rows)
+        if b.fail_rows:
+            c.executemany("UPDATE files SET state='failed', error_class=?, error_msg=?, "
+                          "updated=? WHERE id=?", b.fail_rows)
+        if b.cancel_rows:
+            c.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
+                          "updated=? WHERE id=?", b.cancel_rows)
+        if b.file_updates:
+            c.executemany("UPDATE files SET state='active', endpoint=?, dst_url=?, "
+                          "attempts=attempts+1, updated=? WHERE id=?", b.file_updates)
+            c.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, "
+                          "started, streams) VALUES (?, ?, ?, ?, ?, ?, ?)", b.attempts)
+        for kind, detail in b.events:
+            journal.add_event(c, kind, ts=now, **detail)
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")

@@ -77,6 +77,7 @@ class Scheduler:
         self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
         self._local = threading.local()
+        self._batch = ledger.Batch()            # journal rows of this loop, one commit
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -98,6 +99,7 @@ class Scheduler:
                     next_tick = now + 1.0
                 self._watchdog(now)
                 self._dispatch(now)
+                self._flush(now)
                 if not self._inflight and not self._has_work():
                     return self._finish()
                 self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
@@ -151,8 +153,7 @@ class Scheduler:
             if active != prev:
                 self.acct.set_cap(tier, active, decision.reason)
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
-        if events:
-            self._write([], [], events, now)
+        self._batch.events.extend(events)
         if self.observers:
             snap = self.acct.snapshot(now)
             for obs in self.observers:
@@ -203,15 +204,21 @@ class Scheduler:
                 attempts.append((job.attempt_id, fid, tier, ep, dst, now, spec.streams))
                 jobs.append(job)
                 free -= 1
-        if not jobs and not events:
+        self._batch.events.extend(events)
+        if not jobs:
             return
-        self._write(file_updates, attempts, events, now)
+        self._batch.file_updates.extend(file_updates)
+        self._batch.attempts.extend(attempts)
+        self._flush(now)            # attempt rows are committed before the transfers start
         for job in jobs:
             self._inflight[job.attempt_id] = job
             self._pool.submit(job)
 
-    def _write(self, file_updates: list, attempts: list, events: list, now: float) -> None:
-        ledger.record_dispatch(self.conn, file_updates, attempts, events, now)
+    def _flush(self, now: float) -> None:
+        """Commit this loop's journal rows (results, dispatches, events) as one transaction."""
+        if self._batch:
+            batch, self._batch = self._batch, ledger.Batch()
+            ledger.record(self.conn, batch, now)
 
     def _watchdog(self, now: float) -> None:
         """The mover enforces the timeout; this is the backstop. Past the timeout the
@@ -240,7 +247,9 @@ class Scheduler:
             self._apply(results)
 
     def _apply(self, results: list[Result]) -> None:
-        att_rows, done_rows, pend_rows, fail_rows, cancel_rows = [], [], [], [], []
+        b = self._batch
+        att_rows, done_rows, pend_rows, fail_rows, cancel_rows = (
+            b.att_rows, b.done_rows, b.pend_rows, b.fail_rows, b.cancel_rows)
         r_spec = self.spec.retries
         for res in results:
             job = self._inflight.pop(res.job.attempt_id, None)
@@ -289,7 +298,6 @@ class Scheduler:
                 fail_rows.append((ec.value, res.message, now, job.file_id))
             self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
                              outcome="retry" if retry else "failed", now=now)
-        ledger.record_results(self.conn, att_rows, done_rows, pend_rows, fail_rows, cancel_rows)
 
     # ------------------------------------------------------------ workers
     def _mover(self, src: str, dst: str) -> object:
@@ -339,4 +347,5 @@ class Scheduler:
                                now - self.started, snap)
 
     def _close(self, state: str, kind: str, now: float, **detail) -> None:
+        self._flush(now)
         ledger.record_end(self.conn, state, kind, now, **detail)
