@@ -14,6 +14,7 @@ Goal (issue 7): gridxfer >= 1.0x xrdcp --parallel 8.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -45,7 +46,7 @@ def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
     out = Path(profile) / f"smallfiles-gridxfer-{'cksum' if checksum else 'nocksum'}.txt"
     bindir = Path(PYTHON).parent
     pyspy = shutil.which("py-spy") or str(bindir / "py-spy")
-    return run_timed([pyspy, "record", "--format", "raw", "--rate", "200", "--threads", "--idle",
+    return run_timed([pyspy, "record", "--format", "raw", "--rate", os.environ.get("PYSPY_RATE", "200"), "--threads", *([] if os.environ.get("PYSPY_CPU") else ["--idle"]), *(["--native"] if os.environ.get("PYSPY_NATIVE") else []),
                       "-o", str(out.with_suffix(".folded")), "--", str(bindir / "gridxfer"),
                       "campaign", "run", str(spec), "--quiet", "--replace"])
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gridxfer.campaign import journal, runner, scheduler
+from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler
 from gridxfer.campaign.selection import Exclusion
 from gridxfer.campaign.spec import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
                                     TierSpec)
@@ -299,3 +299,53 @@ def _fast_watchdog(orig):
     def wd(self, now):
         return orig(self, now + 10.0)
     return wd
+
+
+def test_short_transfers_are_dispatched_ahead_but_never_run_beyond_the_cap(gridxfer_home):
+    """Small files: jobs wait at the link's gate so a worker never idles on the
+    dispatcher, but at most max_active transfers run at once."""
+    spec = make_spec(max_active=5)                  # 5 workers, but the optimizer says 3
+
+    class Three:
+        def update(self, now, sample):
+            return optimizer_mod.Decision(3, "test")
+
+    conn = plan(spec, 300)
+    mover = FakeMover(delay=0.002)
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover,
+                            optimizer_factory=lambda tier: Three(),
+                            exclusion_factory=_NoExcl, selector_name="round-robin")
+    dispatched_peak = [0]
+    start = s.acct.start
+
+    def counting_start(tier, ep, size, now):
+        flight = start(tier, ep, size, now)
+        dispatched_peak[0] = max(dispatched_peak[0], s.acct.active(tier))
+        return flight
+
+    s.acct.start = counting_start
+    res = s.run()
+    assert res.files_done == 300
+    assert mover.peak <= 3                          # the gate holds the cap
+    assert dispatched_peak[0] > 3                   # ... while jobs were handed out ahead
+    assert dispatched_peak[0] <= 6
+
+
+def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
+    spec = make_spec(max_active=2)
+    conn = plan(spec, 6)
+    mover = FakeMover(delay=scheduler.QUICK * 2)
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover,
+                            optimizer_factory=scheduler.fixed_optimizer_factory,
+                            exclusion_factory=_NoExcl, selector_name="round-robin")
+    peak = [0]
+    start = s.acct.start
+
+    def counting_start(tier, ep, size, now):
+        flight = start(tier, ep, size, now)
+        peak[0] = max(peak[0], s.acct.active(tier))
+        return flight
+
+    s.acct.start = counting_start
+    assert s.run().files_done == 6
+    assert peak[0] <= 2 and mover.peak <= 2

@@ -32,12 +32,14 @@ from .feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from .jobs import Job, Result, SchedulerResult  # noqa: F401
 from .spec import CampaignSpec, TierSpec
 from .stats import Accounting, StatsSnapshot
-from .workers import WorkerPool
+from .workers import Gate, WorkerPool
 
 Observer = Callable[[StatsSnapshot], None]
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
 ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
+QUICK = 0.05                 # s: links whose transfers take less get jobs dispatched ahead
+RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 
 def _default_mover_factory(src: str, dst: str, third_party: bool) -> object:
@@ -77,7 +79,10 @@ class Scheduler:
         self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
         self._local = threading.local()
-        self._batch = ledger.Batch()            # journal rows of this loop, one commit
+        self._batch = ledger.Batch()            # journal rows not committed yet
+        self._batch_since = 0.0                 # when the oldest of them was gathered
+        self._gates = {t: Gate() for t in self.tiers}           # running transfers <= cap
+        self._typical = {t: QUICK for t in self.tiers}          # EWMA seconds per transfer
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -99,7 +104,8 @@ class Scheduler:
                     next_tick = now + 1.0
                 self._watchdog(now)
                 self._dispatch(now)
-                self._flush(now)
+                if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
+                    self._flush(now)
                 if not self._inflight and not self._has_work():
                     return self._finish()
                 self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
@@ -149,6 +155,7 @@ class Scheduler:
             spec = self.tiers[tier]
             active = max(1, min(decision.active, spec.max_active))
             decision = optimizer_mod.Decision(active, decision.reason)
+            self._gates[tier].set_limit(active)
             prev = self.acct.cap(tier)
             if active != prev:
                 self.acct.set_cap(tier, active, decision.reason)
@@ -178,8 +185,9 @@ class Scheduler:
     def _dispatch(self, now: float) -> None:
         file_updates, attempts, events, jobs = [], [], [], []
         for tier, spec in self.tiers.items():
-            free = self.acct.cap(tier) - self.acct.active(tier)
-            if free <= 0:
+            ahead = self._lookahead(tier)
+            free = self.acct.cap(tier) + ahead - self.acct.active(tier)
+            if free <= 0 or (ahead and free < ahead // 2):     # refill in batches
                 continue
             eligible, ev = self._eligible(tier, now)
             events.extend(ev)
@@ -214,11 +222,19 @@ class Scheduler:
             self._inflight[job.attempt_id] = job
             self._pool.submit(job)
 
+    def _lookahead(self, tier: str) -> int:
+        """Jobs dispatched beyond the cap, waiting at the link's gate: as many as the cap
+        when transfers are short (small files: the dispatcher's round trip per file would
+        otherwise idle the workers), none for long ones (the destination is chosen as late
+        as possible, by the load at that moment)."""
+        return self.acct.cap(tier) if self._typical[tier] < QUICK else 0
+
     def _flush(self, now: float) -> None:
         """Commit this loop's journal rows (results, dispatches, events) as one transaction."""
         if self._batch:
             batch, self._batch = self._batch, ledger.Batch()
             ledger.record(self.conn, batch, now)
+        self._batch_since = now
 
     def _watchdog(self, now: float) -> None:
         """The mover enforces the timeout; this is the backstop. Past the timeout the
@@ -257,6 +273,7 @@ class Scheduler:
                 continue
             now = res.ended
             secs = max(1e-6, now - job.started)
+            self._typical[job.tier] = 0.8 * self._typical[job.tier] + 0.2 * secs
             if res.outcome is not None:
                 out = res.outcome
                 rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
@@ -316,8 +333,16 @@ class Scheduler:
             return None
 
     def _transfer(self, job: Job) -> Result:
-        return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
-                           self.acct, self.clock)
+        gate = self._gates[job.tier]
+        if not gate.enter(job.cancel):
+            return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
+                          self.clock())
+        try:
+            job.started = self.clock()      # a job dispatched ahead waited at the gate
+            return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
+                               self.acct, self.clock)
+        finally:
+            gate.leave()
 
     # ------------------------------------------------------------ the end
     def _finish(self) -> SchedulerResult:

@@ -1,6 +1,7 @@
 """The scheduler's worker threads: each runs one job at a time and puts its result on a
 queue the dispatcher drains. A worker stuck in an abandoned job is written off and
-replaced; written-off workers are not waited for at the end."""
+replaced; written-off workers are not waited for at the end. ``Gate``: at most N jobs
+of a link run at once, so jobs dispatched ahead of time wait for a free slot."""
 from __future__ import annotations
 
 import queue
@@ -65,3 +66,34 @@ class WorkerPool:
                 return
             job.thread = threading.current_thread()
             self._results.put(self._work(job))
+
+
+class Gate:
+    """At most ``limit`` transfers of one link run at once. The dispatcher may hand out
+    jobs ahead of time (short transfers: the next job is already waiting when one ends,
+    without a round trip through the dispatcher); they wait here for a free slot."""
+
+    def __init__(self, limit: int = 0) -> None:
+        self._cond = threading.Condition()
+        self._limit, self._running = limit, 0
+
+    def set_limit(self, limit: int) -> None:
+        with self._cond:
+            if limit != self._limit:
+                self._limit = limit
+                self._cond.notify_all()
+
+    def enter(self, cancel: threading.Event) -> bool:
+        """Wait for a slot; False if ``cancel`` is set first."""
+        with self._cond:
+            while self._running >= self._limit:
+                if cancel.is_set():
+                    return False
+                self._cond.wait(0.1)
+            self._running += 1
+            return True
+
+    def leave(self) -> None:
+        with self._cond:
+            self._running -= 1
+            self._cond.notify()
