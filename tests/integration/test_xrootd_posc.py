@@ -221,3 +221,20 @@ def test_dead_writer_leaves_pending_file_that_recovery_redoes(xrd, tmp_path, how
     assert_absent(xrd, "crash/f.dat")
     out = upload(src, dst)                                         # the redo can now proceed
     assert out.checksum == adler(data) and xrd.disk("crash/f.dat").read_bytes() == data
+
+
+def test_data_done_once_the_file_is_closed_and_before_its_checksum(xrd, tmp_path):
+    """The scheduler frees the link slot at data_done: by then the file is persisted
+    (closed, not pending) and only the server checksum is left."""
+    data = os.urandom(5 * MiB)
+    src, _ = local(tmp_path, data)
+    rel = "dd/f.dat"
+    seen: list[tuple[int, bool]] = []
+
+    def done() -> None:
+        entry = XRootDMover().stat(xrd.url(rel))
+        seen.append((entry.size, entry.pending))
+
+    out = upload(src, xrd.url(rel), on_data_done=done)
+    assert seen == [(len(data), False)]
+    assert out.checksum == adler(data)

@@ -137,3 +137,27 @@ def test_stale_spool_files_are_swept(tmp_path):
     (tmp_path / "other").write_bytes(b"not ours")
     assert sweep_stale(str(tmp_path)) == [f".gxspool-{dead}-abc"]
     assert sorted(os.listdir(tmp_path)) == sorted([f".gxspool-{os.getpid()}-def", "other"])
+
+
+def test_data_done_is_signalled_after_the_bytes_and_before_verification(tmp_path):
+    (tmp_path / "src").write_bytes(b"hello")
+    events: list[str] = []
+
+    class Ops(LocalOps):
+        def checksum(self, url, algorithm="adler32"):
+            events.append("checksum " + ("tmp" if ".gxpart-" in url else "src"))
+            return super().checksum(url, algorithm)
+
+        def rename(self, src, dst):
+            events.append("rename")
+            super().rename(src, dst)
+
+    def raw(src, tmp, progress=None):
+        events.append("copy")
+        return _raw_writer(b"hello")(src, tmp, progress)
+
+    verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/dst",
+                  TransferParams(verify="destination", on_data_done=lambda: events.append("done")),
+                  src_ops=LocalOps(), dst_ops=Ops(), raw_copy=raw)
+    assert events.index("copy") < events.index("done") < events.index("checksum tmp") \
+        < events.index("rename")

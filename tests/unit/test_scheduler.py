@@ -349,3 +349,38 @@ def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
     s.acct.start = counting_start
     assert s.run().files_done == 6
     assert peak[0] <= 2 and mover.peak <= 2
+
+
+def test_verification_frees_the_link_slot(gridxfer_home):
+    """Once a mover says its bytes are in place (data_done), the next transfer starts
+    while the first is still verifying; transfers moving data never exceed the cap."""
+    spec = make_spec(max_active=2)
+    conn = plan(spec, 8)
+    lock = threading.Lock()
+    moving = [0, 0]                 # now, peak
+    overlap = [0]                   # peak of transfers alive (moving + verifying)
+    alive = [0]
+
+    class Verifying:
+        def copy(self, src, dst, *, params, progress=None):
+            with lock:
+                moving[0] += 1
+                alive[0] += 1
+                moving[1] = max(moving[1], moving[0])
+                overlap[0] = max(overlap[0], alive[0])
+            time.sleep(0.06)        # bytes
+            with lock:
+                moving[0] -= 1
+            params.data_done()
+            time.sleep(0.2)         # a slow server checksum
+            with lock:
+                alive[0] -= 1
+            return TransferOutcome(100, 0.26, "0000abcd", 1, "fake")
+
+    t = time.monotonic()
+    _, res = run(conn, spec, Verifying())
+    took = time.monotonic() - t
+    assert res.files_done == 8
+    assert moving[1] <= 2                       # the cap holds for data movement
+    assert overlap[0] > 2                       # verification overlapped new transfers
+    assert took < 8 / 2 * 0.26                  # faster than slot-bound (1.04 s)

@@ -13,7 +13,8 @@ from .stats import Accounting
 
 def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
                 mover_for: Callable[[str, str], object], ops_for: Callable[[str], object | None],
-                acct: Accounting, clock: Callable[[], float]) -> Result:
+                acct: Accounting, clock: Callable[[], float],
+                on_data_done: Callable[[], None] | None = None) -> Result:
     """Copy ``job.src_url`` to ``job.dst_url``; never raises."""
     mover = None
     try:
@@ -22,7 +23,8 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
             streams=tier.streams, tcp_buffer=tier.tcp_buffer, timeout=spec.timeout,
             checksum=spec.checksum.algorithm, expected_checksum=job.expected,
             verify=spec.checksum.verify if spec.checksum.algorithm else "none",
-            overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel)
+            overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel,
+            on_data_done=on_data_done)
         flight = job.flight
         out = mover.copy(job.src_url, job.dst_url, params=params,
                          progress=lambda done, total: acct.progress(flight, done))

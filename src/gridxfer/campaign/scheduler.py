@@ -83,6 +83,9 @@ class Scheduler:
         self._batch_since = 0.0                 # when the oldest of them was gathered
         self._gates = {t: Gate() for t in self.tiers}           # running transfers <= cap
         self._typical = {t: QUICK for t in self.tiers}          # EWMA seconds per transfer
+        self._verifying = {t: 0 for t in self.tiers}            # bytes in place, checking
+        self._vlock = threading.Lock()
+        self._spare: set[str] = set()           # links given threads for verifications
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -186,7 +189,11 @@ class Scheduler:
         file_updates, attempts, events, jobs = [], [], [], []
         for tier, spec in self.tiers.items():
             ahead = self._lookahead(tier)
-            free = self.acct.cap(tier) + ahead - self.acct.active(tier)
+            verifying = self._verifying[tier]
+            if verifying and tier not in self._spare:     # a verifying transfer holds a thread
+                self._spare.add(tier)
+                self._pool.start(spec.max_active, init=lambda t=tier: self._warm(t))
+            free = self.acct.cap(tier) + ahead - (self.acct.active(tier) - verifying)
             if free <= 0 or (ahead and free < ahead // 2):     # refill in batches
                 continue
             eligible, ev = self._eligible(tier, now)
@@ -326,6 +333,17 @@ class Scheduler:
             cache[key] = self.mover_factory(src, dst, self.spec.third_party)
         return cache[key]
 
+    def _warm(self, tier: str) -> None:
+        """Open this thread's sessions to the link's endpoints before it takes a job (a
+        GSI handshake per thread and server, otherwise paid inside a transfer)."""
+        for ep in self.tiers[tier].pool:
+            stat = getattr(self._mover(self.spec.source.url, ep), "stat", None)
+            if stat is not None:
+                try:
+                    stat(ep)
+                except Exception:
+                    pass
+
     def _ops(self, url: str) -> object:
         try:
             return self.ops_factory(url)
@@ -333,16 +351,31 @@ class Scheduler:
             return None
 
     def _transfer(self, job: Job) -> Result:
-        gate = self._gates[job.tier]
+        gate, tier = self._gates[job.tier], job.tier
         if not gate.enter(job.cancel):
             return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
                           self.clock())
+        in_gate = True
+
+        def data_done() -> None:        # the link is free: the next transfer may start
+            nonlocal in_gate
+            if in_gate:
+                in_gate = False
+                with self._vlock:
+                    self._verifying[tier] += 1
+                gate.leave()
+                self._pool.wake()
+
         try:
             job.started = self.clock()      # a job dispatched ahead waited at the gate
-            return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
-                               self.acct, self.clock)
+            return run_attempt(job, self.spec, self.tiers[tier], self._mover, self._ops,
+                               self.acct, self.clock, on_data_done=data_done)
         finally:
-            gate.leave()
+            if in_gate:
+                gate.leave()
+            else:
+                with self._vlock:
+                    self._verifying[tier] -= 1
 
     # ------------------------------------------------------------ the end
     def _finish(self) -> SchedulerResult:

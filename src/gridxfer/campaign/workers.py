@@ -21,18 +21,23 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
         self._lost: set[threading.Thread] = set()     # stuck in an abandoned transfer
 
-    def start(self, n: int = 1) -> None:
+    def start(self, n: int = 1, init: Callable[[], None] | None = None) -> None:
+        """``n`` more workers; each runs ``init`` (e.g. opening sessions) before its first job."""
         for _ in range(n):
-            th = threading.Thread(target=self._run, name=f"gridxfer-worker-{len(self._threads)}",
-                                  daemon=True)
+            th = threading.Thread(target=self._run, args=(init,),
+                                  name=f"gridxfer-worker-{len(self._threads)}", daemon=True)
             th.start()
             self._threads.append(th)
 
     def submit(self, job: Job) -> None:
         self._jobs.put(job)
 
+    def wake(self) -> None:
+        """Wake the dispatcher waiting in ``collect`` (a link slot came free)."""
+        self._results.put(None)
+
     def collect(self, block: float) -> list[Result]:
-        """Every result there is, waiting up to ``block`` seconds for the first."""
+        """Every result there is, waiting up to ``block`` seconds for the first (or a wake)."""
         results: list[Result] = []
         try:
             if block > 0:
@@ -41,7 +46,7 @@ class WorkerPool:
                 results.append(self._results.get_nowait())
         except queue.Empty:
             pass
-        return results
+        return [r for r in results if r is not None]
 
     def write_off(self, jobs: Iterable[Job]) -> None:
         """The workers running ``jobs`` may never come back: do not wait for them."""
@@ -59,7 +64,12 @@ class WorkerPool:
             if th not in self._lost:
                 th.join(max(0.0, deadline - time.monotonic()))
 
-    def _run(self) -> None:
+    def _run(self, init: Callable[[], None] | None = None) -> None:
+        if init is not None:
+            try:
+                init()
+            except Exception:       # a warm-up is only an optimisation
+                pass
         while True:
             job = self._jobs.get()
             if job is None:
@@ -69,9 +79,11 @@ class WorkerPool:
 
 
 class Gate:
-    """At most ``limit`` transfers of one link run at once. The dispatcher may hand out
-    jobs ahead of time (short transfers: the next job is already waiting when one ends,
-    without a round trip through the dispatcher); they wait here for a free slot."""
+    """At most ``limit`` transfers of one link move data at once. The dispatcher may hand
+    out jobs ahead of time (short transfers: the next job is already waiting when one ends,
+    without a round trip through the dispatcher); they wait here for a free slot. A
+    transfer leaves the gate when its bytes are in place (``TransferParams.data_done``):
+    its verification (server checksum, rename) no longer holds the link."""
 
     def __init__(self, limit: int = 0) -> None:
         self._cond = threading.Condition()
@@ -97,3 +109,7 @@ class Gate:
         with self._cond:
             self._running -= 1
             self._cond.notify()
+
+    @property
+    def running(self) -> int:
+        return self._running

@@ -40,6 +40,13 @@ class TransferParams:
     overwrite: bool = False
     third_party: bool = False               # ask for TPC (both ends must support it)
     cancel: threading.Event | None = field(default=None, compare=False)
+    # Called once when the bytes are in place and only verification is left (size,
+    # checksums, rename): the link is free for the next transfer from then on.
+    on_data_done: Callable[[], None] | None = field(default=None, compare=False)
+
+    def data_done(self) -> None:
+        if self.on_data_done is not None:
+            self.on_data_done()
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
             def report(done: int, total: int | None) -> None:
                 progress(done, total or entry.size)
         streams_used, mode = raw_copy(src, tmp, report)
+        params.data_done()
         got = dst_ops.stat(tmp).size
         if got != entry.size:
             cls = ErrorClass.NO_SPACE if _short_of_space(dst_ops, dst, entry.size - got) \

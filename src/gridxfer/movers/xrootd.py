@@ -162,6 +162,7 @@ class XRootDMover:
         finally:
             if slot is not None:
                 _SLOTS.release(slot)
+        params.data_done()
         dst_sum = None
         try:
             if verify in ("source", "both") and expected and sent.adler32 != expected:
