@@ -207,8 +207,12 @@ RawCopy = Callable[[str, str, "ProgressFn | None"], tuple[int, str]]
 
 
 def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, dst_ops: Ops,
-                  raw_copy: RawCopy, progress: ProgressFn | None = None) -> TransferOutcome:
-    """The integrity path shared by every mover."""
+                  raw_copy: RawCopy, progress: ProgressFn | None = None,
+                  early_release: bool = True) -> TransferOutcome:
+    """The integrity path shared by every mover. ``early_release``: signal
+    ``params.data_done`` once the bytes are in place, so the scheduler starts the next
+    transfer during the verification. A mover whose verification would then need a
+    session of its own (GridFTP: a GSI handshake per thread) passes False."""
     start = time.monotonic()
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{src} -> {dst}: cancelled before start")
@@ -239,7 +243,8 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
             def report(done: int, total: int | None) -> None:
                 progress(done, total or entry.size)
         streams_used, mode = raw_copy(src, tmp, report)
-        params.data_done()
+        if early_release:
+            params.data_done()
         got = dst_ops.stat(tmp).size
         if got != entry.size:
             cls = ErrorClass.NO_SPACE if _short_of_space(dst_ops, dst, entry.size - got) \

@@ -169,7 +169,9 @@ class GfalMover:
             return self._filecopy(s, tmp, params, report, pair)
 
         return verified_copy(src, dst, params, src_ops=self, dst_ops=self, raw_copy=raw,
-                             progress=progress)
+                             progress=progress,
+                             early_release=False)   # verifying beside the next copy needs
+                                                    # one more GSI session per thread: slower
 
     def _filecopy(self, src: str, tmp: str, params: TransferParams, progress: ProgressFn | None,
                   pair: tuple[str, str]) -> tuple[int, str]:

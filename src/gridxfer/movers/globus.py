@@ -75,7 +75,9 @@ class GlobusUrlCopyMover(DelegatedOps):
             return self.raw_copy(s, tmp, params, report)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw, progress=progress)
+                             raw_copy=raw, progress=progress,
+                             early_release=False)   # verifying beside the next copy needs
+                                                    # one more GSI session per thread: slower
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
