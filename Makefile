@@ -40,6 +40,7 @@ $(VENV)/bin/python:
 
 .stamp-venv: .stamp-apt $(VENV)/bin/python setup.cfg pyproject.toml
 	$(PIP) install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m compileall -q src >/dev/null
 	@touch $@
 
 venv: .stamp-venv

@@ -200,21 +200,27 @@ class Scheduler:
             events.extend(ev)
             if not eligible:
                 continue
-            stats = self.acct.pool_stats(eligible, now)
+            choice = len(eligible) > 1          # one endpoint: nothing to choose
+            stats = self.acct.pool_stats(eligible, now) if choice else {}
             selector = self.selectors[tier]
             while free > 0:
                 row = self._next_file(tier, now)
                 if row is None:
                     break
                 fid, name, src, size, n_att, expected, avoid = row
-                cands = [u for u in eligible if u not in avoid] or eligible
-                backlog = max(0, self.acct.queued(tier) - 1) * size     # ~bytes still waiting
-                ep = selector.choose(selection.FileToPlace(fid, name, size, backlog), cands, stats)
+                if choice:
+                    cands = [u for u in eligible if u not in avoid] or eligible
+                    backlog = max(0, self.acct.queued(tier) - 1) * size  # ~bytes still waiting
+                    ep = selector.choose(selection.FileToPlace(fid, name, size, backlog), cands,
+                                         stats)
+                else:
+                    ep = eligible[0]
                 dst = ep.rstrip("/") + "/" + name
                 job = Job(self._attempt_id, fid, tier, name, src, dst, ep, size, n_att + 1,
                           expected, avoid, now, self.acct.start(tier, ep, size, now))
                 self._attempt_id += 1
-                stats = self.acct.pool_stats(eligible, now)
+                if choice:
+                    stats = self.acct.pool_stats(eligible, now)
                 file_updates.append((ep, dst, now, fid))
                 attempts.append((job.attempt_id, fid, tier, ep, dst, now, spec.streams))
                 jobs.append(job)

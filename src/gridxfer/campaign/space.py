@@ -125,7 +125,7 @@ class SpaceWatcher:
         """Poll ``url`` now (e.g. a write there just ended) instead of at the next period."""
         with self._lock:
             ev = self._wake.get(url)
-        if ev is not None:
+        if ev is not None and not ev.is_set():
             ev.set()
 
     def close(self, timeout: float = 5.0) -> None:

@@ -9,11 +9,12 @@ import contextlib
 import json
 import math
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from ..errors import Interrupted, PartialFailure, UsageError
 from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
@@ -23,7 +24,8 @@ def _echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
 
 
-def _console() -> Console:
+def _console() -> "Console":
+    from rich.console import Console       # imported on use: 50 ms of every start
     con = Console(highlight=False)
     return con if con.is_terminal else Console(highlight=False, width=200)
 
@@ -88,13 +90,13 @@ def _alerter(name: str, kw: dict[str, Any]):
 
 def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool,
              kw: dict[str, Any], selector: str | None):
-    from ..campaign.progress import LiveProgress
     alerter = _alerter(name, kw)
     observers: list[Callable] = []
     if alerter is not None:
         observers.append(lambda snap: alerter.observe(time.time(), snap.rate))
     with contextlib.ExitStack() as stack:
         if not quiet and not as_json:
+            from ..campaign.progress import LiveProgress      # rich: only when shown
             live = stack.enter_context(LiveProgress(name))
             observers.append(live)
         try:
@@ -237,6 +239,7 @@ def _render_report(rep) -> None:
     con.print(f"[bold]campaign {rep.name}[/] ({rep.state}): {rep.files_done}/{rep.files_total} "
               f"files, {rep.files_failed} failed, {fmt_bytes(rep.bytes_done)} in "
               f"{fmt_duration(rep.seconds)}, aggregate {fmt_rate(rep.rate)}")
+    from rich.table import Table
     for title, groups in (("per link", rep.links), ("per destination endpoint", rep.endpoints)):
         t = Table(title=title, title_justify="left")
         for col in ("link" if title == "per link" else "endpoint", "files", "failed", "bytes",
