@@ -364,8 +364,8 @@ class Scheduler:
         in_gate = True
 
         def data_done() -> None:        # the link is free: the next transfer may start
-            nonlocal in_gate
-            if in_gate:
+            nonlocal in_gate            # (short transfers have jobs waiting ahead instead)
+            if in_gate and self._typical[tier] >= QUICK:
                 in_gate = False
                 with self._vlock:
                     self._verifying[tier] += 1
