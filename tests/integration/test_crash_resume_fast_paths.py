@@ -49,26 +49,26 @@ BREAKS = {
     "keep-pending": """
 from gridxfer.campaign import recovery as _r
 _orig = _r._check_destination
-def _check(mover, src_ops, r, spec):
+def _check(mover, src_ops, r, spec, *rest):
     try:
         if mover.stat(r["dst_url"]).pending:
             return "done", None
     except Exception:
         pass
-    return _orig(mover, src_ops, r, spec)
+    return _orig(mover, src_ops, r, spec, *rest)
 _r._check_destination = _check
 """,
     # recovery redoes a POSC-pending destination without deleting it
     "leave-pending": """
 from gridxfer.campaign import recovery as _r
 _orig = _r._check_destination
-def _check(mover, src_ops, r, spec):
+def _check(mover, src_ops, r, spec, *rest):
     try:
         if mover.stat(r["dst_url"]).pending:
             return "redo", None
     except Exception:
         pass
-    return _orig(mover, src_ops, r, spec)
+    return _orig(mover, src_ops, r, spec, *rest)
 _r._check_destination = _check
 """,
     # the end of a run does not commit the results gathered since the last loop
@@ -86,7 +86,7 @@ _run.recover = lambda *a, **k: 0
     # recovery redoes everything: complete files (finished but not committed) are deleted
     "redo-all": """
 from gridxfer.campaign import recovery as _r
-def _check(mover, src_ops, r, spec):
+def _check(mover, src_ops, r, spec, *rest):
     try:
         mover.unlink(r["dst_url"])
     except Exception:

@@ -24,12 +24,13 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
         return 0
     now = time.time()
     att, done, pending, events = [], [], [], []
+    listings: dict[str, list[str]] = {}
     for r in rows:
         try:
             mover, src_ops = ops_for(r["dst_url"]), ops_for(r["src_url"])
         except Exception:       # no mover: the file is simply redone (overwrite permitting)
             mover = src_ops = None
-        verdict, checksum = (_check_destination(mover, src_ops, r, spec) if mover
+        verdict, checksum = (_check_destination(mover, src_ops, r, spec, listings) if mover
                              else ("redo", None))
         att.append((now, f"process died; recovered: {verdict}", r["id"]))
         if verdict == "done":
@@ -54,9 +55,9 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
     return len(rows) + len(orphans)
 
 
-def _check_destination(mover: Any, src_ops: Any, r: Any,
-                       spec: CampaignSpec) -> tuple[str, str | None]:
-    for tmp in filter(None, (r["tmp_url"], *_temp_names(mover, r["dst_url"]))):
+def _check_destination(mover: Any, src_ops: Any, r: Any, spec: CampaignSpec,
+                       listings: dict[str, list[str]]) -> tuple[str, str | None]:
+    for tmp in filter(None, (r["tmp_url"], *_temp_names(mover, r["dst_url"], listings))):
         _quiet(getattr(mover, "unlink", None), tmp)
     stat = getattr(mover, "stat", None)
     if stat is None:
@@ -81,20 +82,19 @@ def _check_destination(mover: Any, src_ops: Any, r: Any,
     return "redo", None
 
 
-def _temp_names(mover: Any, dst: str) -> list[str]:
-    """Temporary names of ``dst`` left in its directory (movers.common naming)."""
-    try:
-        from ..movers.common import TEMP_MARK
-    except ImportError:
-        return []
+def _temp_names(mover: Any, dst: str, listings: dict[str, list[str]]) -> list[str]:
+    """Temporary names of ``dst`` left in its directory (movers.common naming); each
+    directory is listed once per recovery (``listings``: parent URL -> entry names)."""
+    from ..movers.common import TEMP_MARK
     parent, _, name = dst.rstrip("/").rpartition("/")
+    if parent not in listings:
+        try:
+            listings[parent] = [e.url.rstrip("/").rpartition("/")[2]
+                                for e in mover.listdir(parent + "/")]
+        except Exception:
+            listings[parent] = []
     prefix = f".{name}{TEMP_MARK}"
-    try:
-        entries = mover.listdir(parent + "/")
-    except Exception:
-        return []
-    return [parent + "/" + e.url.rstrip("/").rpartition("/")[2] for e in entries
-            if e.url.rstrip("/").rpartition("/")[2].startswith(prefix)]
+    return [parent + "/" + n for n in listings[parent] if n.startswith(prefix)]
 
 
 def _quiet(fn: Callable | None, *args: Any) -> None:
