@@ -351,9 +351,10 @@ def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
     assert peak[0] <= 2 and mover.peak <= 2
 
 
-def test_verification_frees_the_link_slot(gridxfer_home):
+def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):
     """Once a mover says its bytes are in place (data_done), the next transfer starts
     while the first is still verifying; transfers moving data never exceed the cap."""
+    monkeypatch.setattr(scheduler, "RELEASE_AFTER", 0.1)     # long transfers, scaled down
     spec = make_spec(max_active=2)
     conn = plan(spec, 8)
     lock = threading.Lock()

@@ -39,6 +39,7 @@ OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
 ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
 QUICK = 0.05                 # s: links whose transfers take less get jobs dispatched ahead
+RELEASE_AFTER = 0.5          # s: links whose transfers take longer free the slot at data_done
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 
@@ -364,8 +365,8 @@ class Scheduler:
         in_gate = True
 
         def data_done() -> None:        # the link is free: the next transfer may start
-            nonlocal in_gate            # (short transfers have jobs waiting ahead instead)
-            if in_gate and self._typical[tier] >= QUICK:
+            nonlocal in_gate            # (only for long transfers: a verification beside
+            if in_gate and self._typical[tier] >= RELEASE_AFTER:     # a new copy costs a thread)
                 in_gate = False
                 with self._vlock:
                     self._verifying[tier] += 1
