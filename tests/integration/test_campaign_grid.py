@@ -193,8 +193,8 @@ timeout: 30s
 
 def test_kill9_then_resume(local_grid, local_grid_home, tmp_path):
     rnd = random.Random()
-    expected = seed(local_grid, "t0-xrd", "c-kill", [rnd.randrange(500_000, 3_000_000)
-                                                     for _ in range(24)])
+    expected = seed(local_grid, "t0-xrd", "c-kill", [rnd.randrange(500_000, 4_000_000)
+                                                     for _ in range(48)])
     spec = write_spec(tmp_path, """\
 campaign: c-kill
 source: {url: "t0-xrd/c-kill/", files: {glob: "*.dat"}}
@@ -215,7 +215,7 @@ timeout: 60s
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = local_grid_home / "campaigns" / "c-kill.sqlite"
     wait_for_first_attempt(proc, db)
-    time.sleep(rnd.uniform(0.1, 1.5))
+    time.sleep(rnd.uniform(0.05, 0.5))     # the whole campaign takes ~1-2 s here
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     with sqlite3.connect(db) as conn:       # killed mid-campaign, not after it

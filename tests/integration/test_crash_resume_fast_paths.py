@@ -43,34 +43,26 @@ pytestmark = pytest.mark.integration
 MiB = 1 << 20
 ENDPOINT = "crash-xrd"
 
+# Recovery answers ``verdict`` for a POSC-pending destination, without touching it.
+_PENDING_VERDICT = """
+from gridxfer.campaign import recovery as _r
+_orig = _r._check_destination
+def _check(mover, src_ops, r, spec, *rest):
+    try:
+        if mover.stat(r["dst_url"]).pending:
+            return "{verdict}", None
+    except Exception:
+        pass
+    return _orig(mover, src_ops, r, spec, *rest)
+_r._check_destination = _check
+"""
+
 # Deliberate breakage, applied inside the CLI subprocesses (never used by a normal run):
 BREAKS = {
     # recovery keeps a POSC-pending destination as done (as if it were complete)
-    "keep-pending": """
-from gridxfer.campaign import recovery as _r
-_orig = _r._check_destination
-def _check(mover, src_ops, r, spec, *rest):
-    try:
-        if mover.stat(r["dst_url"]).pending:
-            return "done", None
-    except Exception:
-        pass
-    return _orig(mover, src_ops, r, spec, *rest)
-_r._check_destination = _check
-""",
+    "keep-pending": _PENDING_VERDICT.format(verdict="done"),
     # recovery redoes a POSC-pending destination without deleting it
-    "leave-pending": """
-from gridxfer.campaign import recovery as _r
-_orig = _r._check_destination
-def _check(mover, src_ops, r, spec, *rest):
-    try:
-        if mover.stat(r["dst_url"]).pending:
-            return "redo", None
-    except Exception:
-        pass
-    return _orig(mover, src_ops, r, spec, *rest)
-_r._check_destination = _check
-""",
+    "leave-pending": _PENDING_VERDICT.format(verdict="redo"),
     # the end of a run does not commit the results gathered since the last loop
     "no-close-flush": """
 from gridxfer.campaign import ledger as _l, scheduler as _s

@@ -310,33 +310,19 @@ def test_short_transfers_are_dispatched_ahead_but_never_run_beyond_the_cap(gridx
         def update(self, now, sample):
             return optimizer_mod.Decision(3, "test")
 
-    conn = plan(spec, 300)
     mover = FakeMover(delay=0.002)
-    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover,
-                            optimizer_factory=lambda tier: Three(),
-                            exclusion_factory=_NoExcl, selector_name="round-robin")
-    dispatched_peak = [0]
-    start = s.acct.start
-
-    def counting_start(tier, ep, size, now):
-        flight = start(tier, ep, size, now)
-        dispatched_peak[0] = max(dispatched_peak[0], s.acct.active(tier))
-        return flight
-
-    s.acct.start = counting_start
-    res = s.run()
+    res, dispatched_peak = _run_counting_dispatch(plan(spec, 300), spec, mover,
+                                                  lambda tier: Three())
     assert res.files_done == 300
     assert mover.peak <= 3                          # the gate holds the cap
-    assert dispatched_peak[0] > 3                   # ... while jobs were handed out ahead
-    assert dispatched_peak[0] <= 6
+    assert dispatched_peak > 3                      # ... while jobs were handed out ahead
+    assert dispatched_peak <= 6
 
 
-def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
-    spec = make_spec(max_active=2)
-    conn = plan(spec, 6)
-    mover = FakeMover(delay=scheduler.QUICK * 2)
+def _run_counting_dispatch(conn, spec, mover, optimizer_factory):
+    """Run; also return the most transfers ever dispatched (running or waiting) at once."""
     s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: mover,
-                            optimizer_factory=scheduler.fixed_optimizer_factory,
+                            optimizer_factory=optimizer_factory,
                             exclusion_factory=_NoExcl, selector_name="round-robin")
     peak = [0]
     start = s.acct.start
@@ -347,8 +333,16 @@ def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
         return flight
 
     s.acct.start = counting_start
-    assert s.run().files_done == 6
-    assert peak[0] <= 2 and mover.peak <= 2
+    return s.run(), peak[0]
+
+
+def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
+    spec = make_spec(max_active=2)
+    mover = FakeMover(delay=scheduler.QUICK * 2)
+    res, peak = _run_counting_dispatch(plan(spec, 6), spec, mover,
+                                       scheduler.fixed_optimizer_factory)
+    assert res.files_done == 6
+    assert peak <= 2 and mover.peak <= 2
 
 
 def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):

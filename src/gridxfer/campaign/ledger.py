@@ -31,33 +31,36 @@ class Batch:
                     self.pend_rows, self.fail_rows, self.cancel_rows))
 
 
+# (Batch field, statement), in the order they run: results first, then dispatches (a
+# file retried at once goes pending, then active again, in the same transaction).
+_STATEMENTS = (
+    ("att_rows", "UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
+                 "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? WHERE id=?"),
+    ("done_rows", "UPDATE files SET state='done', checksum=?, error_class=NULL, "
+                  "error_msg=NULL, updated=? WHERE id=?"),
+    ("pend_rows", "UPDATE files SET state='pending', error_class=?, error_msg=?, "
+                  "not_before=?, updated=? WHERE id=?"),
+    ("fail_rows", "UPDATE files SET state='failed', error_class=?, error_msg=?, "
+                  "updated=? WHERE id=?"),
+    ("cancel_rows", "UPDATE files SET state='pending', attempts=max(0, attempts-1), "
+                    "updated=? WHERE id=?"),
+    ("file_updates", "UPDATE files SET state='active', endpoint=?, dst_url=?, "
+                     "attempts=attempts+1, updated=? WHERE id=?"),
+    ("attempts", "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, streams) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?)"),
+)
+
+
 def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
     """Finished attempts and the files' new states (done, pending for a retry, failed,
     pending again after a cancel that does not count as an attempt), then files going
-    active with their attempt rows, then events."""
+    active with their attempt rows, then events: one transaction."""
     c.execute("BEGIN IMMEDIATE")
     try:
-        if b.att_rows:
-            c.executemany("UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
-                          "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? "
-                          "WHERE id=?", b.att_rows)
-        if b.done_rows:
-            c.executemany("UPDATE files SET state='done', checksum=?, error_class=NULL, "
-                          "error_msg=NULL, updated=? WHERE id=?", b.done_rows)
-        if b.pend_rows:
-            c.executemany("UPDATE files SET state='pending', error_class=?, error_msg=?, "
-                          "not_before=?, updated=? WHERE id=?", b.pend_rows)
-        if b.fail_rows:
-            c.executemany("UPDATE files SET state='failed', error_class=?, error_msg=?, "
-                          "updated=? WHERE id=?", b.fail_rows)
-        if b.cancel_rows:
-            c.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
-                          "updated=? WHERE id=?", b.cancel_rows)
-        if b.file_updates:
-            c.executemany("UPDATE files SET state='active', endpoint=?, dst_url=?, "
-                          "attempts=attempts+1, updated=? WHERE id=?", b.file_updates)
-            c.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, "
-                          "started, streams) VALUES (?, ?, ?, ?, ?, ?, ?)", b.attempts)
+        for name, sql in _STATEMENTS:
+            rows = getattr(b, name)
+            if rows:
+                c.executemany(sql, rows)
         for kind, detail in b.events:
             journal.add_event(c, kind, ts=now, **detail)
         c.execute("COMMIT")
