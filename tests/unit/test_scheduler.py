@@ -379,3 +379,24 @@ def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):
     assert moving[1] <= 2                       # the cap holds for data movement
     assert overlap[0] > 2                       # verification overlapped new transfers
     assert took < 8 / 2 * 0.26                  # faster than slot-bound (1.04 s)
+
+
+def test_live_view_counts_jobs_waiting_ahead_apart_from_running_ones(gridxfer_home):
+    spec = make_spec(max_active=2)
+    conn = plan(spec, 4)
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: FakeMover(),
+                            optimizer_factory=scheduler.fixed_optimizer_factory,
+                            exclusion_factory=_NoExcl, selector_name="round-robin")
+    now = time.time()
+    for _ in range(3):                              # three handed out ...
+        s.acct.start("T0", POOL[0], 100, now)
+    s.acct.set_cap("T0", 2, "test")
+    s._gates["T0"].set_limit(2)
+    assert s._gates["T0"].enter(threading.Event())  # ... one of them running
+    link = next(link for link in s._with_ahead(s.acct.snapshot(now)).links if link.tier == "T0")
+    assert (link.active, link.ahead) == (3, 2)
+    from gridxfer.campaign.progress import render
+    from rich.console import Console
+    con = Console(width=200, record=True)
+    con.print(render(s._with_ahead(s.acct.snapshot(now)), "c"))
+    assert "1/2 +2" in con.export_text()

@@ -33,11 +33,12 @@ def render(snap: StatsSnapshot, name: str) -> Group:
     bar.add_row(ProgressBar(total=max(1, snap.bytes_total), completed=snap.bytes_done, width=60),
                 f"{100 * snap.bytes_done / max(1, snap.bytes_total):.1f}% of bytes")
     table = Table(box=None, padding=(0, 1), header_style="bold")
-    for col in ("link", "active/cap", "queued", "done", "failed", "bytes", "rate"):
+    for col in ("link", "running/cap", "queued", "done", "failed", "bytes", "rate"):
         table.add_column(col, justify="left" if col == "link" else "right", no_wrap=True)
     table.add_column("optimizer", no_wrap=True, overflow="ellipsis", max_width=24)
     for link in snap.links:
-        table.add_row(link.tier, f"{link.active}/{link.cap}", str(link.queued),
+        running = f"{link.active - link.ahead}/{link.cap}" + (f" +{link.ahead}" if link.ahead else "")
+        table.add_row(link.tier, running, str(link.queued),
                       f"{link.done}/{link.files_total}", str(link.failed),
                       fmt_bytes(link.bytes_done), fmt_rate(link.rate), link.reason)
     parts: list[Any] = [head, bar, table]

@@ -15,6 +15,7 @@ Their defaults are in ``factories.py``. The parts: ``feed.py`` (pending files an
 """
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 import time
@@ -166,9 +167,18 @@ class Scheduler:
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
         self._batch.events.extend(events)
         if self.observers:
-            snap = self.acct.snapshot(now)
+            snap = self._with_ahead(self.acct.snapshot(now))
             for obs in self.observers:
                 obs(snap)
+
+    def _with_ahead(self, snap: StatsSnapshot) -> StatsSnapshot:
+        """Say how many of each link's active transfers wait for a slot (dispatched ahead),
+        so a live view shows running <= cap plus the jobs queued behind them."""
+        links = []
+        for link in snap.links:
+            running = self._gates[link.tier].running + self._verifying[link.tier]
+            links.append(dataclasses.replace(link, ahead=max(0, link.active - running)))
+        return dataclasses.replace(snap, links=tuple(links))
 
     # ------------------------------------------------------------ dispatch
     def _next_file(self, tier: str, now: float) -> tuple | None:

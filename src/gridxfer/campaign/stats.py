@@ -33,6 +33,7 @@ class LinkSnapshot:
     bytes_total: int
     bytes_done: int           # bytes of files that are done
     rate: float               # bytes/s over the last RATE_WINDOW seconds
+    ahead: int = 0            # of ``active``: handed out ahead, waiting for a slot (small files)
 
 
 @dataclass(frozen=True)
