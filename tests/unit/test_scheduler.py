@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler
+from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler, slots
 from gridxfer.campaign.selection import Exclusion
 from gridxfer.campaign.spec import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
                                     TierSpec)
@@ -338,7 +338,7 @@ def _run_counting_dispatch(conn, spec, mover, optimizer_factory):
 
 def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
     spec = make_spec(max_active=2)
-    mover = FakeMover(delay=scheduler.QUICK * 2)
+    mover = FakeMover(delay=slots.QUICK * 2)
     res, peak = _run_counting_dispatch(plan(spec, 6), spec, mover,
                                        scheduler.fixed_optimizer_factory)
     assert res.files_done == 6
@@ -348,7 +348,7 @@ def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
 def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):
     """Once a mover says its bytes are in place (data_done), the next transfer starts
     while the first is still verifying; transfers moving data never exceed the cap."""
-    monkeypatch.setattr(scheduler, "RELEASE_AFTER", 0.1)     # long transfers, scaled down
+    monkeypatch.setattr(slots, "RELEASE_AFTER", 0.1)     # long transfers, scaled down
     spec = make_spec(max_active=2)
     conn = plan(spec, 8)
     lock = threading.Lock()
@@ -391,12 +391,12 @@ def test_live_view_counts_jobs_waiting_ahead_apart_from_running_ones(gridxfer_ho
     for _ in range(3):                              # three handed out ...
         s.acct.start("T0", POOL[0], 100, now)
     s.acct.set_cap("T0", 2, "test")
-    s._gates["T0"].set_limit(2)
-    assert s._gates["T0"].enter(threading.Event())  # ... one of them running
-    link = next(link for link in s._with_ahead(s.acct.snapshot(now)).links if link.tier == "T0")
+    s._slots.set_cap("T0", 2)
+    assert s._slots._gates["T0"].enter(threading.Event())  # ... one of them running
+    link = next(link for link in s._slots.annotate(s.acct.snapshot(now)).links if link.tier == "T0")
     assert (link.active, link.ahead) == (3, 2)
     from gridxfer.campaign.progress import render
     from rich.console import Console
     con = Console(width=200, record=True)
-    con.print(render(s._with_ahead(s.acct.snapshot(now)), "c"))
+    con.print(render(s._slots.annotate(s.acct.snapshot(now)), "c"))
     assert "1/2 +2" in con.export_text()

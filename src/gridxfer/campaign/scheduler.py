@@ -11,11 +11,11 @@ Extension points (issue 3 plugs in here without editing this file):
 ``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
 ``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread).
 Their defaults are in ``factories.py``. The parts: ``feed.py`` (pending files and retries),
-``workers.py`` (threads), ``attempt.py`` (one transfer), ``ledger.py`` (journal writes).
+``workers.py`` (threads), ``slots.py`` (per-link slots: cap, look-ahead, early release),
+``attempt.py`` (one transfer), ``ledger.py`` (journal writes).
 """
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 import threading
 import time
@@ -33,14 +33,13 @@ from .feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from .jobs import Job, Result, SchedulerResult  # noqa: F401
 from .spec import CampaignSpec, TierSpec
 from .stats import Accounting, StatsSnapshot
-from .workers import Gate, WorkerPool
+from .slots import LinkSlots
+from .workers import WorkerPool
 
 Observer = Callable[[StatsSnapshot], None]
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
 ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
-QUICK = 0.05                 # s: links whose transfers take less get jobs dispatched ahead
-RELEASE_AFTER = 0.5          # s: links whose transfers take longer free the slot at data_done
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 
@@ -83,11 +82,7 @@ class Scheduler:
         self._local = threading.local()
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the oldest of them was gathered
-        self._gates = {t: Gate() for t in self.tiers}           # running transfers <= cap
-        self._typical = {t: QUICK for t in self.tiers}          # EWMA seconds per transfer
-        self._verifying = {t: 0 for t in self.tiers}            # bytes in place, checking
-        self._vlock = threading.Lock()
-        self._spare: set[str] = set()           # links given threads for verifications
+        self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -160,25 +155,16 @@ class Scheduler:
             spec = self.tiers[tier]
             active = max(1, min(decision.active, spec.max_active))
             decision = optimizer_mod.Decision(active, decision.reason)
-            self._gates[tier].set_limit(active)
+            self._slots.set_cap(tier, active)
             prev = self.acct.cap(tier)
             if active != prev:
                 self.acct.set_cap(tier, active, decision.reason)
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
         self._batch.events.extend(events)
         if self.observers:
-            snap = self._with_ahead(self.acct.snapshot(now))
+            snap = self._slots.annotate(self.acct.snapshot(now))
             for obs in self.observers:
                 obs(snap)
-
-    def _with_ahead(self, snap: StatsSnapshot) -> StatsSnapshot:
-        """Say how many of each link's active transfers wait for a slot (dispatched ahead),
-        so a live view shows running <= cap plus the jobs queued behind them."""
-        links = []
-        for link in snap.links:
-            running = self._gates[link.tier].running + self._verifying[link.tier]
-            links.append(dataclasses.replace(link, ahead=max(0, link.active - running)))
-        return dataclasses.replace(snap, links=tuple(links))
 
     # ------------------------------------------------------------ dispatch
     def _next_file(self, tier: str, now: float) -> tuple | None:
@@ -199,13 +185,10 @@ class Scheduler:
     def _dispatch(self, now: float) -> None:
         file_updates, attempts, events, jobs = [], [], [], []
         for tier, spec in self.tiers.items():
-            ahead = self._lookahead(tier)
-            verifying = self._verifying[tier]
-            if verifying and tier not in self._spare:     # a verifying transfer holds a thread
-                self._spare.add(tier)
+            if self._slots.wants_spare_workers(tier):       # verifications hold threads
                 self._pool.start(spec.max_active, init=lambda t=tier: self._warm(t))
-            free = self.acct.cap(tier) + ahead - (self.acct.active(tier) - verifying)
-            if free <= 0 or (ahead and free < ahead // 2):     # refill in batches
+            free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
+            if not free:
                 continue
             eligible, ev = self._eligible(tier, now)
             events.extend(ev)
@@ -245,13 +228,6 @@ class Scheduler:
         for job in jobs:
             self._inflight[job.attempt_id] = job
             self._pool.submit(job)
-
-    def _lookahead(self, tier: str) -> int:
-        """Jobs dispatched beyond the cap, waiting at the link's gate: as many as the cap
-        when transfers are short (small files: the dispatcher's round trip per file would
-        otherwise idle the workers), none for long ones (the destination is chosen as late
-        as possible, by the load at that moment)."""
-        return self.acct.cap(tier) if self._typical[tier] < QUICK else 0
 
     def _flush(self, now: float) -> None:
         """Commit this loop's journal rows (results, dispatches, events) as one transaction."""
@@ -297,7 +273,7 @@ class Scheduler:
                 continue
             now = res.ended
             secs = max(1e-6, now - job.started)
-            self._typical[job.tier] = 0.8 * self._typical[job.tier] + 0.2 * secs
+            self._slots.finished(job.tier, secs)
             if res.outcome is not None:
                 out = res.outcome
                 rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
@@ -368,31 +344,16 @@ class Scheduler:
             return None
 
     def _transfer(self, job: Job) -> Result:
-        gate, tier = self._gates[job.tier], job.tier
-        if not gate.enter(job.cancel):
+        def work(data_done) -> Result:
+            job.started = self.clock()      # a job dispatched ahead waited for its slot
+            return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
+                               self.acct, self.clock, on_data_done=data_done)
+
+        res = self._slots.run(job.tier, job.cancel, work, self._pool.wake)
+        if res is None:
             return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
                           self.clock())
-        in_gate = True
-
-        def data_done() -> None:        # the link is free: the next transfer may start
-            nonlocal in_gate            # (only for long transfers: a verification beside
-            if in_gate and self._typical[tier] >= RELEASE_AFTER:     # a new copy costs a thread)
-                in_gate = False
-                with self._vlock:
-                    self._verifying[tier] += 1
-                gate.leave()
-                self._pool.wake()
-
-        try:
-            job.started = self.clock()      # a job dispatched ahead waited at the gate
-            return run_attempt(job, self.spec, self.tiers[tier], self._mover, self._ops,
-                               self.acct, self.clock, on_data_done=data_done)
-        finally:
-            if in_gate:
-                gate.leave()
-            else:
-                with self._vlock:
-                    self._verifying[tier] -= 1
+        return res
 
     # ------------------------------------------------------------ the end
     def _finish(self) -> SchedulerResult:

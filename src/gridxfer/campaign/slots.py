@@ -1,0 +1,92 @@
+"""The transfer slots of each link: how many jobs the dispatcher may hand out, and when a
+running transfer gives its slot back.
+
+* At most ``cap`` transfers of a link move data at once (``workers.Gate``).
+* Short transfers (typical < ``QUICK``: small files) get up to one cap of jobs handed out
+  AHEAD; they wait at the gate, so a worker never idles on the dispatcher's round trip.
+* Long transfers (typical >= ``RELEASE_AFTER``) leave the gate when their bytes are in place
+  (``TransferParams.on_data_done``): the next copy starts while the server checksums the
+  last one. Each such verification holds a worker thread, so the link gets spare workers.
+
+"Typical" is an EWMA of the seconds per transfer, fed by the dispatcher.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Callable, Iterable
+
+from .stats import StatsSnapshot
+from .workers import Gate
+
+QUICK = 0.05                 # s: links whose transfers take less get jobs dispatched ahead
+RELEASE_AFTER = 0.5          # s: links whose transfers take longer free the slot at data_done
+
+
+class LinkSlots:
+    def __init__(self, tiers: Iterable[str]) -> None:
+        tiers = list(tiers)
+        self._gates = {t: Gate() for t in tiers}
+        self._typical = {t: QUICK for t in tiers}
+        self._verifying = {t: 0 for t in tiers}     # released at data_done, still checking
+        self._lock = threading.Lock()
+        self._spare: set[str] = set()               # links already given spare workers
+
+    # ---------------------------------------------------------------- dispatcher side
+    def set_cap(self, tier: str, cap: int) -> None:
+        self._gates[tier].set_limit(cap)
+
+    def finished(self, tier: str, seconds: float) -> None:
+        self._typical[tier] = 0.8 * self._typical[tier] + 0.2 * seconds
+
+    def free(self, tier: str, cap: int, active: int) -> int:
+        """Jobs the dispatcher may hand out now (0 while a look-ahead refill would be
+        smaller than half a cap: refills go in batches)."""
+        ahead = cap if self._typical[tier] < QUICK else 0
+        free = cap + ahead - (active - self._verifying[tier])
+        return 0 if free <= 0 or (ahead and free < ahead // 2) else free
+
+    def wants_spare_workers(self, tier: str) -> bool:
+        """True once, when the link's first verification runs beside a new copy."""
+        if self._verifying[tier] and tier not in self._spare:
+            self._spare.add(tier)
+            return True
+        return False
+
+    def running(self, tier: str) -> int:
+        """Transfers of the link holding a worker: moving data or verifying."""
+        return self._gates[tier].running + self._verifying[tier]
+
+    def annotate(self, snap: StatsSnapshot) -> StatsSnapshot:
+        """``snap`` with each link's jobs handed out ahead (waiting for a slot) counted apart,
+        so a live view shows running <= cap plus the jobs queued behind them."""
+        links = tuple(dataclasses.replace(link, ahead=max(0, link.active - self.running(link.tier)))
+                      for link in snap.links)
+        return dataclasses.replace(snap, links=links)
+
+    # ---------------------------------------------------------------- worker side
+    def run(self, tier: str, cancel: threading.Event,
+            work: Callable[[Callable[[], None]], object], wake: Callable[[], None]) -> object:
+        """Wait for a slot (None if ``cancel`` comes first), then ``work(data_done)``."""
+        gate = self._gates[tier]
+        if not gate.enter(cancel):
+            return None
+        in_gate = True
+
+        def data_done() -> None:
+            nonlocal in_gate
+            if in_gate and self._typical[tier] >= RELEASE_AFTER:
+                in_gate = False
+                with self._lock:
+                    self._verifying[tier] += 1
+                gate.leave()
+                wake()                  # the dispatcher may start the next copy
+
+        try:
+            return work(data_done)
+        finally:
+            if in_gate:
+                gate.leave()
+            else:
+                with self._lock:
+                    self._verifying[tier] -= 1
