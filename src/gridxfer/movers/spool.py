@@ -107,5 +107,8 @@ class SpoolMover(DelegatedOps):
                     pass
             return min(n1, n2), f"spool:{m1}+{m2}"
 
+        # A GridFTP destination is verified over this thread's GSI session: no early release
+        # (it would need one more session per thread, as in the gfal2 mover).
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw, progress=progress)
+                             raw_copy=raw, progress=progress,
+                             early_release=scheme_of(dst) not in GRIDFTP)
