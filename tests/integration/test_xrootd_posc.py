@@ -238,3 +238,27 @@ def test_data_done_once_the_file_is_closed_and_before_its_checksum(xrd, tmp_path
     out = upload(src, xrd.url(rel), on_data_done=done)
     assert seen == [(len(data), False)]
     assert out.checksum == adler(data)
+
+
+def test_a_server_that_ignores_posc_gets_temp_and_rename(make_grid, monkeypatch, tmp_path):
+    """EOS FSTs run ``ofs.persist off``: the POSC flag is accepted and ignored, so a dead
+    writer's partial file would look complete. The first upload finds out (its open file is
+    not POSC-pending) and later uploads to that server use a temporary name + rename."""
+    from gridxfer.testbed import xrootd as xrootd_testbed
+    plain = xrootd_testbed.xrootd_config
+    monkeypatch.setattr(xrootd_testbed, "xrootd_config",
+                        lambda **kw: plain(**kw) + "ofs.persist off\n")
+    off = Server(make_grid([localgrid.ServerSpec("noposc-xrd", "xrootd", "T9")]), "noposc-xrd")
+    data = os.urandom(2 * MiB + 5)
+    src, _ = local(tmp_path, data)
+    first = upload(src, off.url("np/a.dat"))
+    second = upload(src, off.url("np/b.dat"))
+    assert first.mode == "xrdcl-posc" and second.mode == "xrdcl"
+    assert off.disk("np/a.dat").read_bytes() == off.disk("np/b.dat").read_bytes() == data
+    assert sorted(os.listdir(off.disk("np/a.dat").parent)) == ["a.dat", "b.dat"]
+
+
+def test_a_posc_server_keeps_the_direct_path(xrd, tmp_path):
+    src, _ = local(tmp_path, os.urandom(3000))
+    modes = {upload(src, xrd.url(f"keep/{i}.dat")).mode for i in range(3)}
+    assert modes == {"xrdcl-posc"}

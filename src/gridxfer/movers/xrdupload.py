@@ -19,7 +19,11 @@ against xrdcp's one open/write/close (bench.smallfiles: 0.18-0.27x xrdcp). This 
   (and the catalogue's). Any failure after the open removes the final name.
 
 Used by ``XRootDMover.copy`` for file -> root without TPC when overwrite is off (a
-replace keeps the old file until the new one is verified: temp + rename).
+replace keeps the old file until the new one is verified: temp + rename). Some servers
+ignore kXR_posc (EOS FSTs run ``ofs.persist off``: a dead writer's partial file then looks
+complete): the first upload to each server checks that its open file is POSC-pending
+(one stat), and servers that ignore POSC get temp + rename from then on
+(``posc_honoured``).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ import zlib
 from dataclasses import dataclass
 
 from XRootD import client as xrd
-from XRootD.client.flags import OpenFlags
+from XRootD.client.flags import OpenFlags, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
@@ -38,6 +42,9 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import url_path, with_user
 from gridxfer.movers.xrdcksum import server_of
 from gridxfer.movers.xrdwatch import stall_timeout
+
+_posc: dict[str, bool] = {}     # server -> does it keep an open file POSC-pending?
+_posc_lock = threading.Lock()
 
 CHUNK = 4 << 20                 # bytes per write request
 WINDOW = 4                      # writes in flight: 16 MiB, above 1 Gbit/s x 100 ms
@@ -170,6 +177,7 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
             raise transfer_error(status, what, side="destination")
         closed = False
         try:
+            _probe_posc(dst)
             try:
                 sent = _send(handle, fh, size, params, progress, deadline, stall, what)
             except OSError as exc:
@@ -182,6 +190,23 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
         except BaseException:
             _discard(handle, dst, closed)
             raise
+
+
+def posc_honoured(url: str) -> bool:
+    """False once an upload found that ``url``'s server ignores POSC (unknown: True)."""
+    return _posc.get(server_of(url), True)
+
+
+def _probe_posc(dst: str) -> None:
+    """First upload to a server: is the file we hold open POSC-pending there?"""
+    server = server_of(dst)
+    with _posc_lock:
+        if server in _posc:
+            return
+        _posc[server] = True            # one probe per server, even with concurrent uploads
+    status, info = xrd.FileSystem(server).stat(url_path(dst), timeout=CLEANUP_TIMEOUT)
+    if status.ok and not info.flags & StatInfoFlags.POSC_PENDING:
+        _posc[server] = False
 
 
 def _discard(handle: xrd.File, dst: str, closed: bool) -> None:

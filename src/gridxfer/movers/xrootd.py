@@ -34,7 +34,7 @@ from gridxfer.movers.common import (LocalOps, local_path, scheme_of,
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
-from gridxfer.movers.xrdupload import CHUNK as BIG_UPLOAD, posc_upload
+from gridxfer.movers.xrdupload import CHUNK as BIG_UPLOAD, posc_honoured, posc_upload
 from gridxfer.movers.xrdwatch import WatchedHandler, run_watched, stall_timeout
 
 _CONNECT_TIMEOUT = 10
@@ -126,7 +126,7 @@ class XRootDMover:
         if params.third_party and pair not in self.tpc_pairs:
             raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
 
-        if pair == ("file", "root") and not params.third_party:
+        if pair == ("file", "root") and not params.third_party and posc_honoured(dst):
             try:
                 return self._direct_upload(src, dst, params, progress)
             except TransferError as exc:
