@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..testbed.procs import stop_popen
+from ..testbed.netns import kill_pids, pids
+from ..testbed.procs import stop_popen, tree
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -68,6 +69,9 @@ def scratch_netns() -> Iterator[ScratchNetns]:
         _ip("-n", name, "link", "set", "lo", "up")
         yield ScratchNetns(name, host_if, ns_if, host_addr, ns_addr)
     finally:
+        # Nothing may outlive the namespace: an sshd session whose peer vanished with the
+        # veth would wait for its client forever and keep the namespace alive.
+        kill_pids(pids(name))
         _ip("link", "del", host_if, check=False)
         _ip("netns", "del", name, check=False)
 
@@ -143,4 +147,6 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
             yield SshdHost(ns, port, str(w / "id_ed25519"), str(w / "known_hosts"),
                            str(w / "known_hosts_empty"), str(w / "known_hosts_wrong"), work)
         finally:
-            stop_popen(proc)
+            sessions = [p.pid for p in tree(proc.pid)[1:]]  # per-connection children:
+            stop_popen(proc)                                # they outlive the listener
+            kill_pids(sessions)
