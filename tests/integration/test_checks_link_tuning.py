@@ -61,7 +61,9 @@ def test_link_floor_ok_and_critical(iperf3_server):
     assert r.returncode == 0, r.stdout
     mbps = float(re.search(r"link_Mbps=([\d.]+)", r.stdout).group(1))
     assert mbps > 100
-    assert r.stdout.startswith(f"LINK OK - {mbps:.1f} Mbit/s to 127.0.0.1:{port} (1 stream(s)")
+    text = re.match(r"LINK OK - ([\d.]+) Mbit/s to 127\.0\.0\.1:(\d+) \(1 stream\(s\)", r.stdout)
+    assert text and int(text.group(2)) == port, r.stdout
+    assert abs(float(text.group(1)) - mbps) <= 0.051     # text has 1 decimal, perfdata 2
     port = iperf3_server()
     r = run_check("link", "-H", "127.0.0.1", "-p", str(port), "-d", "1", "-P", "2", "-R",
                   "-c", f"{int(mbps * 1000)}:")                  # an impossible floor
