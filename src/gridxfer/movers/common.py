@@ -202,6 +202,23 @@ def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> "Futur
     return _CHECKSUM_POOL.submit(ops.checksum, url, "adler32")
 
 
+def checksum_policy(params: TransferParams) -> tuple[str | None, str, str | None]:
+    """(algorithm or None, verify mode, expected adler32 or None) of a transfer."""
+    algo = (params.checksum or "").lower() or None
+    if algo not in (None, "adler32"):
+        raise UsageError(f"unsupported checksum algorithm: {params.checksum}")
+    verify = params.verify if algo else "none"
+    expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
+    return algo, verify, expected
+
+
+def check_destination_sum(dst: str, dst_sum: str, refs: list[tuple[str, str]]) -> None:
+    """CHECKSUM error unless ``dst_sum`` equals every (name, value) reference."""
+    for name, value in refs:
+        if value != dst_sum:
+            raise TransferError(ErrorClass.CHECKSUM, f"{dst}: adler32 {dst_sum} != {name} {value}")
+
+
 # raw copy: (src, tmp_dst, progress) -> (streams_used, mode); raises TransferError.
 RawCopy = Callable[[str, str, "ProgressFn | None"], tuple[int, str]]
 
@@ -222,11 +239,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     dst_existed = exists(dst_ops, dst)
     if dst_existed and not params.overwrite:
         raise TransferError(ErrorClass.EXISTS, f"{dst}: destination exists and overwrite is off")
-    algo = (params.checksum or "").lower() or None
-    if algo not in (None, "adler32"):
-        raise UsageError(f"unsupported checksum algorithm: {params.checksum}")
-    verify = params.verify if algo else "none"
-    expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
+    _algo, verify, expected = checksum_policy(params)
     src_sum = None
     ensure_dir(dst_ops, split_dir(dst)[0])
     tmp = temp_url(dst)
@@ -261,10 +274,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
             refs = [(n, v) for n, v in (("source", src_sum), ("expected", expected)) if v]
             if not refs and src_job is not None:
                 refs = [("source", src_job.result())]
-            for name, value in refs:
-                if value != dst_sum:
-                    raise TransferError(ErrorClass.CHECKSUM,
-                                        f"{dst}: adler32 {dst_sum} != {name} {value}")
+            check_destination_sum(dst, dst_sum, refs)
         try:
             dst_ops.rename(tmp, dst)
         except TransferError:

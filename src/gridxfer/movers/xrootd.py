@@ -26,11 +26,10 @@ from XRootD import client as xrd
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams,
-                                  normalise_adler32)
+from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import (LocalOps, local_path, scheme_of,
-                                    url_path, verified_copy, with_user)
+from gridxfer.movers.common import (LocalOps, check_destination_sum, checksum_policy, local_path,
+                                    scheme_of, url_path, verified_copy, with_user)
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
@@ -145,11 +144,7 @@ class XRootDMover:
         """file -> root:// straight to the final name under POSC (xrdupload.py), adler32
         computed on the bytes sent and compared with the server's."""
         start = time.monotonic()
-        algo = (params.checksum or "").lower() or None
-        if algo not in (None, "adler32"):
-            raise UsageError(f"unsupported checksum algorithm: {params.checksum}")
-        verify = params.verify if algo else "none"
-        expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
+        algo, verify, expected = checksum_policy(params)
         path = local_path(src)
         try:
             big = os.stat(path).st_size >= BIG_UPLOAD
@@ -171,10 +166,7 @@ class XRootDMover:
             if verify in ("destination", "both"):
                 dst_sum = self.checksum(dst)
                 refs = [("source", sent.adler32)] + ([("expected", expected)] if expected else [])
-                for name, value in refs:
-                    if value != dst_sum:
-                        raise TransferError(ErrorClass.CHECKSUM,
-                                            f"{dst}: adler32 {dst_sum} != {name} {value}")
+                check_destination_sum(dst, dst_sum, refs)
         except BaseException:
             try:
                 self.unlink(dst)
