@@ -41,7 +41,7 @@ from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import url_path, with_user
 from gridxfer.movers.xrdcksum import server_of
-from gridxfer.movers.xrdwatch import stall_timeout
+from gridxfer.movers.xrdwatch import stall_timeout, stop_reason
 
 _posc: dict[str, bool] = {}     # server -> does it keep an open file POSC-pending?
 _posc_lock = threading.Lock()
@@ -81,18 +81,6 @@ class _Window:
         return done
 
 
-def _interrupt(params: TransferParams, deadline: float, last: float, stall: float,
-               what: str) -> TransferError | None:
-    now = time.monotonic()
-    if params.cancel is not None and params.cancel.is_set():
-        return TransferError(ErrorClass.CANCELLED, f"{what}: cancelled")
-    if now > deadline:
-        return TransferError(ErrorClass.TIMEOUT, f"{what}: not finished within {params.timeout:g} s")
-    if now - last > stall:
-        return TransferError(ErrorClass.TIMEOUT, f"{what}: no write acknowledged for {stall:g} s")
-    return None
-
-
 def _drain(win: _Window, limit: int, params: TransferParams, deadline: float, stall: float,
            what: str) -> None:
     """Wait until at most ``limit`` writes are in flight; raise on error/stall/cancel."""
@@ -102,9 +90,9 @@ def _drain(win: _Window, limit: int, params: TransferParams, deadline: float, st
                 raise transfer_error(win.error, what, side="destination")
             if len(win.pending) <= limit:
                 return
-            problem = _interrupt(params, deadline, win.last_ack, stall, what)
-            if problem is not None:
-                raise problem
+            why = stop_reason(params.cancel, deadline, win.last_ack, stall, win.acked)
+            if why is not None:
+                raise TransferError(why[0], f"{what}: {why[1]}")
             win.cond.wait(0.25)
 
 

@@ -53,18 +53,28 @@ class WatchedHandler(CopyProgressHandler):
     def check(self) -> ErrorClass | None:
         """Decide (once) whether the copy must stop; the watcher and XrdCl both ask."""
         if self.reason is None:
-            now = time.monotonic()
-            if self.cancel is not None and self.cancel.is_set():
-                self.reason, self.detail = ErrorClass.CANCELLED, "cancelled"
-            elif now > self.deadline:
-                self.reason, self.detail = ErrorClass.TIMEOUT, "transfer timeout reached"
-            elif now - self.last_move > self.stall:
-                self.reason = ErrorClass.TIMEOUT
-                self.detail = f"no progress for {self.stall:g} s (stalled at {self.processed} bytes)"
+            why = stop_reason(self.cancel, self.deadline, self.last_move, self.stall,
+                              self.processed)
+            if why is not None:
+                self.reason, self.detail = why
         return self.reason
 
     def should_cancel(self, jobId):  # noqa: N803
         return self.check() is not None
+
+
+def stop_reason(cancel: threading.Event | None, deadline: float, last_move: float,
+                stall: float, moved: int) -> tuple[ErrorClass, str] | None:
+    """Why a transfer must stop now, if it must: cancelled, past its deadline, or no byte
+    moved for ``stall`` seconds since ``last_move`` (``moved`` bytes so far)."""
+    now = time.monotonic()
+    if cancel is not None and cancel.is_set():
+        return ErrorClass.CANCELLED, "cancelled"
+    if now > deadline:
+        return ErrorClass.TIMEOUT, "transfer timeout reached"
+    if now - last_move > stall:
+        return ErrorClass.TIMEOUT, f"no progress for {stall:g} s (stalled at {moved} bytes)"
+    return None
 
 
 def run_watched(job: Any, handler: WatchedHandler, what: str) -> tuple[Any, Any]:
