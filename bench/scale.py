@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from bench.common import (PYTHON, REPO, BenchError, Stopwatch, append_results, command_line,
-                          goal_line, md_table, peak_rss)
+                          goal_line, md_table, peak_rss, precompile)
 
 FILE_SIZE = 1 << 20
 NAME = "bench-scale"
@@ -157,6 +157,7 @@ def _run_child(env: dict, *args: str) -> dict:
 def _cli_seconds(env: dict, *args: str, repeat: int = 3) -> float:
     """Best of ``repeat`` wall times of a gridxfer CLI call (fresh process each time)."""
     best = float("inf")
+    precompile()
     gx = str(Path(PYTHON).parent / "gridxfer")
     for _ in range(repeat):
         sw = Stopwatch()

@@ -25,7 +25,7 @@ from gridxfer.units import fmt_bytes, parse_size
 
 from bench.common import (PYTHON, BenchError, Result, append_results, check_copies,
                           command_line, goal_line, gridxfer_run, local_grid, make_files,
-                          md_table, ratio, run_timed, shm_parent, write_campaign)
+                          md_table, precompile, ratio, run_timed, shm_parent, write_campaign)
 
 
 def _prepare(data_dir: Path, sub: str, user: str) -> Path:
@@ -43,6 +43,7 @@ def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
                           streams=1, active=active, checksum=checksum)
     if not profile:
         return gridxfer_run(spec)
+    precompile()
     out = Path(profile) / f"smallfiles-gridxfer-{'cksum' if checksum else 'nocksum'}.txt"
     bindir = Path(PYTHON).parent
     pyspy = shutil.which("py-spy") or str(bindir / "py-spy")
