@@ -209,8 +209,8 @@ def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.N
                   "x DNS round-robin", "files fast1 / fast2 / slow"], table), ""]
     for r in rows:
         if r.optimizer != "fixed" and r.decisions:
-            lines += [f"Adaptive optimizer decisions in the last run (seconds since the first "
-                      f"transfer: cap, reason): " + "; ".join(
+            lines += ["Adaptive optimizer decisions in the last run (seconds since the first "
+                      "transfer: cap, reason): " + "; ".join(
                           f"{t:g} s: {cap} ({why})" for t, cap, why in r.decisions) + ".", ""]
     lines += ["The XRootD throttle lets a server that was idle burst above its rate for a moment; "
               "a short campaign profits from that while the capacities are steady-state rates, "

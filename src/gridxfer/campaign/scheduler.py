@@ -81,7 +81,7 @@ class Scheduler:
         self._attempt_id = journal.next_attempt_id(conn)
         self._local = threading.local()
         self._batch = ledger.Batch()            # journal rows not committed yet
-        self._batch_since = 0.0                 # when the oldest of them was gathered
+        self._batch_since = 0.0                 # when the journal was last committed
         self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
 
     # ------------------------------------------------------------ main loop
