@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from gridxfer.netbench import iperf
 from gridxfer.netbench.iperf import BenchHost, NetbenchError, parse_tcp, parse_udp
 
 TCP_DOC = {"end": {"sum_sent": {"bits_per_second": 442830441.28524065, "retransmits": 18, "seconds": 3.000123}, "sum_received": {"bits_per_second": 434852742.1827191, "seconds": 3.036158}}, "intervals": [{"sum": {"bits_per_second": 342842868.8943491, "seconds": 1.000120997428894, "omitted": False}}, {"sum": {"bits_per_second": 492837123.83321023, "seconds": 0.999987006187439, "omitted": False}}, {"sum": {"bits_per_second": 492823317.6111866, "seconds": 1.0000150203704834, "omitted": False}}], "server_output_json": {"intervals": [{"sum": {"bits_per_second": 313712946.19454134, "seconds": 1.000095009803772, "omitted": False}}, {"sum": {"bits_per_second": 495286180.4798917, "seconds": 1.0000070333480835, "omitted": False}}, {"sum": {"bits_per_second": 493589273.46287525, "seconds": 0.9999880194664, "omitted": False}}, {"sum": {"bits_per_second": 489793058.9242368, "seconds": 0.03606799989938736, "omitted": False}}]}}  # noqa: E501
@@ -44,3 +45,44 @@ def test_bench_host_wraps_commands_in_its_namespace():
     assert BenchHost("a", "198.18.1.10", "gx-t-a").argv(["iperf3", "-s"]) == [
         "ip", "netns", "exec", "gx-t-a", "iperf3", "-s"]
     assert BenchHost("l", "127.0.0.1").argv(["iperf3", "-s"]) == ["iperf3", "-s"]
+
+
+# The error CI printed when the delay line's 1 % loss dropped the UDP set-up datagram.
+LOST_SETUP = "iperf3 a1 -> c1: unable to read from stream socket: Resource temporarily unavailable"
+
+
+@pytest.mark.parametrize("failures, calls", [(0, 1), (1, 2), (3, 4)])
+def test_udp_retries_a_lost_setup_datagram(monkeypatch, failures, calls):
+    """The handshake loss cannot be produced on demand here (no sch_netem, no tc actions), so
+    _client is replaced by a stand-in that fails the way the real one did in CI."""
+    seen = []
+
+    def client(*args):
+        seen.append(args)
+        if len(seen) <= failures:
+            raise NetbenchError(LOST_SETUP)
+        return UDP_DOC
+
+    monkeypatch.setattr(iperf, "_client", client)
+    a, b = BenchHost("a1", "198.19.50.10"), BenchHost("c1", "198.19.52.10")
+    run = iperf.udp_once(a, b, 5201, rate_bps=60e6, duration=3)
+    assert (len(seen), run.packets) == (calls, 26779)
+
+
+def test_udp_gives_up_after_the_last_attempt_and_never_retries_other_errors(monkeypatch):
+    seen = []
+
+    def client(*args, error=LOST_SETUP):
+        seen.append(args)
+        raise NetbenchError(error)
+
+    a, b = BenchHost("a1", "198.19.50.10"), BenchHost("c1", "198.19.52.10")
+    monkeypatch.setattr(iperf, "_client", client)
+    with pytest.raises(NetbenchError, match="stream socket"):
+        iperf.udp_once(a, b, 5201, rate_bps=60e6)
+    assert len(seen) == iperf.SETUP_ATTEMPTS
+    seen.clear()
+    monkeypatch.setattr(iperf, "_client", lambda *a: client(*a, error="iperf3 a1 -> c1: timed out"))
+    with pytest.raises(NetbenchError, match="timed out"):
+        iperf.udp_once(a, b, 5201, rate_bps=60e6)
+    assert len(seen) == 1

@@ -148,8 +148,27 @@ def udp_once(src: BenchHost, dst: BenchHost, port: int, *, rate_bps: float,
     extra = ["-u", "-b", str(int(rate_bps)), "-l", str(length)]
     if buffer:
         extra += ["-w", str(buffer)]
-    doc = _client(src, dst, port, extra, duration)
+    for attempt in range(1, SETUP_ATTEMPTS + 1):
+        try:
+            doc = _client(src, dst, port, extra, duration)
+            break
+        except NetbenchError as exc:
+            if not lost_setup(str(exc)) or attempt == SETUP_ATTEMPTS:
+                raise
     return parse_udp(doc, duration, what=f"{src.name} -> {dst.name}")
+
+
+SETUP_ATTEMPTS = 4
+_SETUP_LOST = "unable to read from stream socket"
+
+
+def lost_setup(error: str) -> bool:
+    """Whether iperf3 failed in UDP stream set-up, before measuring anything.
+
+    The client sends one datagram and waits for one back; iperf3 has no retransmission for
+    that handshake (esnet/iperf#862), so on a link with configured loss it fails now and
+    then with this error. That is a lost set-up packet, not a result: try again."""
+    return _SETUP_LOST in error
 
 
 def parse_udp(doc: dict, duration: float, what: str = "") -> UdpRun:
