@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler, slots
+from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler, slots, workers
 from gridxfer.campaign.selection import Exclusion
 from gridxfer.campaign.spec import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
                                     TierSpec)
@@ -316,7 +316,44 @@ def test_short_transfers_are_dispatched_ahead_but_never_run_beyond_the_cap(gridx
     assert res.files_done == 300
     assert mover.peak <= 3                          # the gate holds the cap
     assert dispatched_peak > 3                      # ... while jobs were handed out ahead
-    assert dispatched_peak <= 6
+    assert dispatched_peak <= 2 * 3 * slots.MAX_BUNDLE   # two bundles per slot at most
+
+
+def test_short_transfers_go_to_workers_in_bundles_per_endpoint(gridxfer_home, monkeypatch):
+    """One queue hand-off per bundle, not per file; a bundle never mixes endpoints, so a
+    slow server holds up only its own files."""
+    spec = make_spec(max_active=4)
+    handoffs, mixed = [], []
+    submit = workers.WorkerPool.submit_bundle
+
+    def spy(self, jobs):
+        handoffs.append(len(jobs))
+        if len({j.endpoint for j in jobs}) > 1:
+            mixed.append(jobs)
+        submit(self, jobs)
+
+    monkeypatch.setattr(workers.WorkerPool, "submit_bundle", spy)
+    mover = FakeMover(delay=0.002)
+    res, _ = _run_counting_dispatch(plan(spec, 400), spec, mover,
+                                    scheduler.fixed_optimizer_factory)
+    assert res.files_done == 400 and mover.peak <= 4
+    assert sum(handoffs) == 400 and not mixed
+    assert len(handoffs) < 400 / 3, handoffs       # bundles of several files
+    assert max(handoffs) <= slots.MAX_BUNDLE
+
+
+def test_bundle_size_follows_the_transfer_time():
+    s = slots.LinkSlots(["T"])
+    assert s.bundle("T") == 1                       # nothing measured: QUICK, no bundles
+    for _ in range(40):
+        s.finished("T", 0.003)
+    assert s.bundle("T") == int(slots.BUNDLE_SECONDS / s._typical["T"])
+    for _ in range(40):
+        s.finished("T", 0.0001)
+    assert s.bundle("T") == slots.MAX_BUNDLE
+    for _ in range(40):
+        s.finished("T", slots.QUICK * 2)
+    assert s.bundle("T") == 1
 
 
 def _run_counting_dispatch(conn, spec, mover, optimizer_factory):

@@ -99,10 +99,10 @@ class Scheduler:
                 now = self.clock()
                 if self.stop.is_set():
                     return self._shutdown()
-                if now >= next_tick:
+                if now >= next_tick:            # once a second: timeouts are >= 10 s
                     self._tick(now)
+                    self._watchdog(now)
                     next_tick = now + 1.0
-                self._watchdog(now)
                 self._dispatch(now)
                 if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
                     self._flush(now)
@@ -227,7 +227,20 @@ class Scheduler:
         self._flush(now)            # attempt rows are committed before the transfers start
         for job in jobs:
             self._inflight[job.attempt_id] = job
-            self._pool.submit(job)
+        for bundle in self._bundles(jobs):
+            self._pool.submit_bundle(bundle)
+
+    def _bundles(self, jobs: list[Job]) -> list[list[Job]]:
+        """``jobs`` cut into bundles per link and endpoint (a slow endpoint holds up only
+        its own bundle), each the size the link's transfer times allow."""
+        groups: dict[tuple[str, str], list[Job]] = {}
+        for job in jobs:
+            groups.setdefault((job.tier, job.endpoint), []).append(job)
+        out = []
+        for (tier, _), group in groups.items():
+            size = self._slots.bundle(tier)
+            out.extend(group[i:i + size] for i in range(0, len(group), size))
+        return out
 
     def _flush(self, now: float) -> None:
         """Commit this loop's journal rows (results, dispatches, events) as one transaction."""

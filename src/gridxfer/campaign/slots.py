@@ -21,6 +21,8 @@ from .workers import Gate
 
 QUICK = 0.05                 # s: links whose transfers take less get jobs dispatched ahead
 RELEASE_AFTER = 0.5          # s: links whose transfers take longer free the slot at data_done
+BUNDLE_SECONDS = 0.03        # s: short transfers go to a worker in bundles of about this much work
+MAX_BUNDLE = 16
 
 
 class LinkSlots:
@@ -39,12 +41,22 @@ class LinkSlots:
     def finished(self, tier: str, seconds: float) -> None:
         self._typical[tier] = 0.8 * self._typical[tier] + 0.2 * seconds
 
+    def bundle(self, tier: str) -> int:
+        """How many jobs of the link one worker gets at a time (1 unless transfers are short)."""
+        typical = self._typical[tier]
+        if typical >= QUICK:
+            return 1
+        return max(1, min(MAX_BUNDLE, int(BUNDLE_SECONDS / max(typical, 1e-4))))
+
     def free(self, tier: str, cap: int, active: int) -> int:
         """Jobs the dispatcher may hand out now (0 while a look-ahead refill would be
-        smaller than half a cap: refills go in batches)."""
-        ahead = cap if self._typical[tier] < QUICK else 0
-        free = cap + ahead - (active - self._verifying[tier])
-        return 0 if free <= 0 or (ahead and free < ahead // 2) else free
+        smaller than half a cap, or than a bundle: refills go in batches)."""
+        quick = self._typical[tier] < QUICK
+        size = self.bundle(tier)
+        limit = 2 * cap * size if quick else cap
+        free = limit - (active - self._verifying[tier])
+        least = max(cap // 2, size) if quick else 1
+        return 0 if free < least else free
 
     def wants_spare_workers(self, tier: str) -> bool:
         """True once, when the link's first verification runs beside a new copy."""

@@ -32,6 +32,11 @@ class WorkerPool:
     def submit(self, job: Job) -> None:
         self._jobs.put(job)
 
+    def submit_bundle(self, jobs: list[Job]) -> None:
+        """Jobs one worker runs one after the other, handing back their results together
+        (short transfers: one queue hand-off each way per bundle, not per file)."""
+        self._jobs.put(jobs if len(jobs) > 1 else jobs[0])
+
     def wake(self) -> None:
         """Wake the dispatcher waiting in ``collect`` (a link slot came free)."""
         self._results.put(None)
@@ -46,7 +51,13 @@ class WorkerPool:
                 results.append(self._results.get_nowait())
         except queue.Empty:
             pass
-        return [r for r in results if r is not None]
+        out: list[Result] = []
+        for r in results:
+            if isinstance(r, list):
+                out.extend(r)
+            elif r is not None:
+                out.append(r)
+        return out
 
     def write_off(self, jobs: Iterable[Job]) -> None:
         """The workers running ``jobs`` may never come back: do not wait for them."""
@@ -71,11 +82,18 @@ class WorkerPool:
             except Exception:       # a warm-up is only an optimisation
                 pass
         while True:
-            job = self._jobs.get()
-            if job is None:
+            item = self._jobs.get()
+            if item is None:
                 return
-            job.thread = threading.current_thread()
-            self._results.put(self._work(job))
+            if isinstance(item, list):
+                done = []
+                for job in item:
+                    job.thread = threading.current_thread()
+                    done.append(self._work(job))
+                self._results.put(done)
+            else:
+                item.thread = threading.current_thread()
+                self._results.put(self._work(item))
 
 
 class Gate:

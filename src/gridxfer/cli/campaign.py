@@ -185,7 +185,11 @@ def _check_selector(name: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.option("--links", is_flag=True, help="Current concurrency per link and the optimizer's reason.")
 def status_cmd(name: str, as_json: bool, links: bool) -> None:
-    """Files and bytes per state and tier of campaign NAME."""
+    """Files and bytes per state and tier of campaign NAME.
+
+    "in flight" counts files handed to a worker: moving data, being verified, or (small
+    files, dispatched ahead in bundles) waiting for one of the link's max_active slots.
+    The live view of `campaign run` shows the running ones and the queued ones apart."""
     from ..campaign.runner import campaign_status
     _render_status(campaign_status(name, links=links), as_json, links)
 
@@ -197,7 +201,7 @@ def _render_status(st, as_json: bool, links: bool) -> None:
     total = sum(st.files.values())
     f = st.files
     click.echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
-               f"{f.get('failed', 0)} failed, {f.get('active', 0)} active, "
+               f"{f.get('failed', 0)} failed, {f.get('active', 0)} in flight, "
                f"{f.get('pending', 0)} pending; {fmt_bytes(st.bytes.get('done', 0))} of "
                f"{fmt_bytes(sum(st.bytes.values()))}")
     for tier, by in sorted(st.tiers.items()):

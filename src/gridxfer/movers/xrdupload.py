@@ -99,7 +99,7 @@ def _drain(win: _Window, limit: int, params: TransferParams, deadline: float, st
 def _send(handle: xrd.File, fh, size: int, params: TransferParams,
           progress: ProgressFn | None, deadline: float, stall: float, what: str) -> Upload:
     if size <= CHUNK:           # one request: no window, no callback
-        data = fh.read(CHUNK + 1)
+        data = fh.read(size + 1)    # not CHUNK + 1: a 4 MiB buffer per small file costs mmap/munmap
         if data:
             status, _ = handle.write(data, 0, len(data), timeout=int(stall))
             if not status.ok:
