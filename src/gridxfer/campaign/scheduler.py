@@ -12,7 +12,8 @@ Extension points (issue 3 plugs in here without editing this file):
 ``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread).
 Their defaults are in ``factories.py``. The parts: ``feed.py`` (pending files and retries),
 ``workers.py`` (threads), ``slots.py`` (per-link slots: cap, look-ahead, early release),
-``attempt.py`` (one transfer), ``ledger.py`` (journal writes).
+``attempt.py`` (one transfer), ``outcomes.py`` (results applied), ``ledger.py`` (journal
+writes).
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ import time
 from typing import Callable, Sequence
 
 from ..errors import ErrorClass
-from ..movers.base import normalise_adler32
-from . import exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod, selection
+from . import (exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod,
+               outcomes, selection)
 from .attempt import run_attempt
 from .factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
@@ -227,20 +228,8 @@ class Scheduler:
         self._flush(now)            # attempt rows are committed before the transfers start
         for job in jobs:
             self._inflight[job.attempt_id] = job
-        for bundle in self._bundles(jobs):
+        for bundle in self._slots.bundles(jobs):
             self._pool.submit_bundle(bundle)
-
-    def _bundles(self, jobs: list[Job]) -> list[list[Job]]:
-        """``jobs`` cut into bundles per link and endpoint (a slow endpoint holds up only
-        its own bundle), each the size the link's transfer times allow."""
-        groups: dict[tuple[str, str], list[Job]] = {}
-        for job in jobs:
-            groups.setdefault((job.tier, job.endpoint), []).append(job)
-        out = []
-        for (tier, _), group in groups.items():
-            size = self._slots.bundle(tier)
-            out.extend(group[i:i + size] for i in range(0, len(group), size))
-        return out
 
     def _flush(self, now: float) -> None:
         """Commit this loop's journal rows (results, dispatches, events) as one transaction."""
@@ -276,58 +265,9 @@ class Scheduler:
             self._apply(results)
 
     def _apply(self, results: list[Result]) -> None:
-        b = self._batch
-        att_rows, done_rows, pend_rows, fail_rows, cancel_rows = (
-            b.att_rows, b.done_rows, b.pend_rows, b.fail_rows, b.cancel_rows)
-        r_spec = self.spec.retries
-        for res in results:
-            job = self._inflight.pop(res.job.attempt_id, None)
-            if job is None:         # an abandoned attempt answered after all: already journalled
-                continue
-            now = res.ended
-            secs = max(1e-6, now - job.started)
-            self._slots.finished(job.tier, secs)
-            if res.outcome is not None:
-                out = res.outcome
-                rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
-                att_rows.append(("ok", now, out.bytes, rate, out.streams_used, out.mode,
-                                 None, None, job.attempt_id))
-                done_rows.append((normalise_adler32(out.checksum) if out.checksum else None, now,
-                                  job.file_id))
-                self.acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
-                                 outcome="done", now=now)
-                self.exclusions.record(job.endpoint, True, None, now)
-                continue
-            ec = res.error_class or ErrorClass.OTHER
-            if job.timed_out and ec in (ErrorClass.CANCELLED, ErrorClass.OTHER):
-                ec = ErrorClass.TIMEOUT
-            nbytes = job.flight.done
-            if ec is ErrorClass.CANCELLED and self.stop.is_set():
-                att_rows.append(("cancelled", now, nbytes, nbytes / secs, None, None, ec.value,
-                                 res.message, job.attempt_id))
-                cancel_rows.append((now, job.file_id))
-                self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
-                                 outcome="cancelled", now=now)
-                continue
-            if ec is ErrorClass.CANCELLED:
-                ec = ErrorClass.OTHER
-            self.exclusions.record(job.endpoint, False, ec.value, now)
-            att_rows.append(("failed", now, nbytes, nbytes / secs, None, None, ec.value,
-                             res.message, job.attempt_id))
-            avoid = job.avoid | {job.endpoint} if ec is ErrorClass.NO_SPACE else job.avoid
-            retry = ec.retryable and job.attempt_no <= r_spec.max
-            if ec is ErrorClass.NO_SPACE and avoid >= set(self.tiers[job.tier].pool):
-                retry = False
-            if retry:
-                nb = now + r_spec.backoff * (2 ** (job.attempt_no - 1))
-                pend_rows.append((ec.value, res.message, nb, now, job.file_id))
-                self._feed.retry_later(job.tier, nb, (
-                    job.file_id, job.name, job.src_url, job.size, job.attempt_no, job.expected,
-                    frozenset(avoid)))
-            else:
-                fail_rows.append((ec.value, res.message, now, job.file_id))
-            self.acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
-                             outcome="retry" if retry else "failed", now=now)
+        outcomes.settle(results, self._inflight, self._batch, slots=self._slots, acct=self.acct,
+                        exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
+                        retries=self.spec.retries, stop=self.stop)
 
     # ------------------------------------------------------------ workers
     def _mover(self, src: str, dst: str) -> object:

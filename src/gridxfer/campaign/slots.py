@@ -2,8 +2,11 @@
 running transfer gives its slot back.
 
 * At most ``cap`` transfers of a link move data at once (``workers.Gate``).
-* Short transfers (typical < ``QUICK``: small files) get up to one cap of jobs handed out
-  AHEAD; they wait at the gate, so a worker never idles on the dispatcher's round trip.
+* Short transfers (typical < ``QUICK``: small files) go to workers in BUNDLES of about
+  ``BUNDLE_SECONDS`` of work (one queue hand-off each way per bundle, not per file; one
+  endpoint per bundle), and up to two bundles per slot are handed out AHEAD. A worker runs
+  its bundle one file at a time, each through the gate, so a worker never idles on the
+  dispatcher's round trip and running <= cap still holds.
 * Long transfers (typical >= ``RELEASE_AFTER``) leave the gate when their bytes are in place
   (``TransferParams.on_data_done``): the next copy starts while the server checksums the
   last one. Each such verification holds a worker thread, so the link gets spare workers.
@@ -16,6 +19,7 @@ import dataclasses
 import threading
 from typing import Callable, Iterable
 
+from .jobs import Job
 from .stats import StatsSnapshot
 from .workers import Gate
 
@@ -47,6 +51,18 @@ class LinkSlots:
         if typical >= QUICK:
             return 1
         return max(1, min(MAX_BUNDLE, int(BUNDLE_SECONDS / max(typical, 1e-4))))
+
+    def bundles(self, jobs: list[Job]) -> list[list[Job]]:
+        """``jobs`` cut into bundles per link and endpoint (a slow endpoint holds up only
+        its own bundle), each the size the link's transfer times allow."""
+        groups: dict[tuple[str, str], list[Job]] = {}
+        for job in jobs:
+            groups.setdefault((job.tier, job.endpoint), []).append(job)
+        out = []
+        for (tier, _), group in groups.items():
+            size = self.bundle(tier)
+            out.extend(group[i:i + size] for i in range(0, len(group), size))
+        return out
 
     def free(self, tier: str, cap: int, active: int) -> int:
         """Jobs the dispatcher may hand out now (0 while a look-ahead refill would be
