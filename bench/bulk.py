@@ -41,20 +41,11 @@ from typing import Callable
 from gridxfer.units import fmt_bytes, parse_bitrate, parse_duration, parse_size
 
 from bench.common import (PYTHON, BenchError, Result, append_results, check_copies,
-                          command_line, env_vars, goal_line, gridxfer_run, local_grid,
+                          command_line, empty_dir, env_vars, goal_line, gridxfer_run, local_grid,
                           make_files, md_table, ratio, run_timed, shm_parent, write_campaign)
 
 TOOLS = ("gx-root", "gx-gsiftp", "xrdcp", "guc", "gfal", "gfal-root")
 GRIDXFER = ("gx-root", "gx-gsiftp")
-
-
-def _prepare_dir(data_dir: Path, sub: str, user: str) -> Path:
-    from gridxfer.testbed.xrootd import chown_tree
-    d = data_dir / sub
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    chown_tree(d, user)
-    return d
 
 
 def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, streams: int,
@@ -122,7 +113,7 @@ def _one(tool: str, run: Callable[[str], float], xrd, gsi, user: str, files: int
          size: int) -> Result:
     ep = xrd if protocol(tool) == "root" else gsi
     sub = f"bulk-{tool}"
-    dest = _prepare_dir(Path(ep.data_dir), sub, user)
+    dest = empty_dir(Path(ep.data_dir), sub, user)
     try:
         secs = run(sub)
         check_copies(dest, files, size)

@@ -165,6 +165,16 @@ def append_results(section: str, title: str, command: str, body: str,
 
 
 # ------------------------------------------------------------------ data and the local grid
+def empty_dir(data_dir: Path, sub: str, user: str) -> Path:
+    """A fresh, empty ``data_dir/sub`` owned by the servers' ``user`` (a destination)."""
+    from gridxfer.testbed.xrootd import chown_tree
+    d = data_dir / sub
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    chown_tree(d, user)
+    return d
+
+
 def make_files(directory: Path, count: int, size: int, prefix: str = "f") -> list[Path]:
     """``count`` files of ``size`` bytes of incompressible data, each different."""
     directory.mkdir(parents=True, exist_ok=True)

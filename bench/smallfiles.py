@@ -9,6 +9,7 @@ same files and server, back to back with xrdcp. With checksum on, gridxfer verif
 adler32 at both ends (its default policy) and xrdcp runs with `--cksum adler32`.
 ``--profile DIR`` records the gridxfer runs with py-spy (all threads, idle included, raw
 folded stacks; `.venv/bin/pip install py-spy`) into DIR; the profiler slows them severalfold.
+PYSPY_RATE (samples/s, 200), PYSPY_CPU=1 (on-CPU samples only), PYSPY_NATIVE=1 (C frames).
 Goal (issue 7): gridxfer >= 1.0x xrdcp --parallel 8.
 """
 from __future__ import annotations
@@ -24,17 +25,8 @@ from pathlib import Path
 from gridxfer.units import fmt_bytes, parse_size
 
 from bench.common import (PYTHON, BenchError, Result, append_results, check_copies,
-                          command_line, goal_line, gridxfer_run, local_grid, make_files,
+                          command_line, empty_dir, goal_line, gridxfer_run, local_grid, make_files,
                           md_table, precompile, ratio, run_timed, shm_parent, write_campaign)
-
-
-def _prepare(data_dir: Path, sub: str, user: str) -> Path:
-    from gridxfer.testbed.xrootd import chown_tree
-    d = data_dir / sub
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    chown_tree(d, user)
-    return d
 
 
 def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
@@ -47,7 +39,11 @@ def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
     out = Path(profile) / f"smallfiles-gridxfer-{'cksum' if checksum else 'nocksum'}.txt"
     bindir = Path(PYTHON).parent
     pyspy = shutil.which("py-spy") or str(bindir / "py-spy")
-    return run_timed([pyspy, "record", "--format", "raw", "--rate", os.environ.get("PYSPY_RATE", "200"), "--threads", *([] if os.environ.get("PYSPY_CPU") else ["--idle"]), *(["--native"] if os.environ.get("PYSPY_NATIVE") else []),
+    env = os.environ.get
+    opts = ["--rate", env("PYSPY_RATE", "200"), "--threads",
+            *([] if env("PYSPY_CPU") else ["--idle"]),          # PYSPY_CPU=1: on-CPU only
+            *(["--native"] if env("PYSPY_NATIVE") else [])]      # PYSPY_NATIVE=1: C frames
+    return run_timed([pyspy, "record", "--format", "raw", *opts,
                       "-o", str(out.with_suffix(".folded")), "--", str(bindir / "gridxfer"),
                       "campaign", "run", str(spec), "--quiet", "--replace"])
 
@@ -87,7 +83,7 @@ def main(argv: list[str]) -> int:
                 pair = []
                 for tool in ("gridxfer", "xrdcp"):
                     sub = f"small-{tool}"
-                    dest = _prepare(Path(ep.data_dir), sub, user)
+                    dest = empty_dir(Path(ep.data_dir), sub, user)
                     try:
                         if tool == "gridxfer":
                             secs = _gridxfer(work, work / "src", ep.url + sub + "/", args.active,
