@@ -40,7 +40,7 @@ from typing import Callable
 
 from gridxfer.units import fmt_bytes, parse_bitrate, parse_duration, parse_size
 
-from bench.common import (PYTHON, BenchError, Result, append_results, check_copies,
+from bench.common import (PYTHON, BenchError, Result, append_results, best_of, check_copies,
                           command_line, empty_dir, env_vars, goal_line, gridxfer_run, local_grid,
                           make_files, md_table, ratio, run_timed, shm_parent, write_campaign)
 
@@ -122,18 +122,6 @@ def _one(tool: str, run: Callable[[str], float], xrd, gsi, user: str, files: int
         return Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
     finally:
         shutil.rmtree(dest, ignore_errors=True)
-
-
-def best_of(runs: list[Result]) -> Result:
-    """The fastest successful run (the machine is shared: slower runs measure the load)."""
-    ok = [r for r in runs if r.ok]
-    if not ok:
-        return runs[-1]
-    best = min(ok, key=lambda r: r.seconds)
-    if len(runs) == 1:
-        return best
-    note = f"best of {len(runs)}: " + "/".join(f"{r.seconds:.1f}" if r.ok else "fail" for r in runs) + " s"
-    return Result(best.tool, best.seconds, best.files, best.nbytes, note=note)
 
 
 def protocol(tool: str) -> str:

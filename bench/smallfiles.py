@@ -1,12 +1,14 @@
 """Small files: N x 4 KB from local disk to a loopback XRootD server, files/s of gridxfer
 vs `xrdcp --parallel A --infiles`.
 
-    .venv/bin/python -m bench.smallfiles [--files 5000] [--size 4KB] [--active 8]
+    .venv/bin/python -m bench.smallfiles [--files 5000] [--size 4KB] [--active 8] [--rounds N]
                                          [--checksum on|off|both] [--no-record] [--profile DIR]
 
 gridxfer runs `gridxfer campaign run` (fresh process, concurrency pinned to A) on the
 same files and server, back to back with xrdcp. With checksum on, gridxfer verifies
 adler32 at both ends (its default policy) and xrdcp runs with `--cksum adler32`.
+``--rounds N`` runs both tools N times, interleaved (the order alternates per round), and
+keeps each tool's fastest run: on a shared machine the slower runs measure the load.
 ``--profile DIR`` records the gridxfer runs with py-spy (all threads, idle included, raw
 folded stacks; `.venv/bin/pip install py-spy`) into DIR; the profiler slows them severalfold.
 PYSPY_RATE (samples/s, 200), PYSPY_CPU=1 (on-CPU samples only), PYSPY_NATIVE=1 (C frames).
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from gridxfer.units import fmt_bytes, parse_size
 
-from bench.common import (PYTHON, BenchError, Result, append_results, check_copies,
+from bench.common import (PYTHON, BenchError, Result, append_results, best_of, check_copies,
                           command_line, empty_dir, goal_line, gridxfer_run, local_grid, make_files,
                           md_table, precompile, ratio, run_timed, shm_parent, write_campaign)
 
@@ -57,6 +59,24 @@ def _xrdcp(work: Path, srcs: list[Path], dst: str, active: int, checksum: bool) 
     return run_timed(argv + [dst])
 
 
+def _one(tool: str, work: Path, srcs: list[Path], ep, user: str, args: argparse.Namespace,
+         cks: bool) -> Result:
+    sub = f"small-{tool}"
+    dest = empty_dir(Path(ep.data_dir), sub, user)
+    try:
+        if tool == "gridxfer":
+            secs = _gridxfer(work, work / "src", ep.url + sub + "/", args.active, cks,
+                             args.profile)
+        else:
+            secs = _xrdcp(work, srcs, ep.url + sub + "/", args.active, cks)
+        check_copies(dest, args.files, args.size)
+        return Result(tool, secs, args.files, args.files * args.size)
+    except (BenchError, subprocess.SubprocessError) as exc:
+        return Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.smallfiles",
                                  description=__doc__.split("\n")[0])
@@ -64,6 +84,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--size", type=parse_size, default=parse_size("4KB"))
     ap.add_argument("--active", type=int, default=8)
     ap.add_argument("--checksum", choices=("on", "off", "both"), default="both")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="interleaved rounds; the table keeps each tool's best run")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--profile", metavar="DIR")
     args = ap.parse_args(argv)
@@ -80,25 +102,14 @@ def main(argv: list[str]) -> int:
             user = inv.extra.get("service_user", "gridxfer")
             ep = inv.endpoints["dst-xrd"]
             for cks in modes:
-                pair = []
-                for tool in ("gridxfer", "xrdcp"):
-                    sub = f"small-{tool}"
-                    dest = empty_dir(Path(ep.data_dir), sub, user)
-                    try:
-                        if tool == "gridxfer":
-                            secs = _gridxfer(work, work / "src", ep.url + sub + "/", args.active,
-                                             cks, args.profile)
-                        else:
-                            secs = _xrdcp(work, srcs, ep.url + sub + "/", args.active, cks)
-                        check_copies(dest, args.files, args.size)
-                        res = Result(tool, secs, args.files, args.files * args.size)
-                    except (BenchError, subprocess.SubprocessError) as exc:
-                        res = Result(tool, 0.0, 0, 0, note=str(exc)[:160], ok=False)
-                    finally:
-                        shutil.rmtree(dest, ignore_errors=True)
-                    print(f"{tool:9s} checksum {'on ' if cks else 'off'} {res.seconds:7.1f} s "
-                          f"{res.files_per_s:8.0f} files/s {res.note}", flush=True)
-                    pair.append(res)
+                runs: dict[str, list[Result]] = {"gridxfer": [], "xrdcp": []}
+                for rnd in range(args.rounds):      # interleaved: the order alternates
+                    for tool in (("gridxfer", "xrdcp") if rnd % 2 == 0 else ("xrdcp", "gridxfer")):
+                        res = _one(tool, work, srcs, ep, user, args, cks)
+                        runs[tool].append(res)
+                        print(f"{tool:9s} checksum {'on ' if cks else 'off'} {res.seconds:7.1f} s "
+                              f"{res.files_per_s:8.0f} files/s {res.note}", flush=True)
+                pair = [best_of(runs["gridxfer"]), best_of(runs["xrdcp"])]
                 results.append((cks, pair[0], pair[1]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -118,7 +129,8 @@ def main(argv: list[str]) -> int:
     print(table)
     print("\n".join(goals))
     if not args.no_record:
-        title = f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, {args.active} at a time"
+        title = (f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, {args.active} at a time"
+                 + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
         append_results("Small files", title, command_line("smallfiles", argv),
                        table + "\n\n" + "\n".join(f"- {g}" for g in goals))
     return 0 if all(g.startswith("GOAL MET") for g in goals) else 1

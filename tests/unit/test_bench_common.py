@@ -130,3 +130,14 @@ def test_scale_benchmark_end_to_end_small(capsys, monkeypatch, tmp_path):
     assert "plan: expansion + journal" in out and "GOAL" in out
     dispatched = [line for line in out.splitlines() if line.startswith("| dispatch, no-op mover")]
     assert dispatched and " 0 files/s" not in dispatched[0]
+
+
+def test_best_of_keeps_the_fastest_successful_run_and_lists_them_all():
+    best_of = common.best_of
+    runs = [Result("gx", 3.2, 10, 100), Result("gx", 0.0, 0, 0, note="boom", ok=False),
+            Result("gx", 2.9, 10, 100)]
+    best = best_of(runs)
+    assert (best.seconds, best.ok, best.note) == (2.9, True, "best of 3: 3.2/fail/2.9 s")
+    assert best_of(runs[:1]) is runs[0]                 # one run: as it was
+    failed = [Result("gx", 0.0, 0, 0, note="a", ok=False), Result("gx", 0.0, 0, 0, note="b", ok=False)]
+    assert best_of(failed) is failed[-1]                # no success: the last failure
