@@ -9,11 +9,12 @@ lazily, so a list of a million files never sits in memory twice.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import posixpath
 import stat as stat_mod
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from ..errors import SpecError, TransferError, UsageError
@@ -108,11 +109,14 @@ def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
 
 def _is_temp(name: str) -> bool:
     """Names our movers use while writing are never part of a dataset."""
-    try:
-        from ..movers.common import is_temp_name
-    except ImportError:
-        return False
-    return is_temp_name(name)
+    return _temp_name_check()(name)
+
+
+@functools.cache
+def _temp_name_check() -> Callable[[str], bool]:
+    """movers.common's check, imported once (not once per file listed)."""
+    from ..movers.common import is_temp_name
+    return is_temp_name
 
 
 def _mover(url: str):
