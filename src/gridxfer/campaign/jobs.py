@@ -28,6 +28,9 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     timed_out: bool = False
     thread: threading.Thread | None = None       # the worker running it
+    running: bool = False                        # past the link's gate, in the mover
+    slot: str | None = None                      # what it holds: "gate" | "verifying" | None
+    bundle: list | None = None                   # the jobs handed to one worker with it
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Result:
     error_class: ErrorClass | None
     message: str
     ended: float
+    requeue: bool = False       # never started; back to the queue, not counted as an attempt
 
 
 @dataclass(frozen=True)

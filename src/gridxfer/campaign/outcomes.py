@@ -22,7 +22,8 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
            tiers: dict[str, TierSpec], retries: RetrySpec, stop: threading.Event) -> None:
     """Apply ``results``; an attempt no longer in ``inflight`` (abandoned by the watchdog,
     already journalled) is ignored. A cancel counts as an attempt unless the campaign is
-    stopping (``stop``): then the file goes back to pending as if never tried."""
+    stopping (``stop``): then the file goes back to pending as if never tried. A requeued
+    job (``Result.requeue``: it never started) goes back to pending and to the feed."""
     b = batch
     att_rows, done_rows, pend_rows, fail_rows, cancel_rows = (
         b.att_rows, b.done_rows, b.pend_rows, b.fail_rows, b.cancel_rows)
@@ -48,12 +49,16 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
         if job.timed_out and ec in (ErrorClass.CANCELLED, ErrorClass.OTHER):
             ec = ErrorClass.TIMEOUT
         nbytes = job.flight.done
-        if ec is ErrorClass.CANCELLED and stop.is_set():
+        if res.requeue or (ec is ErrorClass.CANCELLED and stop.is_set()):
             att_rows.append(("cancelled", now, nbytes, nbytes / secs, None, None, ec.value,
                              res.message, job.attempt_id))
             cancel_rows.append((now, job.file_id))
             acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
                         outcome="cancelled", now=now)
+            if res.requeue:
+                feed.retry_later(job.tier, 0.0, (      # at once: it was never tried
+                    job.file_id, job.name, job.src_url, job.size, job.attempt_no - 1,
+                    job.expected, job.avoid))
             continue
         if ec is ErrorClass.CANCELLED:
             ec = ErrorClass.OTHER

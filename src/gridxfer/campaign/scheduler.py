@@ -246,6 +246,8 @@ class Scheduler:
         limit = self.spec.timeout + 10.0
         abandoned = []
         for job in self._inflight.values():
+            if not job.running:     # waiting for a worker or a slot: not started, no clock
+                continue
             if not job.timed_out and now - job.started > limit:
                 job.timed_out = True
                 job.cancel.set()
@@ -255,8 +257,23 @@ class Scheduler:
                                         f"even after cancel; abandoned", now))
         if abandoned:
             self._pool.write_off(r.job for r in abandoned)
-            self._apply(abandoned)
+            for r in abandoned:
+                self._slots.give_back(r.job)    # or the link stays a slot short for good
+            self._apply(abandoned + self._stranded(abandoned, now))
             self._pool.start(len(abandoned))
+
+    def _stranded(self, abandoned: list[Result], now: float) -> list[Result]:
+        """The not yet started jobs of the abandoned jobs' bundles: their worker is stuck,
+        so they go back to the queue (not counted as attempts)."""
+        out = []
+        for r in abandoned:
+            for mate in r.job.bundle or ():
+                if mate is not r.job and not mate.running and mate.attempt_id in self._inflight:
+                    mate.cancel.set()       # should the stuck worker ever get to it
+                    out.append(Result(mate, None, ErrorClass.CANCELLED,
+                                      "requeued: its worker is stuck in an abandoned transfer",
+                                      now, requeue=True))
+        return out
 
     # ------------------------------------------------------------ results
     def _drain(self, block: float) -> None:
@@ -299,10 +316,11 @@ class Scheduler:
     def _transfer(self, job: Job) -> Result:
         def work(data_done) -> Result:
             job.started = self.clock()      # a job dispatched ahead waited for its slot
+            job.running = True
             return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
                                self.acct, self.clock, on_data_done=data_done)
 
-        res = self._slots.run(job.tier, job.cancel, work, self._pool.wake)
+        res = self._slots.run(job, work, self._pool.wake)
         if res is None:
             return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
                           self.clock())

@@ -93,28 +93,38 @@ class LinkSlots:
         return dataclasses.replace(snap, links=links)
 
     # ---------------------------------------------------------------- worker side
-    def run(self, tier: str, cancel: threading.Event,
-            work: Callable[[Callable[[], None]], object], wake: Callable[[], None]) -> object:
-        """Wait for a slot (None if ``cancel`` comes first), then ``work(data_done)``."""
+    def run(self, job: Job, work: Callable[[Callable[[], None]], object],
+            wake: Callable[[], None]) -> object:
+        """Wait for a slot of the job's link (None if ``job.cancel`` comes first), then
+        ``work(data_done)``; the slot is given back when ``work`` returns."""
+        tier = job.tier
         gate = self._gates[tier]
-        if not gate.enter(cancel):
+        if not gate.enter(job.cancel):
             return None
-        in_gate = True
+        with self._lock:
+            job.slot = "gate"
 
         def data_done() -> None:
-            nonlocal in_gate
-            if in_gate and self._typical[tier] >= RELEASE_AFTER:
-                in_gate = False
-                with self._lock:
-                    self._verifying[tier] += 1
-                gate.leave()
-                wake()                  # the dispatcher may start the next copy
+            with self._lock:
+                if job.slot != "gate" or self._typical[tier] < RELEASE_AFTER:
+                    return
+                job.slot = "verifying"
+                self._verifying[tier] += 1
+            gate.leave()
+            wake()                  # the dispatcher may start the next copy
 
         try:
             return work(data_done)
         finally:
-            if in_gate:
-                gate.leave()
-            else:
-                with self._lock:
-                    self._verifying[tier] -= 1
+            self.give_back(job)
+
+    def give_back(self, job: Job) -> None:
+        """Free what ``job`` holds: its gate slot or its place among the verifications.
+        Idempotent: the watchdog gives back for a transfer it abandons, and the worker
+        again if that transfer ever returns."""
+        with self._lock:
+            held, job.slot = job.slot, None
+            if held == "verifying":
+                self._verifying[job.tier] -= 1
+        if held == "gate":
+            self._gates[job.tier].leave()

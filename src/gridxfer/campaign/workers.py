@@ -35,6 +35,9 @@ class WorkerPool:
     def submit_bundle(self, jobs: list[Job]) -> None:
         """Jobs one worker runs one after the other, handing back their results together
         (short transfers: one queue hand-off each way per bundle, not per file)."""
+        if len(jobs) > 1:
+            for job in jobs:
+                job.bundle = jobs
         self._jobs.put(jobs if len(jobs) > 1 else jobs[0])
 
     def wake(self) -> None:
