@@ -99,8 +99,8 @@ class LinkSlots:
         ``work(data_done)``; the slot is given back when ``work`` returns."""
         tier = job.tier
         gate = self._gates[tier]
-        if not gate.enter(job.cancel):
-            return None
+        if job.cancel.is_set() or not gate.enter(job.cancel):
+            return None             # cancelled while it waited (a stop, or requeued)
         with self._lock:
             job.slot = "gate"
 
