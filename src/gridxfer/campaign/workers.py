@@ -29,12 +29,10 @@ class WorkerPool:
             th.start()
             self._threads.append(th)
 
-    def submit(self, job: Job) -> None:
-        self._jobs.put(job)
-
     def submit_bundle(self, jobs: list[Job]) -> None:
         """Jobs one worker runs one after the other, handing back their results together
-        (short transfers: one queue hand-off each way per bundle, not per file)."""
+        (short transfers: one queue hand-off each way per bundle, not per file; a bundle
+        of one is a plain job)."""
         if len(jobs) > 1:
             for job in jobs:
                 job.bundle = jobs
