@@ -262,6 +262,44 @@ def test_timeout_xrootd(slow_xrd, tmp_path):
     assert _leftovers(tmp_path / "out") == []
 
 
+_CANCEL_CHILD = """
+import json, os, sys, threading
+from gridxfer.errors import TransferError
+from gridxfer.movers import TransferParams, get_mover
+src, dst, tpc = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+cancel = threading.Event()
+threading.Timer(1.5, cancel.set).start()
+params = TransferParams(streams=2, timeout=60, cancel=cancel, checksum=None, third_party=tpc)
+try:
+    get_mover(src, dst, third_party=tpc).copy(src, dst, params=params)
+    out = {"error_class": None}
+except TransferError as exc:
+    out = {"error_class": exc.error_class.value, "message": str(exc)}
+print(json.dumps(out), flush=True)
+os._exit(0)
+"""
+
+
+def _cancel_in_child(src: str, dst: str, tpc: bool) -> dict:
+    """The cancelled copy, in a process of its own. gfal2 2.21's cancel of a running
+    GridFTP third-party copy (the tpc route; file -> gsiftp with 2 streams runs
+    globus-url-copy, stopped by a signal) crashed the interpreter twice in ~60 full test
+    runs: SIGSEGV inside ``Gfal2Context.cancel``, a race in the library, not reproduced
+    alone in 80 tries. A crash is retried once and printed; two in a row fail this test,
+    instead of killing the whole test session."""
+    import json
+    import signal
+    import sys
+    for attempt in (1, 2):
+        proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _CANCEL_CHILD, src, dst,
+                               "1" if tpc else "0"], capture_output=True, text=True, timeout=180)
+        if proc.returncode != -signal.SIGSEGV:
+            break
+        print(f"gfal2 crashed in cancel (attempt {attempt}):\n{proc.stderr[-2000:]}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("route", ["file-gsiftp", "gsiftp-gsiftp-tpc"])
 def test_cancel_gridftp_mid_transfer(local_grid, tmp_path, route):
     """4 GiB sparse files keep GridFTP busy for seconds; cancel 1.5 s after the start."""
@@ -277,18 +315,12 @@ def test_cancel_gridftp_mid_transfer(local_grid, tmp_path, route):
         src = f"file://{tmp_path}/big.dat"
     sub = f"cancel/{uuid.uuid4().hex[:8]}/"
     dst = local_grid.endpoints["t1a-gsiftp"].url + sub + "big.dat"
-    cancel = threading.Event()
-    timer = threading.Timer(1.5, cancel.set)
-    timer.start()
     try:
-        with pytest.raises(TransferError) as err:
-            get_mover(src, dst, third_party=tpc).copy(
-                src, dst, params=_params(cancel=cancel, checksum=None, third_party=tpc))
+        out = _cancel_in_child(src, dst, tpc)
     finally:
-        timer.cancel()
         if tpc:
             local_grid.local_path(src).unlink()
-    assert err.value.error_class is ErrorClass.CANCELLED
+    assert out["error_class"] == ErrorClass.CANCELLED.value, out
     assert _leftovers(local_grid.local_path(local_grid.endpoints["t1a-gsiftp"].url + sub)) == []
 
 
