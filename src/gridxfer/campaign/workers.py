@@ -31,20 +31,19 @@ class WorkerPool:
 
     def submit_bundle(self, jobs: list[Job]) -> None:
         """Jobs one worker runs one after the other, handing back their results together
-        (short transfers: one queue hand-off each way per bundle, not per file; a bundle
-        of one is a plain job)."""
-        if len(jobs) > 1:
-            for job in jobs:
-                job.bundle = jobs
-        self._jobs.put(jobs if len(jobs) > 1 else jobs[0])
+        (short transfers: one queue hand-off each way per bundle, not per file)."""
+        for job in jobs:
+            job.bundle = jobs
+        self._jobs.put(jobs)
 
     def wake(self) -> None:
         """Wake the dispatcher waiting in ``collect`` (a link slot came free)."""
         self._results.put(None)
 
     def collect(self, block: float) -> list[Result]:
-        """Every result there is, waiting up to ``block`` seconds for the first (or a wake)."""
-        results: list[Result] = []
+        """Every result there is, waiting up to ``block`` seconds for the first (or a wake).
+        The queue holds one list of results per bundle, or None for a wake."""
+        results: list[list[Result] | None] = []
         try:
             if block > 0:
                 results.append(self._results.get(timeout=block))
@@ -52,13 +51,7 @@ class WorkerPool:
                 results.append(self._results.get_nowait())
         except queue.Empty:
             pass
-        out: list[Result] = []
-        for r in results:
-            if isinstance(r, list):
-                out.extend(r)
-            elif r is not None:
-                out.append(r)
-        return out
+        return [r for bundle in results if bundle is not None for r in bundle]
 
     def write_off(self, jobs: Iterable[Job]) -> None:
         """The workers running ``jobs`` may never come back: do not wait for them."""
@@ -83,18 +76,14 @@ class WorkerPool:
             except Exception:       # a warm-up is only an optimisation
                 pass
         while True:
-            item = self._jobs.get()
-            if item is None:
+            bundle = self._jobs.get()
+            if bundle is None:
                 return
-            if isinstance(item, list):
-                done = []
-                for job in item:
-                    job.thread = threading.current_thread()
-                    done.append(self._work(job))
-                self._results.put(done)
-            else:
-                item.thread = threading.current_thread()
-                self._results.put(self._work(item))
+            done = []
+            for job in bundle:
+                job.thread = threading.current_thread()
+                done.append(self._work(job))
+            self._results.put(done)
 
 
 class Gate:
