@@ -188,6 +188,8 @@ def posc_honoured(url: str) -> bool:
 def _probe_posc(dst: str) -> None:
     """First upload to a server: is the file we hold open POSC-pending there?"""
     server = server_of(dst)
+    if server in _posc:                 # every upload asks: no lock once the answer is known
+        return
     with _posc_lock:
         if server in _posc:
             return
