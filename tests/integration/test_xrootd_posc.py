@@ -262,3 +262,14 @@ def test_a_posc_server_keeps_the_direct_path(xrd, tmp_path):
     src, _ = local(tmp_path, os.urandom(3000))
     modes = {upload(src, xrd.url(f"keep/{i}.dat")).mode for i in range(3)}
     assert modes == {"xrdcl-posc"}
+
+
+def test_directory_source_is_refused_and_nothing_is_left(xrd, tmp_path):
+    """The source is read through os.open, which opens a directory without complaint."""
+    src = tmp_path / "adir"
+    src.mkdir()
+    with pytest.raises(TransferError) as err:
+        upload(f"file://{src}", xrd.url("d/f.dat"))
+    assert err.value.error_class is ErrorClass.OTHER
+    assert "source is a directory" in str(err.value)
+    assert_absent(xrd, "d/f.dat")

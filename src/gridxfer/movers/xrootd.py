@@ -19,8 +19,8 @@ for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
 """
 from __future__ import annotations
 
-import os
 import time
+from typing import Callable
 
 from XRootD import client as xrd
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
@@ -33,7 +33,7 @@ from gridxfer.movers.common import (LocalOps, check_destination_sum, checksum_po
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
-from gridxfer.movers.xrdupload import CHUNK as BIG_UPLOAD, posc_honoured, posc_upload
+from gridxfer.movers.xrdupload import posc_honoured, posc_upload
 from gridxfer.movers.xrdwatch import WatchedHandler, run_watched, stall_timeout
 
 _CONNECT_TIMEOUT = 10
@@ -51,6 +51,12 @@ def _configure_once() -> None:
 
 _configure_once()
 _server = server_of
+
+
+def _own_channel() -> tuple[str, Callable[[], None]]:
+    """A login name no other running upload uses (own TCP connection), and its release."""
+    slot = _SLOTS.acquire()
+    return f"gx{slot}u", lambda: _SLOTS.release(slot)
 
 
 class XRootDMover:
@@ -145,18 +151,7 @@ class XRootDMover:
         computed on the bytes sent and compared with the server's."""
         start = time.monotonic()
         algo, verify, expected = checksum_policy(params)
-        path = local_path(src)
-        try:
-            big = os.stat(path).st_size >= BIG_UPLOAD
-        except OSError:
-            big = False         # posc_upload reports the missing source
-        slot = _SLOTS.acquire() if big else None   # own TCP connection per large upload
-        try:
-            sent = posc_upload(path, dst, params, progress,
-                               login=f"gx{slot}u" if slot is not None else None)
-        finally:
-            if slot is not None:
-                _SLOTS.release(slot)
+        sent = posc_upload(local_path(src), dst, params, progress, own_channel=_own_channel)
         params.data_done()
         dst_sum = None
         try:
