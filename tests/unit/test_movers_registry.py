@@ -46,3 +46,37 @@ def test_unknown_scheme_names_the_url():
         mover_for("s3://b/k")
     with pytest.raises(UsageError):
         get_mover("", R)
+
+
+def _modules_after(code: str) -> set[str]:
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+                         capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_a_mover_is_imported_only_when_a_copy_needs_it():
+    """A root:// campaign does not pay for gfal2, psutil or globus-url-copy's mover at
+    start-up, nor a gsiftp:// one for XRootD (routes.py)."""
+    root = _modules_after("from gridxfer.movers.registry import get_mover, mover_for\n"
+                          "m = get_mover('file:///a', 'root://h//b'); mover_for('root://h//b')\n"
+                          "assert type(m).__name__ == 'XRootDMover'")
+    assert "gridxfer.movers.xrootd" in root
+    assert not {"gfal2", "psutil", "gridxfer.movers.gfal", "gridxfer.movers.globus",
+                "gridxfer.movers.spool"} & root
+    gsi = _modules_after("from gridxfer.movers.registry import get_mover\n"
+                         "m = get_mover('gsiftp://h/a', 'gsiftp://g/b', third_party=True)\n"
+                         "assert type(m).__name__ == 'GfalMover'")
+    assert "gfal2" in gsi and not {"XRootD", "gridxfer.movers.xrootd"} & gsi
+
+
+def test_routes_are_the_movers_own_tables():
+    from gridxfer.movers import routes
+    from gridxfer.movers.registry import movers
+    loaded = {type(m).__name__: m for m in movers()}
+    for route in routes.BUILTINS:
+        mover = loaded[route.cls]
+        assert (mover.schemes, mover.pairs, mover.tpc_pairs) == \
+            (route.schemes, route.pairs, route.tpc_pairs)
+        assert route.load() is mover            # one shared instance per built-in

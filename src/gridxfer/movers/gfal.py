@@ -17,15 +17,15 @@ from urllib.parse import urlsplit
 import gfal2
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import scheme_of, verified_copy
 
-GRIDFTP = frozenset({"gsiftp", "ftp"})
+GRIDFTP = routes.GRIDFTP
 NO_SPACE_RETRY = 120.0                              # s before a failed space query is retried
 _NO_SPACE: dict[str, tuple[float, str]] = {}        # server -> (retry after, error)
 _NO_SPACE_LOCK = threading.Lock()
-_SCHEMES = frozenset({"gsiftp", "ftp", "root", "file"})
 _local = threading.local()
 
 
@@ -71,9 +71,7 @@ def _native(pair: tuple[str, str]) -> bool:
 
 class GfalMover:
     name = "gfal2"
-    schemes = _SCHEMES
-    pairs = frozenset((a, b) for a in _SCHEMES for b in _SCHEMES)
-    tpc_pairs = frozenset((a, b) for a in GRIDFTP for b in GRIDFTP)
+    schemes, pairs, tpc_pairs = routes.GFAL.schemes, routes.GFAL.pairs, routes.GFAL.tpc_pairs
     capabilities = Capabilities(checksum=True, third_party=True, stat=True, listdir=True,
                                 mkdir=True, unlink=True, space=True, streams=True)
 

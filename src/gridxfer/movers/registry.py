@@ -7,6 +7,7 @@
   root <-> gsiftp / ftp                spool: two native legs through a local file
   anything else gfal2 can do           gfal2 streamed copy (1 stream; reported as such)
 ``mover_for(url)`` gives the mover for stat / listdir / checksum / unlink / mkdir / space.
+Built-in movers are imported the first time a copy or URL needs them (routes.py).
 """
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ import threading
 from typing import Any
 
 from gridxfer.errors import UsageError
+from gridxfer.movers import routes
 from gridxfer.movers.common import scheme_of
 
 _lock = threading.Lock()
 _load_lock = threading.Lock()
-_movers: list[Any] = []           # in priority order
-_meta: dict[str, Any] = {}        # scheme -> mover for metadata operations
+_movers: list[Any] = []           # in priority order: movers, or routes.Route (not loaded yet)
+_meta: dict[str, Any] = {}        # scheme -> mover (or Route) for metadata operations
 _loaded = False
 
 
@@ -41,16 +43,14 @@ def _load_builtins() -> None:
     with _load_lock:        # concurrent first callers (worker threads) wait until loaded
         if _loaded:
             return
-        from gridxfer.movers.gfal import GfalMover
-        from gridxfer.movers.globus import GlobusUrlCopyMover
-        from gridxfer.movers.spool import SpoolMover
-        from gridxfer.movers.xrootd import XRootDMover
-        gfal = GfalMover()
-        register(XRootDMover(), metadata_for=("root",))
-        register(GlobusUrlCopyMover())
-        register(SpoolMover())
-        register(gfal, metadata_for=("gsiftp", "ftp", "file"))
+        for route in routes.BUILTINS:
+            register(route, metadata_for=route.metadata_for)
         _loaded = True
+
+
+def _live(entry: Any) -> Any:
+    """The mover behind a registry entry (a built-in's module is imported on first use)."""
+    return entry.load() if isinstance(entry, routes.Route) else entry
 
 
 def _scheme(url: str) -> str:
@@ -61,7 +61,7 @@ def _scheme(url: str) -> str:
 
 def movers() -> list[Any]:
     _load_builtins()
-    return list(_movers)
+    return [_live(m) for m in list(_movers)]
 
 
 def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Any:
@@ -75,7 +75,7 @@ def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Any:
     for mover in _movers:
         table = mover.tpc_pairs if third_party else mover.pairs
         if pair in table:
-            return mover
+            return _live(mover)
     if third_party:
         raise UsageError(f"third-party copy is not possible from {pair[0]}:// to {pair[1]}:// "
                          f"({src_url} -> {dst_url}); TPC needs gsiftp/ftp or root on both ends")
@@ -87,6 +87,6 @@ def mover_for(url: str) -> Any:
     scheme = _scheme(url)
     _load_builtins()
     try:
-        return _meta[scheme]
+        return _live(_meta[scheme])
     except KeyError:
         raise UsageError(f"unsupported URL scheme {scheme!r}: {url}") from None

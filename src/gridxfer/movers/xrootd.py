@@ -26,6 +26,7 @@ from XRootD import client as xrd
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import (LocalOps, check_destination_sum, checksum_policy, local_path,
@@ -61,9 +62,7 @@ def _own_channel() -> tuple[str, Callable[[], None]]:
 
 class XRootDMover:
     name = "xrootd"
-    schemes = frozenset({"root"})
-    pairs = frozenset({("file", "root"), ("root", "file"), ("root", "root")})
-    tpc_pairs = frozenset({("root", "root")})
+    schemes, pairs, tpc_pairs = routes.XROOTD.schemes, routes.XROOTD.pairs, routes.XROOTD.tpc_pairs
     capabilities = Capabilities(checksum=True, third_party=True, stat=True, listdir=True,
                                 mkdir=True, unlink=True, space=True, streams=True)
 
