@@ -4,18 +4,19 @@ temp removed on any failure)."""
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import time
 import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
                                   normalise_adler32)
 from gridxfer.movers.classify import transfer_error
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 TEMP_MARK = ".gxpart-"
 SCHEME_ALIASES = {"xroot": "root", "": "file", "gridftp": "gsiftp"}
@@ -55,7 +56,7 @@ def split_dir(url: str) -> tuple[str, str]:
 def temp_url(dst: str) -> str:
     """A hidden temporary name in the destination's directory."""
     parent, name = split_dir(dst)
-    return f"{parent}.{name}{TEMP_MARK}{secrets.token_hex(4)}"
+    return f"{parent}.{name}{TEMP_MARK}{os.urandom(4).hex()}"
 
 
 def is_temp_name(name: str) -> bool:
@@ -187,10 +188,22 @@ def _short_of_space(ops: Ops, url: str, missing: int) -> bool:
 
 # Source checksums run beside the copy on long-lived threads (a gfal2 context and its
 # GridFTP session are per thread, so fresh threads would mean a GSI handshake each time).
-_CHECKSUM_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="gridxfer-cksum")
+_checksum_pool = None
+_pool_lock = threading.Lock()
 
 
-def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> "Future[str]":
+def _pool():
+    """The shared checksum threads, made on first use (concurrent.futures pulls in logging:
+    ~5 ms of start-up a campaign without temporary names never needs)."""
+    global _checksum_pool
+    with _pool_lock:
+        if _checksum_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _checksum_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="gridxfer-cksum")
+        return _checksum_pool
+
+
+def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> Future[str]:
     """adler32 of ``url`` computed concurrently; a local pass stops once ``stop()`` is true."""
     if type(ops) is LocalOps:         # a plain local pass can stop early
         def local() -> str:
@@ -198,8 +211,8 @@ def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> "Futur
                 return adler32_file(local_path(url), stop)
             except OSError as exc:
                 raise transfer_error(exc, url) from None
-        return _CHECKSUM_POOL.submit(local)
-    return _CHECKSUM_POOL.submit(ops.checksum, url, "adler32")
+        return _pool().submit(local)
+    return _pool().submit(ops.checksum, url, "adler32")
 
 
 def checksum_policy(params: TransferParams) -> tuple[str | None, str, str | None]:
