@@ -132,7 +132,8 @@ def independent_checksum(inv, url: str) -> str:
     "[3012] Program failed" now and then), `xrdadler32` on the file where the server keeps it."""
     parts = urlsplit(url)
     if parts.scheme == "root":
-        path = parts.path[1:] if parts.path.startswith("//") else parts.path
+        from ..movers.common import url_path
+        path = url_path(url)
         local = inv.local_path(url)
         out = _tool(["xrdfs", parts.netloc, "query", "checksum", path], attempts=3,
                     required=local is None)
