@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import gfal2
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers import routes
+from gridxfer.movers import gfalagent, routes
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import scheme_of, verified_copy
@@ -173,19 +173,24 @@ class GfalMover:
 
     def _filecopy(self, src: str, tmp: str, params: TransferParams, progress: ProgressFn | None,
                   pair: tuple[str, str]) -> tuple[int, str]:
+        if _native(pair):       # server to server: in a child process (gfalagent.py)
+            streams = max(1, int(params.streams))
+            gfalagent.copy(src, tmp, params, progress, streams)
+            return streams, "gfal-tpc"
         # A streamed copy with one GridFTP end runs on that server's metadata context: its
         # session (one GSI handshake per thread and server) serves the stat / checksum /
         # rename around the copy too (measured on loopback: stat 1 ms, adler32 of 32 MB
-        # 30 ms, after a filecopy on the same context). Server-to-server copies keep their own.
+        # 30 ms, after a filecopy on the same context). Server-to-server copies run in
+        # gfalagent.py, above.
         remote = [u for u, s in ((src, pair[0]), (tmp, pair[1])) if s in GRIDFTP]
-        ctx = context(remote[0]) if len(remote) == 1 else context()
+        ctx = context(remote[0]) if remote else context()
         tp = ctx.transfer_parameters()
         tp.overwrite = True
         tp.create_parent = True
         tp.timeout = max(1, int(params.timeout))
-        # Only native GridFTP copies honour nbstreams; a streamed copy with nbstreams > 1
-        # from gsiftp reorders 256 KiB blocks (seen with gfal2 2.21 gsiftp -> root).
-        tp.nbstreams = max(1, int(params.streams)) if _native(pair) else 1
+        # A streamed copy with nbstreams > 1 from gsiftp reorders 256 KiB blocks (seen with
+        # gfal2 2.21 gsiftp -> root); only native copies (gfalagent.py) honour nbstreams.
+        tp.nbstreams = 1
         if params.tcp_buffer:
             tp.tcp_buffersize = int(params.tcp_buffer)
         tp.strict_copy = True  # integrity is checked by verified_copy, once
@@ -215,6 +220,4 @@ class GfalMover:
         finally:
             done.set()
             watcher.join()
-        if _native(pair):
-            return tp.nbstreams, "gfal-tpc"
         return 1, "gfal-streamed"
