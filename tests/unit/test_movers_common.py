@@ -8,8 +8,9 @@ import pytest
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import TransferParams, normalise_adler32
-from gridxfer.movers.common import (LocalOps, adler32_file, is_temp_name, local_path, scheme_of,
-                                    split_dir, temp_url, url_path, verified_copy, with_user)
+from gridxfer.movers.common import LocalOps, adler32_file, verified_copy
+from gridxfer.movers.urls import (is_temp_name, local_path, scheme_of, split_dir, temp_url, url_path,
+                                  with_user)
 
 
 def test_url_helpers():

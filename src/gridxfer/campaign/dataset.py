@@ -114,8 +114,8 @@ def _is_temp(name: str) -> bool:
 
 @functools.cache
 def _temp_name_check() -> Callable[[str], bool]:
-    """movers.common's check, imported once (not once per file listed)."""
-    from ..movers.common import is_temp_name
+    """movers.urls' check, imported once (not once per file listed)."""
+    from ..movers.urls import is_temp_name
     return is_temp_name
 
 

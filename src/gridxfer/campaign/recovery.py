@@ -83,9 +83,9 @@ def _check_destination(mover: Any, src_ops: Any, r: Any, spec: CampaignSpec,
 
 
 def _temp_names(mover: Any, dst: str, listings: dict[str, list[str]]) -> list[str]:
-    """Temporary names of ``dst`` left in its directory (movers.common naming); each
+    """Temporary names of ``dst`` left in its directory (movers.urls naming); each
     directory is listed once per recovery (``listings``: parent URL -> entry names)."""
-    from ..movers.common import TEMP_MARK
+    from ..movers.urls import TEMP_MARK
     parent, _, name = dst.rstrip("/").rpartition("/")
     if parent not in listings:
         try:

@@ -1,4 +1,4 @@
-"""Shared pieces of every mover: URL helpers, local file operations and the ONE
+"""Shared pieces of every mover: local file operations and the ONE
 integrity path (temp name -> copy -> verify size + zero-padded adler32 -> rename,
 temp removed on any failure)."""
 from __future__ import annotations
@@ -8,68 +8,15 @@ import threading
 import time
 import zlib
 from typing import TYPE_CHECKING, Callable, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
                                   normalise_adler32)
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.urls import local_path, split_dir, temp_url
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
-
-TEMP_MARK = ".gxpart-"
-SCHEME_ALIASES = {"xroot": "root", "": "file", "gridftp": "gsiftp"}
-
-
-def scheme_of(url: str) -> str:
-    scheme = urlsplit(url).scheme.lower()
-    return SCHEME_ALIASES.get(scheme, scheme)
-
-
-def local_path(url: str) -> str:
-    """The filesystem path of a file:// URL or a bare path."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("", "file"):
-        raise UsageError(f"not a local URL: {url}")
-    if parts.netloc not in ("", "localhost"):
-        raise UsageError(f"file:// URL with a remote host: {url}")
-    return parts.path or "/"
-
-
-def url_path(url: str) -> str:
-    """Path part of a URL, with XRootD's leading double slash collapsed."""
-    path = urlsplit(url).path
-    while path.startswith("//"):
-        path = path[1:]
-    return path or "/"
-
-
-def split_dir(url: str) -> tuple[str, str]:
-    """(parent URL, base name) of a file URL."""
-    head, _, name = url.rstrip("/").rpartition("/")
-    if not name:
-        raise UsageError(f"URL has no file name: {url}")
-    return head + "/", name
-
-
-def temp_url(dst: str) -> str:
-    """A hidden temporary name in the destination's directory."""
-    parent, name = split_dir(dst)
-    return f"{parent}.{name}{TEMP_MARK}{os.urandom(4).hex()}"
-
-
-def is_temp_name(name: str) -> bool:
-    return name.startswith(".") and TEMP_MARK in name
-
-
-def with_user(url: str, user: str) -> str:
-    """``url`` with a login name (XRootD opens one channel per host:port + user)."""
-    parts = urlsplit(url)
-    if "@" in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=f"{user}@{parts.netloc}"))
-
 
 def adler32_file(path: str, cancel: Callable[[], bool] | None = None) -> str:
     value = 1

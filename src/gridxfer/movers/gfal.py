@@ -20,7 +20,8 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import gfalagent, routes
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import scheme_of, verified_copy
+from gridxfer.movers.common import verified_copy
+from gridxfer.movers.urls import scheme_of
 
 GRIDFTP = routes.GRIDFTP
 NO_SPACE_RETRY = 120.0                              # s before a failed space query is retried

@@ -16,7 +16,7 @@ from typing import Any
 
 from gridxfer.errors import UsageError
 from gridxfer.movers import routes
-from gridxfer.movers.common import scheme_of
+from gridxfer.movers.urls import scheme_of
 
 _lock = threading.Lock()
 _load_lock = threading.Lock()

@@ -16,13 +16,12 @@ import re
 import tempfile
 import threading
 
-
 from gridxfer.errors import UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
-from gridxfer.movers.common import DelegatedOps, scheme_of, verified_copy
-from gridxfer.movers.gfal import GRIDFTP
+from gridxfer.movers.common import DelegatedOps, verified_copy
 from gridxfer.movers.globus import GlobusUrlCopyMover
+from gridxfer.movers.urls import scheme_of
 from gridxfer.movers.xrootd import XRootDMover
 
 
@@ -110,4 +109,4 @@ class SpoolMover(DelegatedOps):
         # (it would need one more session per thread, as in the gfal2 mover).
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw, progress=progress,
-                             early_release=scheme_of(dst) not in GRIDFTP)
+                             early_release=scheme_of(dst) not in routes.GRIDFTP)

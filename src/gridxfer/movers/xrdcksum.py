@@ -32,7 +32,7 @@ from XRootD.client.flags import QueryCode
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import normalise_adler32
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import url_path, with_user
+from gridxfer.movers.urls import url_path, with_user
 
 SLOTS = max(1, int(os.environ.get("GRIDXFER_XRD_CHECKSUM_SLOTS", "2")))
 

@@ -14,7 +14,7 @@ from XRootD.client.flags import OpenFlags
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import with_user
+from gridxfer.movers.urls import with_user
 
 CHUNK = 8 << 20
 READ_TIMEOUT = 60

@@ -41,7 +41,7 @@ from XRootD.client.flags import OpenFlags, StatInfoFlags
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import url_path, with_user
+from gridxfer.movers.urls import url_path, with_user
 from gridxfer.movers.xrdcksum import server_of
 from gridxfer.movers.xrdwatch import stall_timeout, stop_reason
 

@@ -29,8 +29,8 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.common import (LocalOps, check_destination_sum, checksum_policy, local_path,
-                                    scheme_of, url_path, verified_copy, with_user)
+from gridxfer.movers.common import LocalOps, check_destination_sum, checksum_policy, verified_copy
+from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download

@@ -132,7 +132,7 @@ def independent_checksum(inv, url: str) -> str:
     "[3012] Program failed" now and then), `xrdadler32` on the file where the server keeps it."""
     parts = urlsplit(url)
     if parts.scheme == "root":
-        from ..movers.common import url_path
+        from ..movers.urls import url_path
         path = url_path(url)
         local = inv.local_path(url)
         out = _tool(["xrdfs", parts.netloc, "query", "checksum", path], attempts=3,
