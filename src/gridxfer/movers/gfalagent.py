@@ -103,6 +103,8 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
          nbstreams: int) -> None:
     """Third-party copy ``src`` -> ``dst`` by this thread's child; TransferError on failure."""
     what = f"{src} -> {dst}"
+    if params.cancel is not None and params.cancel.is_set():
+        raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
     agent = getattr(_local, "agent", None)
     if agent is None or agent.proc.poll() is not None:
         agent = _local.agent = _Agent()
@@ -126,7 +128,11 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
         if line is None:
             _local.agent = None
             raise agent.died(what)
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:          # something in the child printed to stdout: keep it as news
+            agent.stderr.append(line)
+            continue
         if "progress" in reply:
             if progress is not None:
                 progress(int(reply["progress"]), None)
