@@ -82,3 +82,21 @@ def test_progress_render_reads_the_snapshot():
     assert "demo files 2/15" in text and "failed 1" in text
     assert "T1" in text and "3/10" not in text and "0/3" in text     # active/cap of T1
     assert "connection 1" in text and "retries 1" in text
+
+
+def test_a_whole_file_in_one_report_is_credited_once_at_finish():
+    """A small file's only progress report (all its bytes) takes no lock: finish() credits
+    the bytes, exactly once; partial reports of a large file still count as they come."""
+    acct = make()
+    small = acct.start("T1", "root://a//", 4096, 100.0)
+    big = acct.start("T1", "root://b//", 1000, 100.0)
+    acct.progress(small, 4096)
+    acct.progress(big, 400)
+    assert (small.done, big.done) == (0, 400)
+    assert acct.link_sample("T1", 100.5).moved == 400
+    acct.finish(small, ok=True, nbytes=4096, error_class=None, outcome="done", now=101.0)
+    acct.progress(big, 1000)
+    acct.finish(big, ok=True, nbytes=1000, error_class=None, outcome="done", now=101.0)
+    assert acct.link_sample("T1", 101.0).moved == 4096 + 1000
+    st = acct.pool_stats(POOLS["T1"], 101.0)
+    assert st["root://a//"].completed == 1 and st["root://a//"].pending_bytes == 0
