@@ -105,6 +105,8 @@ class LinkSlots:
             job.slot = "gate"
 
         def data_done() -> None:
+            if self._typical[tier] < RELEASE_AFTER:     # short transfers keep their slot:
+                return                                  # no lock on the small-file path
             with self._lock:
                 if job.slot != "gate" or self._typical[tier] < RELEASE_AFTER:
                     return
