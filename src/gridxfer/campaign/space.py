@@ -31,14 +31,16 @@ import time
 from typing import Callable, Iterable
 from urllib.parse import unquote, urlsplit
 
+from ..movers.routes import GRIDFTP
+from ..movers.urls import scheme_of
+
 Probe = Callable[[str], "int | None"]
 SESSION_PROBE_DELAY = 10.0      # s before the first space query that needs its own GSI session
-SESSION_SCHEMES = ("gsiftp", "ftp", "gridftp")
 
 
 def first_probe_delay(url: str) -> float:
     """Seconds to wait before the first space query of ``url`` (module docstring)."""
-    return SESSION_PROBE_DELAY if url.split("://", 1)[0].lower() in SESSION_SCHEMES else 0.0
+    return SESSION_PROBE_DELAY if scheme_of(url) in GRIDFTP else 0.0
 
 
 def _xrootd_free(url: str) -> int | None:

@@ -66,6 +66,26 @@ def context(url: str | None = None) -> "gfal2.Gfal2Context":
     return ctx
 
 
+def copy_parameters(ctx: "gfal2.Gfal2Context", *, timeout: float, nbstreams: int,
+                    tcp_buffer: int | None, progress: ProgressFn | None):
+    """The transfer parameters of every gfal2 copy gridxfer makes, in this process or in
+    gfalagent.py's child: bytes only (``strict_copy``: size and checksums are verified once,
+    by ``verified_copy``), to a name that may be replaced, parents created."""
+    tp = ctx.transfer_parameters()
+    tp.overwrite = True
+    tp.create_parent = True
+    tp.timeout = max(1, int(timeout))
+    tp.nbstreams = nbstreams
+    if tcp_buffer:
+        tp.tcp_buffersize = int(tcp_buffer)
+    tp.strict_copy = True
+    if progress is not None:
+        def monitor(src_, dst_, average, instant, transferred, elapsed):  # noqa: ARG001
+            progress(int(transferred), None)
+        tp.monitor_callback = monitor
+    return tp
+
+
 def _native(pair: tuple[str, str]) -> bool:
     return pair[0] in GRIDFTP and pair[1] in GRIDFTP
 
@@ -185,20 +205,10 @@ class GfalMover:
         # gfalagent.py, above.
         remote = [u for u, s in ((src, pair[0]), (tmp, pair[1])) if s in GRIDFTP]
         ctx = context(remote[0]) if remote else context()
-        tp = ctx.transfer_parameters()
-        tp.overwrite = True
-        tp.create_parent = True
-        tp.timeout = max(1, int(params.timeout))
         # A streamed copy with nbstreams > 1 from gsiftp reorders 256 KiB blocks (seen with
         # gfal2 2.21 gsiftp -> root); only native copies (gfalagent.py) honour nbstreams.
-        tp.nbstreams = 1
-        if params.tcp_buffer:
-            tp.tcp_buffersize = int(params.tcp_buffer)
-        tp.strict_copy = True  # integrity is checked by verified_copy, once
-        if progress is not None:
-            def monitor(src_, dst_, average, instant, transferred, elapsed):  # noqa: ARG001
-                progress(int(transferred), None)
-            tp.monitor_callback = monitor
+        tp = copy_parameters(ctx, timeout=params.timeout, nbstreams=1,
+                             tcp_buffer=params.tcp_buffer, progress=progress)
         done = threading.Event()
         cancelled = threading.Event()
 

@@ -149,10 +149,9 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
 def main() -> int:
     import gfal2
 
-    from gridxfer.movers.gfal import new_context
+    from gridxfer.movers.gfal import context, copy_parameters
 
-    ctx = new_context()
-    ctx.set_opt_boolean("GRIDFTP PLUGIN", "SESSION_REUSE", True)
+    ctx = context()                 # one context, sessions reused across requests
     lock = threading.Lock()
 
     def emit(obj: dict) -> None:
@@ -162,15 +161,9 @@ def main() -> int:
 
     for line in sys.stdin:
         req = json.loads(line)
-        tp = ctx.transfer_parameters()
-        tp.overwrite = True
-        tp.create_parent = True
-        tp.timeout = int(req["timeout"])
-        tp.nbstreams = int(req["nbstreams"])
-        if req.get("tcp_buffer"):
-            tp.tcp_buffersize = int(req["tcp_buffer"])
-        tp.strict_copy = True           # the parent verifies size and checksums
-        tp.monitor_callback = lambda _s, _d, _avg, _inst, done, _el: emit({"progress": int(done)})
+        tp = copy_parameters(ctx, timeout=req["timeout"], nbstreams=int(req["nbstreams"]),
+                             tcp_buffer=req.get("tcp_buffer"),
+                             progress=lambda done, _total: emit({"progress": done}))
         try:
             ctx.filecopy(tp, req["src"], req["dst"])
             emit({"ok": True})

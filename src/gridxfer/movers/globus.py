@@ -22,8 +22,8 @@ from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import one_line, transfer_error
 from gridxfer.movers.common import DelegatedOps, LocalOps, verified_copy
-from gridxfer.movers.urls import local_path, scheme_of
 from gridxfer.movers.gfal import GfalMover
+from gridxfer.movers.urls import local_path, scheme_of
 
 _BYTES = re.compile(rb"(\d+) bytes")
 # streams == 1 goes through gfal2 with session reuse; GRIDXFER_GUC_ALWAYS=1 forces a
