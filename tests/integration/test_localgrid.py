@@ -73,24 +73,6 @@ def test_xrdcp_roundtrip_and_checksum_query(local_grid, payload, tmp_path, name)
     assert adler32(local_grid.local_path(url)) == adler32(payload)
 
 
-def test_xrootd_checksums_come_from_the_mmap_program(local_grid, tmp_path):
-    """The servers answer checksum queries through xrdcksprog.py (xrootd.chksum program),
-    with the same values as zlib, for sizes around the mmap page edges and an empty file."""
-    ep = local_grid.endpoints["t0-xrd"]
-    cfg = (Path(ep.data_dir).parent / "run" / "xrootd.cfg").read_text()
-    assert "xrdcksprog.py" in cfg.split("xrootd.chksum", 1)[1].splitlines()[0]
-    for size in (0, 1, 4095, 4097, 1_000_003):
-        src = tmp_path / f"c{size}"
-        src.write_bytes(os.urandom(size))
-        url = local_grid.resolve(f"t0-xrd/cks/c{size}")
-        run(["xrdcp", "-f", "-s", str(src), url])
-        out = run(["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", f"/data/cks/c{size}"]).stdout
-        assert out.split() == ["adler32", adler32(src)], size
-    missing = subprocess.run(["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", "/data/cks/none"],
-                             capture_output=True, text=True, timeout=60)
-    assert missing.returncode != 0 and "adler32" not in missing.stdout
-
-
 @pytest.mark.parametrize("name", ["t0-gsiftp", "t1b-ftp"])
 def test_gfal_and_globus_url_copy_roundtrip(local_grid, payload, tmp_path, name):
     env = {**os.environ, **local_grid.client_env()}

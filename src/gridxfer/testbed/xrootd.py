@@ -7,9 +7,7 @@ directories are chown'ed to that user. When not root it runs as ourselves.
 
 Each server gets ``server_dir/{data,run}``; ``oss.localroot`` is ``server_dir`` and
 ``/data`` is exported, so ``root://HOST:PORT//data/f`` is ``server_dir/data/f`` on disk.
-The config enables ``xrootd.chksum max 4 adler32`` computed by ``xrdcksprog.py`` (copied
-into ``run/``: mmap + zlib, 2-4x cheaper than xrootd 5.5's built-in, see that module;
-the built-in is used when the server path has a space or ``/usr/bin/python3`` is missing), root->root third-party copy
+The config enables ``xrootd.chksum adler32``, root->root third-party copy
 (``ofs.tpc autorm pgm /usr/bin/xrdcp --server``: the destination server pulls from the
 source with ``xrdcp``; use ``xrdcp --tpc only``/gfal2 with the TPC flag), and optionally
 the throttle plugin (``xrootd.fslib throttle default`` + ``throttle.throttle data N``;
@@ -44,7 +42,6 @@ from .procs import free_port, listens, run_quiet, spawn, wait_ready
 
 XROOTD = "/usr/bin/xrootd"
 SERVICE_USER = "gridxfer"
-CKS_PYTHON = "/usr/bin/python3"     # runs xrdcksprog.py with -S: no site, no venv needed
 
 
 def ensure_user(name: str = SERVICE_USER) -> str:
@@ -91,19 +88,15 @@ def drop_privileges(user: str) -> list[str]:
     return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups", "--"]
 
 
-def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None,
-                  cks_program: Path | None = None) -> str:
+def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None) -> str:
     run = server_dir / "run"
-    chksum = "xrootd.chksum max 4 adler32"
-    if cks_program is not None:     # xrootd splits the program line on blanks
-        chksum += f" {CKS_PYTHON} -S {cks_program} {server_dir}"
     lines = [
         f"xrd.port {port}",
         f"all.adminpath {run}",
         f"all.pidpath {run}",
         f"oss.localroot {server_dir}",
         "all.export /data",
-        chksum,
+        "xrootd.chksum adler32",
         "ofs.tpc autorm pgm /usr/bin/xrdcp --server",
     ]
     if throttle:
@@ -120,8 +113,7 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
         raise TestbedError(f"{XROOTD} not found (apt-get install xrootd-server)")
     server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
     cfg = run / "xrootd.cfg"
-    cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle,
-                                 cks_program=install_cks_program(server_dir, run)))
+    cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle))
     log = run / "xrootd.log"
     argv = [XROOTD, "-c", str(cfg), "-l", str(log)]
     if os.geteuid() == 0:
@@ -149,17 +141,6 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
     return Endpoint(name=name, url=f"root://{netloc}//data/", protocol="root", tier=tier,
                     data_dir=str(data), pid=proc.pid, log=str(log), kind="xrootd", port=port,
                     throttle=throttle, size_limit=size_limit)
-
-
-def install_cks_program(server_dir: Path, run: Path) -> Path | None:
-    """Copy xrdcksprog.py into ``run/`` (the server's user may not reach this package);
-    None (xrootd's built-in adler32) if a path has a blank or there is no CKS_PYTHON."""
-    target = run / "xrdcksprog.py"
-    if " " in f"{server_dir}{target}" or not Path(CKS_PYTHON).exists():
-        return None
-    shutil.copyfile(Path(__file__).with_name("xrdcksprog.py"), target)
-    os.chmod(target, 0o755)
-    return target
 
 
 def check_reachable(path: Path, user: str) -> None:
