@@ -7,7 +7,8 @@ directories are chown'ed to that user. When not root it runs as ourselves.
 
 Each server gets ``server_dir/{data,run}``; ``oss.localroot`` is ``server_dir`` and
 ``/data`` is exported, so ``root://HOST:PORT//data/f`` is ``server_dir/data/f`` on disk.
-The config enables ``xrootd.chksum adler32``, root->root third-party copy
+The config enables ``xrootd.chksum adler32`` (the server runs with glibc malloc tunables that
+keep its 64 MB checksum buffer: see ``MALLOC_TUNABLES``), root->root third-party copy
 (``ofs.tpc autorm pgm /usr/bin/xrdcp --server``: the destination server pulls from the
 source with ``xrdcp``; use ``xrdcp --tpc only``/gfal2 with the TPC flag), and optionally
 the throttle plugin (``xrootd.fslib throttle default`` + ``throttle.throttle data N``;
@@ -155,8 +156,19 @@ def check_reachable(path: Path, user: str) -> None:
                            "directory such as /tmp")
 
 
+# xrootd 5.5 computes a checksum by reading the file into a malloc'ed buffer of up to 64 MB
+# (XrdCksManOss::Calc; ofs.cksrdsz is ignored there). glibc serves that from a fresh mmap and
+# unmaps it on free, so every query of a large file page-faults 16,384 pages: 134-149 ms of
+# server CPU per 64 MB file, ~90 ms of it in the kernel. One arena and no mmap make the
+# buffer come from the heap and stay there (kept below the trim threshold): 70-74 ms, the
+# same answers (measured; BENCHMARKS.md "Fifth pass"). Cost: the server keeps up to
+# 64 MB of heap per checksum it computed at the same time.
+MALLOC_TUNABLES = ("glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:"
+                   "glibc.malloc.trim_threshold=536870912")
+
+
 def _server_env() -> dict[str, str]:
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C", "GLIBC_TUNABLES": MALLOC_TUNABLES}
     for key in ("LD_LIBRARY_PATH",):
         if key in os.environ:
             env[key] = os.environ[key]
