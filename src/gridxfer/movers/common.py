@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-import zlib
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
                                   normalise_adler32)
 from gridxfer.movers.classify import transfer_error
@@ -22,7 +22,7 @@ def adler32_file(path: str, cancel: Callable[[], bool] | None = None) -> str:
     value = 1
     with open(path, "rb") as fh:
         while chunk := fh.read(4 << 20):
-            value = zlib.adler32(chunk, value)
+            value = adler32(chunk, value)
             if cancel and cancel():
                 raise TransferError(ErrorClass.CANCELLED, f"cancelled while checksumming {path}")
     return normalise_adler32(value)

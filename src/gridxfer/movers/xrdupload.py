@@ -31,7 +31,6 @@ import os
 import stat
 import threading
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -39,6 +38,7 @@ from XRootD import client as xrd
 from XRootD.client.flags import OpenFlags, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import url_path, with_user
@@ -111,13 +111,13 @@ def _send(handle: xrd.File, fd: int, size: int, params: TransferParams,
                                 f"{size} (source changed during the copy)")
         if progress is not None:
             progress(size, size)
-        return Upload(bytes=size, adler32=normalise_adler32(zlib.adler32(data)))
+        return Upload(bytes=size, adler32=normalise_adler32(adler32(data)))
     win = _Window()
     value, offset = 1, 0
     while data := os.read(fd, CHUNK):
         if params.cancel is not None and params.cancel.is_set():
             raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled")
-        value = zlib.adler32(data, value)
+        value = adler32(data, value)
         _drain(win, WINDOW - 1, params, deadline, stall, what)
         with win.cond:
             win.pending[offset] = data
