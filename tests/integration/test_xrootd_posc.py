@@ -273,3 +273,42 @@ def test_directory_source_is_refused_and_nothing_is_left(xrd, tmp_path):
     assert err.value.error_class is ErrorClass.OTHER
     assert "source is a directory" in str(err.value)
     assert_absent(xrd, "d/f.dat")
+
+
+def test_small_files_are_verified_by_reading_them_back(xrd, tmp_path, monkeypatch):
+    """Up to READ_BACK_MAX the stored bytes are read back through the open handle and no
+    checksum query is made; a larger file still asks the server for its adler32."""
+    from gridxfer.movers import xrdupload
+    queries: list[str] = []
+    real = XRootDMover.checksum
+    monkeypatch.setattr(XRootDMover, "checksum",
+                        lambda self, url, algorithm="adler32": queries.append(url) or real(self, url))
+    for size in (0, 1, xrdupload.READ_BACK_MAX):
+        data = os.urandom(size)
+        out = upload(local(tmp_path, data, f"s{size}")[0], xrd.url(f"rb/{size}"), verify="both")
+        assert out.checksum == adler(data) and xrd.disk(f"rb/{size}").read_bytes() == data
+    assert queries == []
+    big = os.urandom(xrdupload.READ_BACK_MAX + 1)
+    out = upload(local(tmp_path, big, "big")[0], xrd.url("rb/big"), verify="both")
+    assert out.checksum == adler(big) and queries == [xrd.url("rb/big")]
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_read_back_that_differs_fails_and_leaves_nothing(xrd, tmp_path, monkeypatch, damage):
+    """The server's file is damaged on disk between the last write and the read-back: the
+    upload is a (retryable) CHECKSUM error and the final name is removed."""
+    from gridxfer.movers import xrdupload
+    real = xrdupload.stored_copy
+
+    def damaged(handle, sent, stall, what):
+        path = xrd.disk("bad/f.dat")
+        body = path.read_bytes()
+        path.write_bytes(bytes([body[0] ^ 1]) + body[1:] if damage == "flip" else body[:-1])
+        return real(handle, sent, stall, what)
+
+    monkeypatch.setattr(xrdupload, "stored_copy", damaged)
+    src, _ = local(tmp_path, os.urandom(4096))
+    with pytest.raises(TransferError) as err:
+        upload(src, xrd.url("bad/f.dat"), verify="both")
+    assert err.value.error_class is ErrorClass.CHECKSUM and err.value.retryable
+    assert_absent(xrd, "bad/f.dat")

@@ -17,6 +17,13 @@ against xrdcp's one open/write/close (bench.smallfiles: 0.18-0.27x xrdcp). This 
 * after ``close``: the size is the byte count the server acknowledged; with verify
   destination/both the server's adler32 is compared with the one computed while sending
   (and the catalogue's). Any failure after the open removes the final name.
+* files of at most ``READ_BACK_MAX`` bytes are verified by reading them back through the
+  still-open handle (one ``kXR_read``, answered from the server's file) instead of a checksum
+  query: the same end-to-end check (the server returns what it stored), one round trip,
+  and none of xrootd's checksum jobs, which a server runs ``xrootd.chksum max`` at a time and
+  past that answers ``kXR_wait 30`` (``xrdcp --parallel 8 --cksum`` stalls 30-60 s in 8 of 9
+  rounds of ``bench.smallfiles``). Single-thread cost on loopback: +0.31 ms per 4 KB file
+  against +0.37 ms for the query; unlike queries, read-backs need no per-server limit.
 
 Used by ``XRootDMover.copy`` for file -> root without TPC when overwrite is off (a
 replace keeps the old file until the new one is verified: temp + rename). Some servers
@@ -31,7 +38,7 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from XRootD import client as xrd
@@ -50,6 +57,7 @@ _posc_lock = threading.Lock()
 
 CHUNK = 4 << 20                 # bytes per write request
 WINDOW = 4                      # writes in flight: 16 MiB, above 1 Gbit/s x 100 ms
+READ_BACK_MAX = 64 << 10        # bytes: above this the server's checksum (no data sent twice)
 CLEANUP_TIMEOUT = 10
 FLAGS = OpenFlags.NEW | OpenFlags.POSC | OpenFlags.MAKEPATH
 
@@ -58,6 +66,7 @@ FLAGS = OpenFlags.NEW | OpenFlags.POSC | OpenFlags.MAKEPATH
 class Upload:
     bytes: int
     adler32: str                # of the bytes sent (8 lowercase hex digits)
+    stored_adler32: str | None = None   # of the bytes read back from the server, if it was
 
 
 class _Window:
@@ -142,13 +151,15 @@ def _send(handle: xrd.File, fd: int, size: int, params: TransferParams,
 
 
 def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressFn | None,
-                *, own_channel: Callable[[], tuple[str, Callable[[], None]]] | None = None
-                ) -> Upload:
+                *, own_channel: Callable[[], tuple[str, Callable[[], None]]] | None = None,
+                read_back: bool = False) -> Upload:
     """Upload local ``path`` to the new file ``dst``; on failure nothing is left at ``dst``.
 
     ``own_channel() -> (login, release)``: called for a file of more than one request; the
     upload then runs on the XRootD channel of that login name (its own TCP connection), and
     ``release()`` runs when it ends. Small files share the default channel.
+    ``read_back``: a file of at most READ_BACK_MAX bytes is read back before the close and
+    ``stored_adler32`` set (a different length is a CHECKSUM error, nothing is kept).
 
     The source is read through a plain descriptor (open, fstat, read, close): every system
     call a Python thread makes hands the GIL over, and with 8 uploads of 4 KB in flight the
@@ -187,6 +198,8 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
                 sent = _send(handle, fd, size, params, progress, deadline, stall, what)
             except OSError as exc:
                 raise transfer_error(exc, f"file://{path}") from None
+            if read_back and sent.bytes <= READ_BACK_MAX:
+                sent = stored_copy(handle, sent, stall, what)
             status, _ = handle.close(timeout=int(stall))
             closed = True
             if not status.ok:
@@ -199,6 +212,19 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
         os.close(fd)
         if release is not None:
             release()
+
+
+def stored_copy(handle, sent: Upload, stall: float, what: str) -> Upload:
+    """``sent`` with the adler32 of what the server now holds: read ``sent.bytes + 1``
+    through ``handle`` (a longer or shorter file is a CHECKSUM error)."""
+    status, data = handle.read(0, sent.bytes + 1, timeout=int(stall))
+    if not status.ok:
+        raise transfer_error(status, what, side="destination")
+    data = data or b""
+    if len(data) != sent.bytes:
+        raise TransferError(ErrorClass.CHECKSUM, f"{what}: the server holds {len(data)} bytes, "
+                            f"{sent.bytes} were sent")
+    return replace(sent, stored_adler32=normalise_adler32(adler32(data)))
 
 
 def posc_honoured(url: str) -> bool:

@@ -151,18 +151,21 @@ class XRootDMover:
     def _direct_upload(self, src: str, dst: str, params: TransferParams,
                        progress: ProgressFn | None) -> TransferOutcome:
         """file -> root:// straight to the final name under POSC (xrdupload.py), adler32
-        computed on the bytes sent and compared with the server's."""
+        computed on the bytes sent and compared with the server's (for small files: with
+        the adler32 of the bytes read back from the server, xrdupload.READ_BACK_MAX)."""
         start = time.monotonic()
         algo, verify, expected = checksum_policy(params)
-        sent = posc_upload(local_path(src), dst, params, progress, own_channel=_own_channel)
+        check_dst = verify in ("destination", "both")
+        sent = posc_upload(local_path(src), dst, params, progress, own_channel=_own_channel,
+                           read_back=check_dst)
         params.data_done()
         dst_sum = None
         try:
             if verify in ("source", "both") and expected and sent.adler32 != expected:
                 raise TransferError(ErrorClass.CHECKSUM,
                                     f"{src}: source adler32 {sent.adler32} != expected {expected}")
-            if verify in ("destination", "both"):
-                dst_sum = self.checksum(dst)
+            if check_dst:       # read back (small files) or the server's own adler32
+                dst_sum = sent.stored_adler32 or self.checksum(dst)
                 refs = [("source", sent.adler32)] + ([("expected", expected)] if expected else [])
                 check_destination_sum(dst, dst_sum, refs)
         except BaseException:
