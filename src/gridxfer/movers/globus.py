@@ -16,7 +16,6 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams

@@ -21,9 +21,10 @@ against xrdcp's one open/write/close (bench.smallfiles: 0.18-0.27x xrdcp). This 
   still-open handle (one ``kXR_read``, answered from the server's file) instead of a checksum
   query: the same end-to-end check (the server returns what it stored), one round trip,
   and none of xrootd's checksum jobs, which a server runs ``xrootd.chksum max`` at a time and
-  past that answers ``kXR_wait 30`` (``xrdcp --parallel 8 --cksum`` stalled 30-60 s or failed in 11 of 13
-  rounds of ``bench.smallfiles``). Single-thread cost on loopback: +0.31 ms per 4 KB file
-  against +0.37 ms for the query; unlike queries, read-backs need no per-server limit.
+  past that answers ``kXR_wait 30`` (``xrdcp --parallel 8 --cksum`` stalls 30-60 s in most
+  ``bench.smallfiles`` rounds: BENCHMARKS.md "Fifth pass"). Single-thread cost on loopback:
+  +0.31 ms per 4 KB file against +0.37 ms for the query; unlike queries, read-backs need
+  no per-server limit.
 
 Used by ``XRootDMover.copy`` for file -> root without TPC when overwrite is off (a
 replace keeps the old file until the new one is verified: temp + rename). Some servers
