@@ -143,7 +143,8 @@ def test_checksum_mismatch_leaves_nothing(route):
 @pytest.mark.parametrize("sproto,dproto", [("file", "gsiftp"), ("gsiftp", "file"),
                                            ("file", "ftp")])
 def test_gridftp_one_stream_reuses_sessions(local_grid, tmp_path, sproto, dproto):
-    """streams=1: gfal2 in-process over a reused session (no globus-url-copy per file);
+    """streams=1: over a reused session (no globus-url-copy per file): uploads to gsiftp
+    on gridxfer's own GridFTP client, the rest on gfal2 in-process;
     the integrity path is the same (verify, no temp name left, mismatch leaves nothing)."""
     src, dst = Place(local_grid, sproto, "src", tmp_path), Place(local_grid, dproto, "dst", tmp_path)
     src_url = src.put("f.dat", PAYLOAD)
@@ -151,7 +152,9 @@ def test_gridftp_one_stream_reuses_sessions(local_grid, tmp_path, sproto, dproto
     assert mover.name == "globus-url-copy"
     for i in range(2):
         out = mover.copy(src_url, dst.url(f"one/f{i}.dat"), params=_params(streams=1))
-        assert out.mode == "gfal-streamed" and out.streams_used == 1
+        native = (sproto, dproto) == ("file", "gsiftp")     # gridxfer's own GridFTP client
+        assert out.mode == ("gridftp-native" if native else "gfal-streamed")
+        assert out.streams_used == 1
         assert out.checksum == PAYLOAD_SUM
         assert dst.path(f"one/f{i}.dat").read_bytes() == PAYLOAD
     assert sorted(os.listdir(dst.path("one"))) == ["f0.dat", "f1.dat"]

@@ -77,10 +77,10 @@ def _copy(src: str, dst: str, streams: int):
                                                                     overwrite=True))
 
 
-@pytest.mark.parametrize("streams,mode", [(4, "globus-url-copy"), (1, "gfal-streamed")])
+@pytest.mark.parametrize("streams,mode", [(4, "globus-url-copy"), (1, "gridftp-native")])
 def test_gridftp_upload_opens_n_data_connections(streams, mode, make_grid, big_file):
-    """streams=N>1 runs `globus-url-copy -p N`; streams=1 runs in-process on gfal2 (session
-    reuse). Either way the copying processes hold 1 control + N data connections."""
+    """streams=N>1 runs `globus-url-copy -p N`; streams=1 runs in-process on gridxfer's own
+    GridFTP client (session reuse). Either way the copying processes hold 1 control + N data connections."""
     inv = make_grid([ServerSpec(f"gx-streams-{streams}", "gsiftp", "T9")])
     ep = next(iter(inv.endpoints.values()))
     me = psutil.Process()

@@ -1,0 +1,177 @@
+"""gridxfer's own GridFTP client (movers/ftpcontrol.py, movers/gridftp.py) against the real
+GSI globus-gridftp-server of the session's local grid: uploads, metadata, session reuse and
+recovery, cancel, and the fall back to gfal2 for a server it cannot authenticate to."""
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from pathlib import Path
+
+import pytest
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers import ftpcontrol, gridftp
+from gridxfer.movers.base import TransferParams
+from gridxfer.movers.ftpcontrol import GsiControl, NativeUnavailable
+from gridxfer.movers.registry import get_mover
+
+pytestmark = pytest.mark.usefixtures("local_grid")
+
+
+@pytest.fixture
+def ep(local_grid):
+    return local_grid.endpoints["t0-gsiftp"]
+
+
+@pytest.fixture
+def area(ep, request):
+    """A fresh directory name under the endpoint (created by the code under test)."""
+    return f"{ep.url}native-{request.node.name.replace('[', '-').rstrip(']')}/"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sessions():
+    gridftp._local.__dict__.clear()
+    with gridftp._REFUSED_LOCK:
+        gridftp._REFUSED.clear()
+    yield
+    for session in getattr(gridftp._local, "sessions", {}).values():
+        session.close()
+    gridftp._local.__dict__.clear()
+    with gridftp._REFUSED_LOCK:
+        gridftp._REFUSED.clear()
+
+
+def _file(tmp_path: Path, size: int, name: str = "src.dat") -> Path:
+    path = tmp_path / name
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+def _on_disk(ep, url: str) -> Path:
+    return Path(ep.data_dir) / url[len(ep.url):]
+
+
+def test_session_authenticates_without_delegating_a_proxy(ep):
+    """The GSI handshake ends with the delegation flag '0': the server logs the user in
+    (grid-mapfile) without asking for a proxy to sign."""
+    host, port = ep.url.split("//")[1].split("/")[0].split(":")
+    session = GsiControl(host, int(port))
+    try:
+        reply = session.command("PWD")
+        assert reply.code == 257
+        assert session.command("MLST /", check=False).code in (250, 550)
+    finally:
+        session.close()
+
+
+def test_verified_copy_through_native_client(ep, area, tmp_path):
+    """file -> gsiftp with one stream: the bytes, the temp name, the checksum and the rename
+    all go over this thread's one native session; what lands is the source, nothing else."""
+    src = _file(tmp_path, 3 * 1024 * 1024 + 7)
+    mover = get_mover(f"file://{src}", area + "a/b/f.dat")
+    out = mover.copy(f"file://{src}", area + "a/b/f.dat",
+                     params=TransferParams(streams=1, timeout=120))
+    assert out.mode == "gridftp-native" and out.streams_used == 1
+    assert out.checksum == f"{zlib.adler32(src.read_bytes()):08x}"
+    landed = _on_disk(ep, area + "a/b")
+    assert sorted(os.listdir(landed)) == ["f.dat"]
+    assert (landed / "f.dat").read_bytes() == src.read_bytes()
+    assert len(gridftp._local.sessions) == 1
+
+
+def test_metadata_ops(ep, area, tmp_path):
+    native = gridftp.NativeGridFTP()
+    native.mkdir(area + "x/y")
+    assert native.stat(area + "x/y").is_dir
+    native.mkdir(area + "x/y")                       # an existing directory is fine
+    src = _file(tmp_path, 100_000)
+    assert native.upload(f"file://{src}", area + "x/y/t.tmp", TransferParams()) == 100_000
+    entry = native.stat(area + "x/y/t.tmp")
+    assert (entry.size, entry.is_dir) == (100_000, False)
+    assert native.checksum(area + "x/y/t.tmp") == f"{zlib.adler32(src.read_bytes()):08x}"
+    native.rename(area + "x/y/t.tmp", area + "x/y/t")
+    with pytest.raises(TransferError) as err:
+        native.stat(area + "x/y/t.tmp")
+    assert err.value.error_class is ErrorClass.SOURCE_MISSING
+    native.unlink(area + "x/y/t")
+    assert os.listdir(_on_disk(ep, area + "x/y")) == []
+
+
+def test_session_closed_by_server_is_replaced(ep, area, tmp_path):
+    """A kept session the server dropped (idle timeout, restart) costs one reconnect, not a
+    failed transfer."""
+    native = gridftp.NativeGridFTP()
+    native.mkdir(area)
+    first = gridftp._local.sessions[ep.url.split("//")[1].split("/")[0]]
+    first.sock.shutdown(2)                              # as if the server hung up
+    native.mkdir(area + "again")
+    assert native.stat(area + "again").is_dir
+    first.last_used -= 3600                             # and an old one is probed first
+    first_after = next(iter(gridftp._local.sessions.values()))
+    first_after.sock.shutdown(2)
+    first_after.last_used -= 3600
+    src = _file(tmp_path, 50_000)
+    assert native.upload(f"file://{src}", area + "u.dat", TransferParams()) == 50_000
+    assert next(iter(gridftp._local.sessions.values())) is not first_after
+
+
+def test_cancel_during_upload_leaves_nothing(ep, area, tmp_path):
+    src = _file(tmp_path, 40 << 20)
+    cancel = threading.Event()
+
+    def progress(done, total):
+        cancel.set()                                     # after the first chunk
+
+    mover = get_mover(f"file://{src}", area + "c.dat")
+    with pytest.raises(TransferError) as err:
+        mover.copy(f"file://{src}", area + "c.dat",
+                   params=TransferParams(streams=1, timeout=120, cancel=cancel),
+                   progress=progress)
+    assert err.value.error_class is ErrorClass.CANCELLED
+    where = _on_disk(ep, area)
+    assert not where.exists() or os.listdir(where) == []
+
+
+def test_server_it_cannot_authenticate_to_goes_to_gfal2(ep, area, tmp_path, monkeypatch):
+    """A server this client cannot use (here: every TLS set-up refused) is copied to with
+    gfal2 instead, and remembered so later files do not try again."""
+    calls = []
+
+    def refuse():
+        calls.append(1)
+        raise NativeUnavailable("test: no TLS context")
+
+    monkeypatch.setattr(ftpcontrol, "_tls_context", refuse)
+    src = _file(tmp_path, 200_000)
+    mover = get_mover(f"file://{src}", area + "g0.dat")
+    for i in range(2):
+        out = mover.copy(f"file://{src}", area + f"g{i}.dat",
+                         params=TransferParams(streams=1, timeout=120))
+        assert out.mode == "gfal-streamed"
+        assert _on_disk(ep, area + f"g{i}.dat").read_bytes() == src.read_bytes()
+    assert len(calls) == 1
+    assert "no TLS context" in (gridftp.refused(area) or "")
+
+
+def test_switch_off_with_environment(area, tmp_path, monkeypatch):
+    monkeypatch.setenv("GRIDXFER_GRIDFTP", "gfal2")
+    src = _file(tmp_path, 10_000)
+    out = get_mover(f"file://{src}", area + "e.dat").copy(
+        f"file://{src}", area + "e.dat", params=TransferParams(streams=1, timeout=120))
+    assert out.mode == "gfal-streamed"
+
+
+def test_missing_source_is_source_missing(area):
+    with pytest.raises(TransferError) as err:
+        get_mover("file:///nonexistent/x.dat", area + "m.dat").copy(
+            "file:///nonexistent/x.dat", area + "m.dat", params=TransferParams(streams=1))
+    assert err.value.error_class is ErrorClass.SOURCE_MISSING
+
+
+def test_reply_parsing():
+    reply = ftpcontrol._parse(["250-status of /d", " Type=dir;Size=40;Perm=el; /d", "250 End."])
+    assert reply.code == 250 and reply.ok
+    assert gridftp._facts(reply.text) == {"type": "dir", "size": "40", "perm": "el"}
+    assert not ftpcontrol._parse(["550-GlobusError: v=1 c=PATH_NOT_FOUND", "550 End."]).ok
