@@ -110,23 +110,22 @@ class NativeGridFTP:
         self._one(url, f"DELE {_path(url)}", side="destination")
 
     def mkdir(self, url: str) -> None:
-        """Create the directory and its missing parents (an existing one is fine)."""
+        """Create the directory and its missing parents (an existing one is fine): MKD and
+        MLST in one round trip per level."""
         path = _path(url).rstrip("/") or "/"
         missing = []
-        while path not in ("", "/"):
-            reply = self._run(url, [f"MKD {path}"], side="destination")[0]
-            if reply.ok or self._is_dir(url, path):
-                break
+        while path not in ("", "/") and not self._made(url, path):
             missing.append(path)
             path = path.rsplit("/", 1)[0]
         for path in reversed(missing):
-            reply = self._run(url, [f"MKD {path}"], side="destination")[0]
-            if not reply.ok and not self._is_dir(url, path):
+            if not self._made(url, path):
+                reply = self._run(url, [f"MKD {path}"], side="destination")[0]
                 raise _error(url, f"MKD {path}", reply, "destination")
 
-    def _is_dir(self, url: str, path: str) -> bool:
-        reply = self._run(url, [f"MLST {path}"], side="destination")[0]
-        return reply.ok and _facts(reply.text).get("type", "").lower() in ("dir", "cdir")
+    def _made(self, url: str, path: str) -> bool:
+        """MKD ``path``; True if it is a directory now (made or already there)."""
+        made, state = self._run(url, [f"MKD {path}", f"MLST {path}"], side="destination")
+        return made.ok or (state.ok and _facts(state.text).get("type", "").lower() in ("dir", "cdir"))
 
     def rename(self, src: str, dst: str) -> None:
         command = f"RNTO {_path(dst)}"
