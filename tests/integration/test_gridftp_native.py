@@ -175,3 +175,18 @@ def test_reply_parsing():
     assert reply.code == 250 and reply.ok
     assert gridftp._facts(reply.text) == {"type": "dir", "size": "40", "perm": "el"}
     assert not ftpcontrol._parse(["550-GlobusError: v=1 c=PATH_NOT_FOUND", "550 End."]).ok
+
+
+def test_release_early_signals_before_the_server_confirms(area, tmp_path):
+    """With release_early the slot is handed back once the last byte is in the socket:
+    before the server's 226 (the upload's return), exactly once."""
+    src = _file(tmp_path, 5 << 20)
+    returned, calls = [], []
+    params = TransferParams(on_data_done=lambda: calls.append(bool(returned)))
+    native = gridftp.NativeGridFTP()
+    native.mkdir(area)
+    native.upload(f"file://{src}", area + "r.dat", params, release_early=True)
+    returned.append(True)
+    assert calls == [False]
+    native.upload(f"file://{src}", area + "r2.dat", params)
+    assert calls == [False]                      # not asked: not signalled

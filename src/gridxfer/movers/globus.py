@@ -73,7 +73,7 @@ class GlobusUrlCopyMover(DelegatedOps):
             raise UsageError(f"{self.binary} not found (install globus-gass-copy-progs)")
 
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, report)
+            return self.raw_copy(s, tmp, params, report, release_early=True)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw, progress=progress,
@@ -83,7 +83,8 @@ class GlobusUrlCopyMover(DelegatedOps):
                              early_release=NativeGridFTP.usable(dst) and int(params.streams) <= 1)
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
-                 progress: ProgressFn | None = None) -> tuple[int, str]:
+                 progress: ProgressFn | None = None, *,
+                 release_early: bool = False) -> tuple[int, str]:
         """Move the bytes only (no verification, no temp name): (streams used, mode).
 
         One stream asked for: over this thread's reused GridFTP session (no new process,
@@ -94,7 +95,8 @@ class GlobusUrlCopyMover(DelegatedOps):
         if int(params.streams) <= 1 and _SESSIONS:
             if scheme_of(src) == "file" and NativeGridFTP.usable(dst):
                 try:
-                    self._remote.native.upload(src, dst, params, progress)
+                    self._remote.native.upload(src, dst, params, progress,
+                                               release_early=release_early)
                     return 1, "gridftp-native"
                 except NativeUnavailable:
                     pass                # this server is gfal2's from now on

@@ -136,11 +136,13 @@ class NativeGridFTP:
 
     # -- upload ------------------------------------------------------------------------
     def upload(self, src: str, dst: str, params: TransferParams,
-               progress: ProgressFn | None = None) -> int:
+               progress: ProgressFn | None = None, *, release_early: bool = False) -> int:
         """file:// -> gsiftp:// on one stream; the bytes sent. Any failure drops the
-        session (a half-done STOR leaves it in an unknown state)."""
+        session (a half-done STOR leaves it in an unknown state). ``release_early``:
+        signal ``params.data_done`` as soon as the last byte is in the socket, so the
+        next transfer sets up (3 round trips) while this one's send buffer drains."""
         try:
-            return self._upload(src, dst, params, progress)
+            return self._upload(src, dst, params, progress, release_early)
         except TransferError:
             self._drop(dst)
             raise
@@ -152,7 +154,7 @@ class NativeGridFTP:
             raise transfer_error(exc, f"{src} -> {dst}", side="destination") from None
 
     def _upload(self, src: str, dst: str, params: TransferParams,
-                progress: ProgressFn | None) -> int:
+                progress: ProgressFn | None, release_early: bool) -> int:
         path = local_path(src)
         with open(path, "rb") as fh:            # a missing source fails here, before STOR
             size = os.fstat(fh.fileno()).st_size
@@ -168,6 +170,8 @@ class NativeGridFTP:
                     raise FtpError("STOR", started)
                 sent = _send_file(data, fh, size, params, progress)
                 data.shutdown(socket.SHUT_WR)
+                if release_early:
+                    params.data_done()
             finally:
                 data.close()
             done = session.reply()
