@@ -190,3 +190,29 @@ def test_release_early_signals_before_the_server_confirms(area, tmp_path):
     assert calls == [False]
     native.upload(f"file://{src}", area + "r2.dat", params)
     assert calls == [False]                      # not asked: not signalled
+
+
+def test_tls12_server_takes_the_step_by_step_handshake(ep, area, tmp_path, monkeypatch):
+    """Servers that stop at TLS 1.2 get one ADAT round trip per handshake flight (the
+    TLS 1.3 login sends the last flight, the flag and the login together)."""
+    import ssl
+    make = ftpcontrol._tls_context
+
+    def tls12():
+        ctx = make()
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        return ctx
+
+    monkeypatch.setattr(ftpcontrol, "_tls_context", tls12)
+    host, port = ep.url.split("//")[1].split("/")[0].split(":")
+    session = GsiControl(host, int(port))
+    try:
+        assert session._tls.version() == "TLSv1.2"
+        assert session.command("PWD").code == 257
+    finally:
+        session.close()
+    src = _file(tmp_path, 300_000)
+    out = get_mover(f"file://{src}", area + "t12.dat").copy(
+        f"file://{src}", area + "t12.dat", params=TransferParams(streams=1, timeout=120))
+    assert out.mode == "gridftp-native"
+    assert _on_disk(ep, area + "t12.dat").read_bytes() == src.read_bytes()

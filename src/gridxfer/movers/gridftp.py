@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Entry, ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.ftpcontrol import REPLY_TIMEOUT as REPLY_WAIT
 from gridxfer.movers.ftpcontrol import FtpError, GsiControl, NativeUnavailable, Reply
 from gridxfer.movers.urls import local_path, scheme_of
 
@@ -156,6 +157,7 @@ class NativeGridFTP:
     def _upload(self, src: str, dst: str, params: TransferParams,
                 progress: ProgressFn | None, release_early: bool) -> int:
         path = local_path(src)
+        deadline = time.monotonic() + params.timeout
         with open(path, "rb") as fh:            # a missing source fails here, before STOR
             size = os.fstat(fh.fileno()).st_size
             session = self._live_session(dst)
@@ -174,7 +176,13 @@ class NativeGridFTP:
                     params.data_done()
             finally:
                 data.close()
-            done = session.reply()
+            # The server answers once the file is closed on its storage: give it what is
+            # left of the transfer's time, not only the reply timeout.
+            session.sock.settimeout(max(REPLY_WAIT, deadline - time.monotonic()))
+            try:
+                done = session.reply()
+            finally:
+                session.sock.settimeout(REPLY_WAIT)
             if not done.ok:
                 raise FtpError("STOR", done)
             return sent
