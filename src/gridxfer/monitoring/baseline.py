@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 

@@ -211,10 +211,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     stop = (lambda: give_up.is_set() or cancel.is_set()) if cancel is not None else give_up.is_set
     src_job = _background_checksum(src_ops, src, stop) if need_src else None
     try:
-        report = None
-        if progress is not None:
-            def report(done: int, total: int | None) -> None:
-                progress(done, total or entry.size)
+        report = None if progress is None else _sized(progress, entry.size)
         streams_used, mode = raw_copy(src, tmp, report)
         if early_release:
             params.data_done()
@@ -249,6 +246,13 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     return TransferOutcome(bytes=entry.size, seconds=time.monotonic() - start,
                            checksum=dst_sum or src_sum or expected, streams_used=streams_used,
                            mode=mode)
+
+
+def _sized(progress: ProgressFn, size: int) -> ProgressFn:
+    """``progress`` with the source size filled in where the copy does not know the total."""
+    def report(done: int, total: int | None) -> None:
+        progress(done, total or size)
+    return report
 
 
 class DelegatedOps:
