@@ -210,7 +210,8 @@ destinations:
 retries: {max: 2, backoff: 0.2s}
 timeout: 60s
 """)
-    env = {**os.environ, "GRIDXFER_HOME": str(local_grid_home)}
+    # faulthandler: a crash of the resuming process (not the kill) shows where it happened
+    env = {**os.environ, "GRIDXFER_HOME": str(local_grid_home), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = local_grid_home / "campaigns" / "c-kill.sqlite"
@@ -224,7 +225,7 @@ timeout: 60s
     assert left > 0
     res = subprocess.run([*GRIDXFER, "campaign", "resume", "c-kill", "--quiet"], env=env,
                          capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, f"exit {res.returncode}: {res.stdout}{res.stderr}"
     assert_storage_agrees(local_grid, local_grid_home, "c-kill", expected)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM attempts WHERE status = 'active'"
