@@ -216,3 +216,13 @@ def test_tls12_server_takes_the_step_by_step_handshake(ep, area, tmp_path, monke
         f"file://{src}", area + "t12.dat", params=TransferParams(streams=1, timeout=120))
     assert out.mode == "gridftp-native"
     assert _on_disk(ep, area + "t12.dat").read_bytes() == src.read_bytes()
+
+
+def test_refusal_is_forgotten_after_a_while(area, monkeypatch):
+    """A refused server gets this client back after RETRY_NATIVE s (a renewed proxy)."""
+    with gridftp._REFUSED_LOCK:
+        gridftp._REFUSED[area.split("//")[1].split("/")[0]] = (gridftp.time.monotonic() + 600, "x")
+    assert not gridftp.NativeGridFTP.usable(area)
+    now = gridftp.time.monotonic()
+    monkeypatch.setattr(gridftp.time, "monotonic", lambda: now + 601)
+    assert gridftp.NativeGridFTP.usable(area) and gridftp.refused(area) is None

@@ -8,8 +8,8 @@ then the metadata verified_copy asks for, on the same session. Compared with gfa
 
 ``NativeGridFTP.usable(url)`` says False for servers this client could not authenticate
 to (wrong credentials, a host certificate only Globus' name rules accept, a server that
-insists on delegation): the callers then use gfal2 for that server, for the rest of the
-process. ``GRIDXFER_GRIDFTP=gfal2`` turns this client off.
+insists on delegation): the callers then use gfal2 for that server for the next ten
+minutes (RETRY_NATIVE). ``GRIDXFER_GRIDFTP=gfal2`` turns this client off.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ CHUNK = 8 << 20                   # bytes per sendfile call: the cancel/progress
 DATA_STALL = 120.0                # s without any byte accepted by the data socket
 IDLE_CHECK = 30.0                 # s idle after which a session is probed before a STOR
 _local = threading.local()
-_REFUSED: dict[str, str] = {}     # netloc -> why this client cannot talk to it
+RETRY_NATIVE = 600.0              # s before a server that refused this client is tried again
+_REFUSED: dict[str, tuple[float, str]] = {}   # netloc -> (retry after, why it refused)
 _REFUSED_LOCK = threading.Lock()
 
 
@@ -52,8 +53,7 @@ class NativeGridFTP:
     def usable(url: str) -> bool:
         if scheme_of(url) != "gsiftp" or not enabled():
             return False
-        with _REFUSED_LOCK:
-            return urlsplit(url).netloc not in _REFUSED
+        return refused(url) is None
 
     @staticmethod
     def _session(url: str) -> GsiControl:
@@ -67,7 +67,7 @@ class NativeGridFTP:
                 session = GsiControl(parts.hostname or "localhost", parts.port or 2811)
             except NativeUnavailable as exc:
                 with _REFUSED_LOCK:
-                    _REFUSED[parts.netloc] = str(exc)
+                    _REFUSED[parts.netloc] = (time.monotonic() + RETRY_NATIVE, str(exc))
                 raise
             cache[parts.netloc] = session
         return session
@@ -247,7 +247,7 @@ class GridFTPOps:
             try:
                 return getattr(self.native, op)(*args)
             except NativeUnavailable:
-                pass                    # remembered in _REFUSED: gfal2 from now on
+                pass                    # remembered in _REFUSED: gfal2 for RETRY_NATIVE s
         return getattr(self.fallback, op)(*args)
 
     def stat(self, url: str) -> Entry:
@@ -270,6 +270,14 @@ class GridFTPOps:
 
 
 def refused(url: str) -> str | None:
-    """Why this client gave up on ``url``'s server, or None."""
+    """Why this client gave up on ``url``'s server, or None. A refusal is forgotten after
+    RETRY_NATIVE s: a proxy renewed during a long campaign gets this client back."""
+    netloc = urlsplit(url).netloc
     with _REFUSED_LOCK:
-        return _REFUSED.get(urlsplit(url).netloc)
+        known = _REFUSED.get(netloc)
+        if known is None:
+            return None
+        if time.monotonic() >= known[0]:
+            del _REFUSED[netloc]
+            return None
+        return known[1]
