@@ -7,7 +7,8 @@ RSA key as big as the user's proxy key: 0.1-0.6 s of server CPU for 2048 bits on
 benchmark VM (``openssl genrsa 2048``), on the critical path of every new session. gfal2
 then sends SITE HELP, FEAT and SITE CLIENTINFO before the first real command. Here the
 session does what a file upload with an unauthenticated data channel (DCAU N) needs:
-TLS mutual authentication, no delegation, USER/PASS pipelined.
+TLS mutual authentication and no delegation, with the login commands sent together with
+the last handshake flight (3 round trips in all with TLS 1.3).
 
 Security: the server's host certificate is verified against the trust directory
 (``X509_CERT_DIR``, default /etc/grid-security/certificates, with its CRLs when it has
