@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
+from gridxfer.errors import UsageError
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -90,6 +92,12 @@ class Mover(Protocol):
     # def unlink(self, url: str) -> None
     # def mkdir(self, url: str) -> None
     # def space(self, url: str) -> tuple[int, int]   # (free_bytes, total_bytes)
+
+
+def require_adler32(algorithm: str) -> None:
+    """Every mover's remote checksum is adler32 (the one the integrity path compares)."""
+    if algorithm.lower() != "adler32":
+        raise UsageError(f"unsupported checksum algorithm: {algorithm}")
 
 
 def normalise_adler32(value: str | int) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
-                                  normalise_adler32)
+                                  normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import local_path, split_dir, temp_url
 
@@ -56,8 +56,7 @@ class LocalOps:
         return [self.stat(prefix + n) for n in names]
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        if algorithm.lower() != "adler32":
-            raise UsageError(f"unsupported checksum algorithm: {algorithm}")
+        require_adler32(algorithm)
         try:
             return adler32_file(local_path(url))
         except OSError as exc:
@@ -165,8 +164,8 @@ def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> Future
 def checksum_policy(params: TransferParams) -> tuple[str | None, str, str | None]:
     """(algorithm or None, verify mode, expected adler32 or None) of a transfer."""
     algo = (params.checksum or "").lower() or None
-    if algo not in (None, "adler32"):
-        raise UsageError(f"unsupported checksum algorithm: {params.checksum}")
+    if algo is not None:
+        require_adler32(params.checksum)
     verify = params.verify if algo else "none"
     expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
     return algo, verify, expected

@@ -18,7 +18,8 @@ import gfal2
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import gfalagent, routes
-from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
+from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutcome,
+                                  TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import verified_copy
 from gridxfer.movers.urls import scheme_of
@@ -123,8 +124,7 @@ class GfalMover:
         return sorted(out, key=lambda e: e.url)
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        if algorithm.lower() != "adler32":
-            raise UsageError(f"unsupported checksum algorithm: {algorithm}")
+        require_adler32(algorithm)
         try:
             value = context(url).checksum(url, "adler32")
         except gfal2.GError as exc:

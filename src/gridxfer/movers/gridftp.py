@@ -20,7 +20,8 @@ import time
 from urllib.parse import urlsplit
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import Entry, ProgressFn, TransferParams, normalise_adler32
+from gridxfer.movers.base import (Entry, ProgressFn, TransferParams, normalise_adler32,
+                                  require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.ftpcontrol import REPLY_TIMEOUT as REPLY_WAIT
 from gridxfer.movers.ftpcontrol import FtpError, GsiControl, NativeUnavailable, Reply
@@ -104,7 +105,8 @@ class NativeGridFTP:
                      is_dir=facts.get("type", "").lower() in ("dir", "cdir", "pdir"))
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        reply = self._one(url, f"CKSM {algorithm.upper()} 0 -1 {_path(url)}")
+        require_adler32(algorithm)
+        reply = self._one(url, f"CKSM ADLER32 0 -1 {_path(url)}")
         return normalise_adler32(reply.text.split()[-1])
 
     def unlink(self, url: str) -> None:

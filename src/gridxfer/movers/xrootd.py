@@ -27,7 +27,8 @@ from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFla
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
-from gridxfer.movers.base import Capabilities, Entry, ProgressFn, TransferOutcome, TransferParams
+from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutcome,
+                                  TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import LocalOps, check_destination_sum, checksum_policy, verified_copy
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
@@ -94,8 +95,7 @@ class XRootDMover:
                 for e in sorted(listing, key=lambda e: e.name)]
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        if algorithm.lower() != "adler32":
-            raise UsageError(f"unsupported checksum algorithm: {algorithm}")
+        require_adler32(algorithm)
         return xrd_adler32(url)     # one query per URL, own channel (xrdcksum.py)
 
     def unlink(self, url: str) -> None:
