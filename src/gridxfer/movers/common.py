@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
                                   normalise_adler32, require_adler32)
