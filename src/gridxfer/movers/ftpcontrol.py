@@ -172,7 +172,7 @@ class GsiControl:
     # -- commands --------------------------------------------------------------------
     def pipeline(self, commands: list[str]) -> list[Reply]:
         """Send every command at once (one round trip), then read one reply each."""
-        self._send(commands)
+        self.send(commands)
         return [self.reply() for _ in commands]
 
     def command(self, command: str, *, check: bool = True) -> Reply:
@@ -180,9 +180,6 @@ class GsiControl:
         if check and not reply.ok:
             raise FtpError(command, reply)
         return reply
-
-    def send(self, commands: list[str]) -> None:
-        self._send(commands)
 
     def reply(self) -> Reply:
         """The next reply, unwrapped if it is protected (631/632/633)."""
@@ -197,7 +194,8 @@ class GsiControl:
             self._rx.write(base64.b64decode(token.strip()))
         return self._drain(self._tls)
 
-    def _send(self, commands: list[str]) -> None:
+    def send(self, commands: list[str]) -> None:
+        """Send protected (ENC) commands without reading the replies."""
         if self._tls is None:
             raise NativeUnavailable("not authenticated")
         wire = b""

@@ -37,6 +37,12 @@ def _gx_url(url: str) -> str:
     return "file://" + os.path.abspath(local_path(url)) if scheme_of(url) == "file" else url
 
 
+def _native_upload(src: str, dst: str, params: TransferParams) -> bool:
+    """One-stream file -> gsiftp copies go over gridxfer's own GridFTP client."""
+    return (int(params.streams) <= 1 and _SESSIONS and scheme_of(src) == "file"
+            and NativeGridFTP.usable(dst))
+
+
 def command(src: str, dst: str, params: TransferParams) -> list[str]:
     """The globus-url-copy argument list for one transfer (no shell)."""
     args = ["globus-url-copy", "-vb", "-cd", "-p", str(max(1, int(params.streams)))]
@@ -79,8 +85,8 @@ class GlobusUrlCopyMover(DelegatedOps):
                              raw_copy=raw, progress=progress,
                              # verifying beside the next copy needs one more session per
                              # thread: cheap for gridxfer's GridFTP client (no delegation,
-                             # ~7 round trips), a GSI handshake of 0.5-3 s with gfal2
-                             early_release=NativeGridFTP.usable(dst) and int(params.streams) <= 1)
+                             # 3 round trips), a GSI handshake of 0.5-3 s with gfal2
+                             early_release=_native_upload(src, dst, params))
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None, *,
@@ -92,14 +98,14 @@ class GlobusUrlCopyMover(DelegatedOps):
         gsiftp:// with gridxfer's own client (movers/gridftp.py), the rest in-process on
         gfal2. More streams: ``globus-url-copy -p N`` (MODE E), one process per file.
         """
+        if _native_upload(src, dst, params):
+            try:
+                self._remote.native.upload(src, dst, params, progress,
+                                           release_early=release_early)
+                return 1, "gridftp-native"
+            except NativeUnavailable:
+                pass                    # gfal2 for this server while it is refused (RETRY_NATIVE)
         if int(params.streams) <= 1 and _SESSIONS:
-            if scheme_of(src) == "file" and NativeGridFTP.usable(dst):
-                try:
-                    self._remote.native.upload(src, dst, params, progress,
-                                               release_early=release_early)
-                    return 1, "gridftp-native"
-                except NativeUnavailable:
-                    pass                # this server is gfal2's from now on
             return self._gfal._filecopy(src, dst, params, progress, (scheme_of(src), scheme_of(dst)))
         self._run(command(src, dst, params), params, progress, remote_src=scheme_of(src) != "file")
         return max(1, int(params.streams)), "globus-url-copy"

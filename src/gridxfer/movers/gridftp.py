@@ -59,9 +59,7 @@ class NativeGridFTP:
     @staticmethod
     def _session(url: str) -> GsiControl:
         parts = urlsplit(url)
-        cache = getattr(_local, "sessions", None)
-        if cache is None:
-            cache = _local.sessions = {}
+        cache = _sessions()
         session = cache.get(parts.netloc)
         if session is None:
             try:
@@ -75,7 +73,7 @@ class NativeGridFTP:
 
     @staticmethod
     def _drop(url: str) -> None:
-        session = getattr(_local, "sessions", {}).pop(urlsplit(url).netloc, None)
+        session = _sessions().pop(urlsplit(url).netloc, None)
         if session is not None:
             session.close()
 
@@ -83,7 +81,7 @@ class NativeGridFTP:
         """Pipeline ``commands`` on this thread's session (one new session and one more
         try if the kept one was closed by the server while idle)."""
         for attempt in (1, 2):
-            fresh = getattr(_local, "sessions", {}).get(urlsplit(url).netloc) is None
+            fresh = urlsplit(url).netloc not in _sessions()
             try:
                 return self._session(url).pipeline(commands)
             except (OSError, ValueError) as exc:
@@ -121,14 +119,20 @@ class NativeGridFTP:
             missing.append(path)
             path = path.rsplit("/", 1)[0]
         for path in reversed(missing):
-            if not self._made(url, path):
-                reply = self._run(url, [f"MKD {path}"], side="destination")[0]
-                raise _error(url, f"MKD {path}", reply, "destination")
+            made = self._mkd(url, path)
+            if made is not None:
+                raise _error(url, f"MKD {path}", made, "destination")
 
     def _made(self, url: str, path: str) -> bool:
-        """MKD ``path``; True if it is a directory now (made or already there)."""
+        return self._mkd(url, path) is None
+
+    def _mkd(self, url: str, path: str) -> Reply | None:
+        """MKD ``path``: None if it is a directory now (made or already there), else the
+        MKD reply that says why not."""
         made, state = self._run(url, [f"MKD {path}", f"MLST {path}"], side="destination")
-        return made.ok or (state.ok and _facts(state.text).get("type", "").lower() in ("dir", "cdir"))
+        if made.ok or (state.ok and _facts(state.text).get("type", "").lower() in ("dir", "cdir")):
+            return None
+        return made
 
     def rename(self, src: str, dst: str) -> None:
         command = f"RNTO {_path(dst)}"
@@ -172,7 +176,7 @@ class NativeGridFTP:
                 started = session.reply()
                 if started.code not in (125, 150):
                     raise FtpError("STOR", started)
-                sent = _send_file(data, fh, size, params, progress)
+                sent = _send_file(data, fh, size, params, progress, deadline)
                 data.shutdown(socket.SHUT_WR)
                 if release_early:
                     params.data_done()
@@ -203,8 +207,7 @@ class NativeGridFTP:
 
 
 def _send_file(data: socket.socket, fh, size: int, params: TransferParams,
-               progress: ProgressFn | None) -> int:
-    deadline = time.monotonic() + params.timeout
+               progress: ProgressFn | None, deadline: float) -> int:
     sent = 0
     while sent < size:
         if params.cancel is not None and params.cancel.is_set():
@@ -218,6 +221,14 @@ def _send_file(data: socket.socket, fh, size: int, params: TransferParams,
         if progress is not None:
             progress(sent, size)
     return sent
+
+
+def _sessions() -> dict[str, GsiControl]:
+    """This thread's sessions, by server (host:port)."""
+    cache = getattr(_local, "sessions", None)
+    if cache is None:
+        cache = _local.sessions = {}
+    return cache
 
 
 def _facts(text: str) -> dict[str, str]:
