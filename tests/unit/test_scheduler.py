@@ -3,6 +3,7 @@ movers are exercised by tests/integration/test_campaign_*.py on real servers).""
 from __future__ import annotations
 
 import threading
+import types
 import time
 
 import pytest
@@ -416,6 +417,58 @@ def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):
     assert moving[1] <= 2                       # the cap holds for data movement
     assert overlap[0] > 2                       # verification overlapped new transfers
     assert took < 8 / 2 * 0.26                  # faster than slot-bound (1.04 s)
+
+
+def test_the_first_long_transfers_free_their_slots_too(gridxfer_home, monkeypatch):
+    """Nothing is measured at the start (the link's typical transfer is QUICK): a copy
+    that has moved data for RELEASE_AFTER still frees its slot at data_done, so the third
+    file starts while the first two verify, not after them."""
+    monkeypatch.setattr(slots, "RELEASE_AFTER", 0.1)
+    spec = make_spec(max_active=2)
+    conn = plan(spec, 4)
+    lock = threading.Lock()
+    starts: list[float] = []
+    returns: list[float] = []
+
+    class Verifying:
+        def copy(self, src, dst, *, params, progress=None):
+            with lock:
+                starts.append(time.monotonic())
+            time.sleep(0.15)        # bytes, longer than RELEASE_AFTER
+            params.data_done()
+            time.sleep(0.4)         # a slow server checksum
+            with lock:
+                returns.append(time.monotonic())
+            return TransferOutcome(100, 0.55, "0000abcd", 1, "fake")
+
+    _, res = run(conn, spec, Verifying())
+    assert res.files_done == 4
+    starts.sort()
+    assert starts[2] < min(returns) - 0.2, (starts, returns)
+
+
+def test_spare_workers_are_wanted_before_the_first_long_transfer_ends(monkeypatch):
+    monkeypatch.setattr(slots, "RELEASE_AFTER", 0.05)
+    s = slots.LinkSlots(["LONG", "SHORT"])
+    release = threading.Event()
+    threads = []
+    for tier in ("LONG", "SHORT"):
+        s.set_cap(tier, 2)
+        job = types.SimpleNamespace(tier=tier, cancel=threading.Event(), slot=None)
+        th = threading.Thread(target=s.run, args=(job, lambda done: release.wait(5), lambda: None))
+        th.start()
+        threads.append(th)
+    try:
+        s.finished("SHORT", 0.001)          # a SHORT transfer has ended: its copies are quick
+        assert not s.wants_spare_workers("LONG")        # not long yet
+        time.sleep(0.1)
+        assert s.wants_spare_workers("LONG")            # running for RELEASE_AFTER, none ended
+        assert not s.wants_spare_workers("LONG")        # once
+        assert not s.wants_spare_workers("SHORT")
+    finally:
+        release.set()
+        for th in threads:
+            th.join()
 
 
 def test_live_view_counts_jobs_waiting_ahead_apart_from_running_ones(gridxfer_home):

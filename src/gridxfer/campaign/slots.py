@@ -7,9 +7,11 @@ running transfer gives its slot back.
   endpoint per bundle), and up to two bundles per slot are handed out AHEAD. A worker runs
   its bundle one file at a time, each through the gate, so a worker never idles on the
   dispatcher's round trip and running <= cap still holds.
-* Long transfers (typical >= ``RELEASE_AFTER``) leave the gate when their bytes are in place
-  (``TransferParams.on_data_done``): the next copy starts while the server checksums the
-  last one. Each such verification holds a worker thread, so the link gets spare workers.
+* Long transfers (typical >= ``RELEASE_AFTER``, or this one moved data for that long) leave
+  the gate when their bytes are in place (``TransferParams.on_data_done``): the next copy
+  starts while the server checksums the last one. Each such verification holds a worker
+  thread, so the link gets spare workers, started (and their sessions opened) as soon as
+  the link's first transfers turn out long, before the first of them ends.
 
 "Typical" is an EWMA of the seconds per transfer, fed by the dispatcher.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from typing import Callable, Iterable
 
 from .jobs import Job
@@ -37,6 +40,8 @@ class LinkSlots:
         self._verifying = {t: 0 for t in tiers}     # released at data_done, still checking
         self._lock = threading.Lock()
         self._spare: set[str] = set()               # links already given spare workers
+        self._first: dict[str, float] = {}          # monotonic time of the link's first copy
+        self._ended: set[str] = set()               # links where a transfer has finished
 
     # ---------------------------------------------------------------- dispatcher side
     def set_cap(self, tier: str, cap: int) -> None:
@@ -44,6 +49,7 @@ class LinkSlots:
 
     def finished(self, tier: str, seconds: float) -> None:
         self._typical[tier] = 0.8 * self._typical[tier] + 0.2 * seconds
+        self._ended.add(tier)
 
     def bundle(self, tier: str) -> int:
         """How many jobs of the link one worker gets at a time (1 unless transfers are short)."""
@@ -75,8 +81,15 @@ class LinkSlots:
         return 0 if free < least else free
 
     def wants_spare_workers(self, tier: str) -> bool:
-        """True once, when the link's first verification runs beside a new copy."""
-        if self._verifying[tier] and tier not in self._spare:
+        """True once per link: when its first copies have moved data for RELEASE_AFTER
+        without any transfer ending (they will verify beside the next copies: the spare
+        workers get ready meanwhile), or at the latest when a verification runs."""
+        if tier in self._spare:
+            return False
+        first = self._first.get(tier)
+        long_first = (first is not None and tier not in self._ended
+                      and time.monotonic() - first >= RELEASE_AFTER)
+        if self._verifying[tier] or long_first:
             self._spare.add(tier)
             return True
         return False
@@ -103,12 +116,18 @@ class LinkSlots:
             return None             # cancelled while it waited (a stop, or requeued)
         with self._lock:
             job.slot = "gate"
+        entered = time.monotonic()
+        self._first.setdefault(tier, entered)
+
+        def long() -> bool:
+            return (self._typical[tier] >= RELEASE_AFTER
+                    or time.monotonic() - entered >= RELEASE_AFTER)
 
         def data_done() -> None:
-            if self._typical[tier] < RELEASE_AFTER:     # short transfers keep their slot:
-                return                                  # no lock on the small-file path
+            if not long():              # short transfers keep their slot: no lock on the
+                return                  # small-file path
             with self._lock:
-                if job.slot != "gate" or self._typical[tier] < RELEASE_AFTER:
+                if job.slot != "gate":
                     return
                 job.slot = "verifying"
                 self._verifying[tier] += 1
