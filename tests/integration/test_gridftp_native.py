@@ -226,3 +226,27 @@ def test_refusal_is_forgotten_after_a_while(area, monkeypatch):
     now = gridftp.time.monotonic()
     monkeypatch.setattr(gridftp.time, "monotonic", lambda: now + 601)
     assert gridftp.NativeGridFTP.usable(area) and gridftp.refused(area) is None
+
+
+def test_refused_store_reports_the_servers_reply_without_stalling(ep, area, tmp_path):
+    """The first bytes go out before the server's 150 (_send_ahead): a STOR the server
+    refuses (a directory its user cannot write) still ends at once, with the server's
+    reply, and the next upload on the session works. (Sending on after a refusal, with
+    the reply unread, stalls here for DATA_STALL s.)"""
+    import time
+    native = gridftp.NativeGridFTP()
+    native.mkdir(area)                          # the server's own directory
+    locked = _on_disk(ep, area) / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0o555)                     # root's; the server runs unprivileged
+    src = _file(tmp_path, 64 << 20)
+    t = time.monotonic()
+    with pytest.raises(TransferError) as err:
+        native.upload(f"file://{src}", area + "locked/x.dat",
+                      TransferParams(streams=1, timeout=120))
+    assert time.monotonic() - t < 10
+    assert err.value.error_class is ErrorClass.PERMISSION, err.value
+    assert "file_open failed" in str(err.value), err.value      # the server's own words
+    assert native.upload(f"file://{src}", area + "ok.dat",
+                         TransferParams(streams=1, timeout=120)) == 64 << 20
+    assert (_on_disk(ep, area) / "ok.dat").read_bytes() == src.read_bytes()

@@ -28,6 +28,7 @@ from gridxfer.movers.ftpcontrol import FtpError, GsiControl, NativeUnavailable, 
 from gridxfer.movers.urls import local_path, scheme_of
 
 CHUNK = 8 << 20                   # bytes per sendfile call: the cancel/progress granularity
+AHEAD = 4 << 20                   # at most this much is sent before the server's 150 reply
 DATA_STALL = 120.0                # s without any byte accepted by the data socket
 IDLE_CHECK = 30.0                 # s idle after which a session is probed before a STOR
 _local = threading.local()
@@ -173,10 +174,11 @@ class NativeGridFTP:
             try:
                 if params.tcp_buffer:
                     data.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(params.tcp_buffer))
+                ahead = _send_ahead(data, fh, size)
                 started = session.reply()
                 if started.code not in (125, 150):
                     raise FtpError("STOR", started)
-                sent = _send_file(data, fh, size, params, progress, deadline)
+                sent = _send_file(data, fh, size, params, progress, deadline, ahead)
                 data.shutdown(socket.SHUT_WR)
                 if release_early:
                     params.data_done()
@@ -206,9 +208,22 @@ class NativeGridFTP:
         return session
 
 
+def _send_ahead(data: socket.socket, fh, size: int) -> int:
+    """What the new data connection takes without waiting (its first flight, ~10
+    segments) sent before the 150 reply comes back: the bytes are on the way one round
+    trip sooner. Never blocks, so a STOR the server refuses cannot stall here; its
+    reply is read next and the connection dropped."""
+    data.setblocking(False)
+    try:
+        return os.sendfile(data.fileno(), fh.fileno(), 0, min(size, AHEAD))
+    except (BlockingIOError, InterruptedError):
+        return 0
+    finally:
+        data.settimeout(DATA_STALL)
+
+
 def _send_file(data: socket.socket, fh, size: int, params: TransferParams,
-               progress: ProgressFn | None, deadline: float) -> int:
-    sent = 0
+               progress: ProgressFn | None, deadline: float, sent: int = 0) -> int:
     while sent < size:
         if params.cancel is not None and params.cancel.is_set():
             raise TransferError(ErrorClass.CANCELLED, "cancelled during the upload")
