@@ -4,6 +4,7 @@ recovery, cancel, and the fall back to gfal2 for a server it cannot authenticate
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import zlib
 from pathlib import Path
@@ -38,6 +39,8 @@ def _fresh_sessions():
     yield
     for session in getattr(gridftp._local, "sessions", {}).values():
         session.close()
+    for data, _ in getattr(gridftp._local, "ready", {}).values():
+        data.close()
     gridftp._local.__dict__.clear()
     with gridftp._REFUSED_LOCK:
         gridftp._REFUSED.clear()
@@ -250,3 +253,33 @@ def test_refused_store_reports_the_servers_reply_without_stalling(ep, area, tmp_
     assert native.upload(f"file://{src}", area + "ok.dat",
                          TransferParams(streams=1, timeout=120)) == 64 << 20
     assert (_on_disk(ep, area) / "ok.dat").read_bytes() == src.read_bytes()
+
+
+def test_next_upload_uses_the_data_connection_prepared_after_the_last(ep, area, tmp_path,
+                                                                       monkeypatch):
+    """After an upload in a campaign (release_early) the session opens the next data
+    connection (PASV, connect) at once: the next STOR goes without PASV. A prepared
+    connection that the server closed, or that is older than READY_MAX_AGE, is not used:
+    PASV as usual. Every file arrives whole."""
+    native = gridftp.NativeGridFTP()
+    native.mkdir(area)
+    sent: list[list[str]] = []
+    real_send = ftpcontrol.GsiControl.send
+    monkeypatch.setattr(ftpcontrol.GsiControl, "send",
+                        lambda self, commands: sent.append(list(commands)) or real_send(self, commands))
+
+    def upload(name: str) -> list[str]:
+        src = _file(tmp_path, 3 << 20, name)
+        sent.clear()
+        native.upload(f"file://{src}", area + name, TransferParams(), release_early=True)
+        assert (_on_disk(ep, area) / name).read_bytes() == src.read_bytes()
+        return next(c for c in sent if any(x.startswith("STOR") for x in c))
+
+    assert upload("a.dat")[0] == "PASV"                 # nothing prepared yet
+    assert len(gridftp._ready()) == 1
+    assert upload("b.dat") == [f"STOR {gridftp._path(area)}b.dat"]
+    data, _ = next(iter(gridftp._ready().values()))
+    data.shutdown(socket.SHUT_RD)                      # reads as closed by the server
+    assert upload("c.dat")[0] == "PASV"
+    monkeypatch.setattr(gridftp, "READY_MAX_AGE", 0.0)
+    assert upload("d.dat")[0] == "PASV"

@@ -31,6 +31,7 @@ CHUNK = 8 << 20                   # bytes per sendfile call: the cancel/progress
 AHEAD = 4 << 20                   # at most this much is sent before the server's 150 reply
 DATA_STALL = 120.0                # s without any byte accepted by the data socket
 IDLE_CHECK = 30.0                 # s idle after which a session is probed before a STOR
+READY_MAX_AGE = 20.0              # s a prepared data connection is used for (then: PASV again)
 _local = threading.local()
 RETRY_NATIVE = 600.0              # s before a server that refused this client is tried again
 _REFUSED: dict[str, tuple[float, str]] = {}   # netloc -> (retry after, why it refused)
@@ -74,9 +75,13 @@ class NativeGridFTP:
 
     @staticmethod
     def _drop(url: str) -> None:
-        session = _sessions().pop(urlsplit(url).netloc, None)
+        netloc = urlsplit(url).netloc
+        session = _sessions().pop(netloc, None)
         if session is not None:
             session.close()
+        ready = _ready().pop(netloc, None)
+        if ready is not None:
+            ready[0].close()
 
     def _run(self, url: str, commands: list[str], *, side: str) -> list[Reply]:
         """Pipeline ``commands`` on this thread's session (one new session and one more
@@ -168,9 +173,13 @@ class NativeGridFTP:
         with open(path, "rb") as fh:            # a missing source fails here, before STOR
             size = os.fstat(fh.fileno()).st_size
             session = self._live_session(dst)
-            session.send(["PASV", f"STOR {_path(dst)}"])
-            address = session.passive_address(session.reply())
-            data = socket.create_connection(address, timeout=DATA_STALL)
+            data = _take_ready(dst)
+            if data is not None:            # PASV and connect were done after the last STOR
+                session.send([f"STOR {_path(dst)}"])
+            else:
+                session.send(["PASV", f"STOR {_path(dst)}"])
+                address = session.passive_address(session.reply())
+                data = socket.create_connection(address, timeout=DATA_STALL)
             try:
                 if params.tcp_buffer:
                     data.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(params.tcp_buffer))
@@ -193,7 +202,24 @@ class NativeGridFTP:
                 session.sock.settimeout(REPLY_WAIT)
             if not done.ok:
                 raise FtpError("STOR", done)
+            if release_early:               # a campaign: another upload is likely to follow
+                self.prepare(dst)
             return sent
+
+    def prepare(self, url: str) -> None:
+        """Open the data connection of this thread's next upload to ``url``'s server now
+        (PASV, connect): its STOR then sends at once, two round trips sooner. Idle
+        seconds of the session are used for it; a failure only means it is not ready."""
+        if urlsplit(url).netloc in _ready():
+            return
+        try:
+            session = self._session(url)
+            address = session.passive_address(session.command("PASV"))
+            data = socket.create_connection(address, timeout=DATA_STALL)
+        except (OSError, ValueError, FtpError):
+            self._drop(url)
+            return
+        _ready()[urlsplit(url).netloc] = (data, time.monotonic())
 
     def _live_session(self, url: str) -> GsiControl:
         """This thread's session, checked with NOOP if it sat idle (the server may have
@@ -244,6 +270,35 @@ def _sessions() -> dict[str, GsiControl]:
     if cache is None:
         cache = _local.sessions = {}
     return cache
+
+
+def _ready() -> dict[str, tuple[socket.socket, float]]:
+    """This thread's prepared data connections (``prepare``), by server."""
+    ready = getattr(_local, "ready", None)
+    if ready is None:
+        ready = _local.ready = {}
+    return ready
+
+
+def _take_ready(url: str) -> socket.socket | None:
+    """The prepared data connection to ``url``'s server, if it is recent and the server
+    has not closed it; None means: PASV and connect as usual."""
+    ready = _ready().pop(urlsplit(url).netloc, None)
+    if ready is None:
+        return None
+    data, since = ready
+    try:
+        if time.monotonic() - since <= READY_MAX_AGE:
+            data.setblocking(False)
+            try:
+                data.recv(1, socket.MSG_PEEK)       # b'': closed; data: not ours to send on
+            except BlockingIOError:
+                data.settimeout(DATA_STALL)
+                return data                         # open and quiet: usable
+    except OSError:
+        pass
+    data.close()
+    return None
 
 
 def _facts(text: str) -> dict[str, str]:
