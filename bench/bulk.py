@@ -218,10 +218,13 @@ def render(results: list[Result], files: int, size: int,
     for r in results:
         same = [p for p in peers if protocol(p.tool) == protocol(r.tool)]
         best_same = max(same, key=lambda p: p.bytes_per_s, default=None)
+        if r.tool == CEILING:                   # a reference, not compared with the peers
+            best_same = None
         rows.append([r.tool, "tcp" if r.tool == CEILING else protocol(r.tool),
                      f"{r.seconds:.1f}" if r.ok else "-",
                      f"{r.bytes_per_s / 1e6:.0f}" if r.ok else "FAILED",
-                     f"{ratio(r.bytes_per_s, best.bytes_per_s):.2f}" if best and r.ok else "-",
+                     f"{ratio(r.bytes_per_s, best.bytes_per_s):.2f}"
+                     if best and r.ok and r.tool != CEILING else "-",
                      f"{ratio(r.bytes_per_s, best_same.bytes_per_s):.2f}"
                      if best_same and r.ok else "-", r.note])
     headers = ["tool", "protocol", "seconds", "MB/s", "x best peer", "x best same-protocol peer"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers import ftpcontrol, gridftp
+from gridxfer.movers import ftpcontrol, ftpdata, gridftp
 from gridxfer.movers.base import TransferParams
 from gridxfer.movers.ftpcontrol import GsiControl, NativeUnavailable
 from gridxfer.movers.registry import get_mover
@@ -39,8 +39,9 @@ def _fresh_sessions():
     yield
     for session in getattr(gridftp._local, "sessions", {}).values():
         session.close()
-    for data, _ in getattr(gridftp._local, "ready", {}).values():
+    for data, _ in ftpdata.prepared().values():
         data.close()
+    ftpdata.prepared().clear()
     gridftp._local.__dict__.clear()
     with gridftp._REFUSED_LOCK:
         gridftp._REFUSED.clear()
@@ -232,7 +233,7 @@ def test_refusal_is_forgotten_after_a_while(area, monkeypatch):
 
 
 def test_refused_store_reports_the_servers_reply_without_stalling(ep, area, tmp_path):
-    """The first bytes go out before the server's 150 (_send_ahead): a STOR the server
+    """The first bytes go out before the server's 150 (ftpdata.send_ahead): a STOR the server
     refuses (a directory its user cannot write) still ends at once, with the server's
     reply, and the next upload on the session works. (Sending on after a refusal, with
     the reply unread, stalls here for DATA_STALL s.)"""
@@ -276,10 +277,10 @@ def test_next_upload_uses_the_data_connection_prepared_after_the_last(ep, area, 
         return next(c for c in sent if any(x.startswith("STOR") for x in c))
 
     assert upload("a.dat")[0] == "PASV"                 # nothing prepared yet
-    assert len(gridftp._ready()) == 1
+    assert len(ftpdata.prepared()) == 1
     assert upload("b.dat") == [f"STOR {gridftp._path(area)}b.dat"]
-    data, _ = next(iter(gridftp._ready().values()))
+    data, _ = next(iter(ftpdata.prepared().values()))
     data.shutdown(socket.SHUT_RD)                      # reads as closed by the server
     assert upload("c.dat")[0] == "PASV"
-    monkeypatch.setattr(gridftp, "READY_MAX_AGE", 0.0)
+    monkeypatch.setattr(ftpdata, "READY_MAX_AGE", 0.0)
     assert upload("d.dat")[0] == "PASV"

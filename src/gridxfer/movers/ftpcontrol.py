@@ -105,25 +105,26 @@ class GsiControl:
         ClientHello; our last flight, the delegation flag '0' and the login commands, all
         sent at once. TLS 1.2 takes one ADAT round trip more per handshake flight."""
         self._handshake_step(tls)
-        self._send_raw("AUTH GSSAPI\r\nADAT " + base64.b64encode(self._tx.read()).decode())
+        self._send_raw("AUTH GSSAPI\r\n" + self._out("ADAT"))
         self._expect(self._raw_reply(), "banner", 220)
         self._expect(self._raw_reply(), "AUTH GSSAPI", 334)
         self._absorb(self._raw_reply())
         for _ in range(_MAX_AUTH_ROUNDS):
             if self._handshake_step(tls):
                 break
-            self._absorb(self._adat(self._tx.read()))
+            self._send_raw(self._out("ADAT"))
+            self._absorb(self._raw_reply())
         else:
             raise NativeUnavailable(f"GSI handshake with {self.host} did not finish")
         lines = []
         if self._tx.pending:                      # our last flight (TLS 1.3: cert + Finished)
-            lines.append("ADAT " + base64.b64encode(self._tx.read()).decode())
+            lines.append(self._out("ADAT"))
         tls.write(b"0")                           # the GSI delegation flag: no delegation
-        lines.append("ADAT " + base64.b64encode(self._tx.read()).decode())
+        lines.append(self._out("ADAT"))
         self._tls = tls
         for command in self.LOGIN:
             tls.write(command.encode() + b"\r\n")
-            lines.append("ENC " + base64.b64encode(self._tx.read()).decode())
+            lines.append(self._out("ENC"))
         self._send_raw("\r\n".join(lines))
         for _ in lines[:-len(self.LOGIN) - 1]:
             self._absorb(self._raw_reply())
@@ -153,9 +154,9 @@ class GsiControl:
         if "ADAT=" in reply.text:
             self._rx.write(base64.b64decode(reply.text.split("ADAT=", 1)[1].strip()))
 
-    def _adat(self, token: bytes) -> "Reply":
-        self._send_raw("ADAT " + base64.b64encode(token).decode())
-        return self._raw_reply()
+    def _out(self, verb: str) -> str:
+        """``verb`` and the TLS bytes waiting to go out, base64 (an ADAT or ENC line)."""
+        return f"{verb} " + base64.b64encode(self._tx.read()).decode()
 
     @staticmethod
     def _drain(tls: ssl.SSLObject) -> bytes:
@@ -198,11 +199,11 @@ class GsiControl:
         """Send protected (ENC) commands without reading the replies."""
         if self._tls is None:
             raise NativeUnavailable("not authenticated")
-        wire = b""
+        wire = []
         for command in commands:
             self._tls.write(command.encode() + b"\r\n")
-            wire += b"ENC " + base64.b64encode(self._tx.read()) + b"\r\n"
-        self.sock.sendall(wire)
+            wire.append(self._out("ENC") + "\r\n")
+        self.sock.sendall("".join(wire).encode())
         self.last_used = time.monotonic()
 
     def _send_raw(self, line: str) -> None:

@@ -3,7 +3,9 @@
 One GSI control session per thread and server (``ftpcontrol.GsiControl``: no delegated
 proxy, so no RSA key generation on the server per session), reused for every file. An
 upload is PASV + STOR pipelined, the file sent with ``sendfile`` on one stream (MODE S),
-then the metadata verified_copy asks for, on the same session. Compared with gfal2 on the
+then the metadata verified_copy asks for, on the same session. In a campaign the session
+opens its next data connection right after an upload, so the next STOR needs no PASV
+(movers/ftpdata.py). Compared with gfal2 on the
 20 ms testbed link: the first byte leaves ~0.5 s sooner (BENCHMARKS.md, "Sixth pass").
 
 ``NativeGridFTP.usable(url)`` says False for servers this client could not authenticate
@@ -22,16 +24,13 @@ from urllib.parse import urlsplit
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import (Entry, ProgressFn, TransferParams, normalise_adler32,
                                   require_adler32)
+from gridxfer.movers import ftpdata
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.ftpcontrol import REPLY_TIMEOUT as REPLY_WAIT
 from gridxfer.movers.ftpcontrol import FtpError, GsiControl, NativeUnavailable, Reply
 from gridxfer.movers.urls import local_path, scheme_of
 
-CHUNK = 8 << 20                   # bytes per sendfile call: the cancel/progress granularity
-AHEAD = 4 << 20                   # at most this much is sent before the server's 150 reply
-DATA_STALL = 120.0                # s without any byte accepted by the data socket
 IDLE_CHECK = 30.0                 # s idle after which a session is probed before a STOR
-READY_MAX_AGE = 20.0              # s a prepared data connection is used for (then: PASV again)
 _local = threading.local()
 RETRY_NATIVE = 600.0              # s before a server that refused this client is tried again
 _REFUSED: dict[str, tuple[float, str]] = {}   # netloc -> (retry after, why it refused)
@@ -79,9 +78,7 @@ class NativeGridFTP:
         session = _sessions().pop(netloc, None)
         if session is not None:
             session.close()
-        ready = _ready().pop(netloc, None)
-        if ready is not None:
-            ready[0].close()
+        ftpdata.discard(netloc)
 
     def _run(self, url: str, commands: list[str], *, side: str) -> list[Reply]:
         """Pipeline ``commands`` on this thread's session (one new session and one more
@@ -173,21 +170,21 @@ class NativeGridFTP:
         with open(path, "rb") as fh:            # a missing source fails here, before STOR
             size = os.fstat(fh.fileno()).st_size
             session = self._live_session(dst)
-            data = _take_ready(dst)
+            data = ftpdata.take(urlsplit(dst).netloc)
             if data is not None:            # PASV and connect were done after the last STOR
                 session.send([f"STOR {_path(dst)}"])
             else:
                 session.send(["PASV", f"STOR {_path(dst)}"])
                 address = session.passive_address(session.reply())
-                data = socket.create_connection(address, timeout=DATA_STALL)
+                data = ftpdata.connect(address)
             try:
                 if params.tcp_buffer:
                     data.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(params.tcp_buffer))
-                ahead = _send_ahead(data, fh, size)
+                ahead = ftpdata.send_ahead(data, fh, size)
                 started = session.reply()
                 if started.code not in (125, 150):
                     raise FtpError("STOR", started)
-                sent = _send_file(data, fh, size, params, progress, deadline, ahead)
+                sent = ftpdata.send_file(data, fh, size, params, progress, deadline, ahead)
                 data.shutdown(socket.SHUT_WR)
                 if release_early:
                     params.data_done()
@@ -210,16 +207,16 @@ class NativeGridFTP:
         """Open the data connection of this thread's next upload to ``url``'s server now
         (PASV, connect): its STOR then sends at once, two round trips sooner. Idle
         seconds of the session are used for it; a failure only means it is not ready."""
-        if urlsplit(url).netloc in _ready():
+        netloc = urlsplit(url).netloc
+        if netloc in ftpdata.prepared():
             return
         try:
             session = self._session(url)
-            address = session.passive_address(session.command("PASV"))
-            data = socket.create_connection(address, timeout=DATA_STALL)
+            data = ftpdata.connect(session.passive_address(session.command("PASV")))
         except (OSError, ValueError, FtpError):
             self._drop(url)
             return
-        _ready()[urlsplit(url).netloc] = (data, time.monotonic())
+        ftpdata.keep(netloc, data)
 
     def _live_session(self, url: str) -> GsiControl:
         """This thread's session, checked with NOOP if it sat idle (the server may have
@@ -234,71 +231,12 @@ class NativeGridFTP:
         return session
 
 
-def _send_ahead(data: socket.socket, fh, size: int) -> int:
-    """What the new data connection takes without waiting (its first flight, ~10
-    segments) sent before the 150 reply comes back: the bytes are on the way one round
-    trip sooner. Never blocks, so a STOR the server refuses cannot stall here; its
-    reply is read next and the connection dropped."""
-    data.setblocking(False)
-    try:
-        return os.sendfile(data.fileno(), fh.fileno(), 0, min(size, AHEAD))
-    except (BlockingIOError, InterruptedError):
-        return 0
-    finally:
-        data.settimeout(DATA_STALL)
-
-
-def _send_file(data: socket.socket, fh, size: int, params: TransferParams,
-               progress: ProgressFn | None, deadline: float, sent: int = 0) -> int:
-    while sent < size:
-        if params.cancel is not None and params.cancel.is_set():
-            raise TransferError(ErrorClass.CANCELLED, "cancelled during the upload")
-        if time.monotonic() > deadline:
-            raise TransferError(ErrorClass.TIMEOUT, f"not finished within {params.timeout:g} s")
-        n = data.sendfile(fh, sent, min(CHUNK, size - sent))
-        if n == 0:
-            raise TransferError(ErrorClass.OTHER, f"source shrank: {sent} of {size} bytes sent")
-        sent += n
-        if progress is not None:
-            progress(sent, size)
-    return sent
-
-
 def _sessions() -> dict[str, GsiControl]:
     """This thread's sessions, by server (host:port)."""
     cache = getattr(_local, "sessions", None)
     if cache is None:
         cache = _local.sessions = {}
     return cache
-
-
-def _ready() -> dict[str, tuple[socket.socket, float]]:
-    """This thread's prepared data connections (``prepare``), by server."""
-    ready = getattr(_local, "ready", None)
-    if ready is None:
-        ready = _local.ready = {}
-    return ready
-
-
-def _take_ready(url: str) -> socket.socket | None:
-    """The prepared data connection to ``url``'s server, if it is recent and the server
-    has not closed it; None means: PASV and connect as usual."""
-    ready = _ready().pop(urlsplit(url).netloc, None)
-    if ready is None:
-        return None
-    data, since = ready
-    try:
-        if time.monotonic() - since <= READY_MAX_AGE:
-            data.setblocking(False)
-            try:
-                data.recv(1, socket.MSG_PEEK)       # b'': closed; data: not ours to send on
-            except BlockingIOError:
-                data.settimeout(DATA_STALL)
-                return data                         # open and quiet: usable
-    except OSError:
-        pass
-    data.close()
-    return None
 
 
 def _facts(text: str) -> dict[str, str]:
