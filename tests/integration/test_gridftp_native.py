@@ -258,10 +258,10 @@ def test_refused_store_reports_the_servers_reply_without_stalling(ep, area, tmp_
 
 def test_next_upload_uses_the_data_connection_prepared_after_the_last(ep, area, tmp_path,
                                                                        monkeypatch):
-    """After an upload in a campaign (release_early) the session opens the next data
-    connection (PASV, connect) at once: the next STOR goes without PASV. A prepared
-    connection that the server closed, or that is older than READY_MAX_AGE, is not used:
-    PASV as usual. Every file arrives whole."""
+    """A new session sends PASV with its login and starts connecting, and after an upload
+    in a campaign (release_early) it opens the next data connection at once: no STOR waits
+    for PASV. A prepared connection that the server closed, or that is older than
+    READY_MAX_AGE, is not used: PASV as usual. Every file arrives whole."""
     native = gridftp.NativeGridFTP()
     native.mkdir(area)
     sent: list[list[str]] = []
@@ -276,7 +276,9 @@ def test_next_upload_uses_the_data_connection_prepared_after_the_last(ep, area, 
         assert (_on_disk(ep, area) / name).read_bytes() == src.read_bytes()
         return next(c for c in sent if any(x.startswith("STOR") for x in c))
 
-    assert upload("a.dat")[0] == "PASV"                 # nothing prepared yet
+    session = next(iter(gridftp._local.sessions.values()))
+    assert [r.code for r in session.after_login] == [227]
+    assert upload("a.dat") == [f"STOR {gridftp._path(area)}a.dat"]     # opened at login
     assert len(ftpdata.prepared()) == 1
     assert upload("b.dat") == [f"STOR {gridftp._path(area)}b.dat"]
     data, _ = next(iter(ftpdata.prepared().values()))
@@ -284,3 +286,12 @@ def test_next_upload_uses_the_data_connection_prepared_after_the_last(ep, area, 
     assert upload("c.dat")[0] == "PASV"
     monkeypatch.setattr(ftpdata, "READY_MAX_AGE", 0.0)
     assert upload("d.dat")[0] == "PASV"
+
+
+def test_a_prepared_connection_that_was_refused_is_not_used():
+    with socket.socket() as probe:                     # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ftpdata.keep("gone:1", ftpdata.connect_later(("127.0.0.1", port)))
+    assert ftpdata.take("gone:1") is None
+    assert "gone:1" not in ftpdata.prepared()

@@ -80,8 +80,13 @@ def _tls_context() -> ssl.SSLContext:
 class GsiControl:
     """One authenticated, logged-in control connection. Not thread-safe: one per thread."""
 
-    def __init__(self, host: str, port: int, *, timeout: float = REPLY_TIMEOUT) -> None:
+    def __init__(self, host: str, port: int, *, timeout: float = REPLY_TIMEOUT,
+                 after_login: tuple[str, ...] = ()) -> None:
+        """``after_login``: commands sent with the login's last flight (no round trip of
+        their own); their replies are ``self.after_login``."""
         self.host, self.port = host, port
+        self._after = after_login
+        self.after_login: list[Reply] = []
         self.sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
@@ -122,11 +127,11 @@ class GsiControl:
         tls.write(b"0")                           # the GSI delegation flag: no delegation
         lines.append(self._out("ADAT"))
         self._tls = tls
-        for command in self.LOGIN:
+        for command in (*self.LOGIN, *self._after):
             tls.write(command.encode() + b"\r\n")
             lines.append(self._out("ENC"))
         self._send_raw("\r\n".join(lines))
-        for _ in lines[:-len(self.LOGIN) - 1]:
+        for _ in lines[:-len(self.LOGIN) - len(self._after) - 1]:
             self._absorb(self._raw_reply())
             self._drain(tls)                      # the server's one-byte acknowledgement
         flag = self._raw_reply()
@@ -135,6 +140,7 @@ class GsiControl:
             raise NativeUnavailable(f"{self.host} wants a delegated proxy (ADAT answered "
                                     f"{flag.code} {flag.text})")
         replies = {command: self.reply() for command in self.LOGIN}
+        self.after_login = [self.reply() for _ in self._after]
         for command, reply in replies.items():
             if not reply.ok or (command.startswith("PASS") and reply.code != 230):
                 raise NativeUnavailable(f"{command.split()[0]} refused: {reply.code} {reply.text}")

@@ -9,7 +9,9 @@ upload, MODE S, the file sent with ``sendfile``.
 """
 from __future__ import annotations
 
+import errno
 import os
+import select
 import socket
 import threading
 import time
@@ -20,12 +22,25 @@ from gridxfer.movers.base import ProgressFn, TransferParams
 CHUNK = 8 << 20                   # bytes per sendfile call: the cancel/progress granularity
 AHEAD = 4 << 20                   # at most this much is sent before the server's 150 reply
 DATA_STALL = 120.0                # s without any byte accepted by the data socket
+CONNECT_WAIT = 30.0               # s a prepared connection still connecting is waited for
 READY_MAX_AGE = 20.0              # s a prepared data connection is used for (then: PASV again)
 _local = threading.local()
 
 
 def connect(address: tuple[str, int]) -> socket.socket:
     return socket.create_connection(address, timeout=DATA_STALL)
+
+
+def connect_later(address: tuple[str, int]) -> socket.socket:
+    """A socket whose connect to ``address`` is under way (non-blocking): the handshake
+    runs while the caller does other things; ``take`` waits for it."""
+    data = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    data.setblocking(False)
+    err = data.connect_ex(address)
+    if err not in (0, errno.EINPROGRESS):
+        data.close()
+        raise OSError(err, f"connect to {address[0]}:{address[1]}: {os.strerror(err)}")
+    return data
 
 
 def send_ahead(data: socket.socket, fh, size: int) -> int:
@@ -80,14 +95,17 @@ def discard(netloc: str) -> None:
 
 
 def take(netloc: str) -> socket.socket | None:
-    """The prepared connection to ``netloc`` if it is recent and the server has not closed
-    it (closed, or anything to read on it: not used, and closed here)."""
+    """The prepared connection to ``netloc`` (its connect finished first) if it is recent
+    and the server has not closed it (closed, refused, or anything to read on it: not
+    used, and closed here)."""
     ready = prepared().pop(netloc, None)
     if ready is None:
         return None
     data, since = ready
     try:
-        if time.monotonic() - since <= READY_MAX_AGE:
+        _, writable, _ = select.select([], [data], [], CONNECT_WAIT)
+        if (writable and not data.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                and time.monotonic() - since <= READY_MAX_AGE):
             data.setblocking(False)
             try:
                 data.recv(1, socket.MSG_PEEK)       # b'': closed; data: not ours to send on

@@ -64,12 +64,16 @@ class NativeGridFTP:
         session = cache.get(parts.netloc)
         if session is None:
             try:
-                session = GsiControl(parts.hostname or "localhost", parts.port or 2811)
+                # PASV rides on the login: the first upload's data connection is opened
+                # while the session's first commands (MLST, MKD) run
+                session = GsiControl(parts.hostname or "localhost", parts.port or 2811,
+                                     after_login=("PASV",))
             except NativeUnavailable as exc:
                 with _REFUSED_LOCK:
                     _REFUSED[parts.netloc] = (time.monotonic() + RETRY_NATIVE, str(exc))
                 raise
             cache[parts.netloc] = session
+            _prepare_from(parts.netloc, session, session.after_login[0])
         return session
 
     @staticmethod
@@ -212,11 +216,10 @@ class NativeGridFTP:
             return
         try:
             session = self._session(url)
-            data = ftpdata.connect(session.passive_address(session.command("PASV")))
+            if netloc not in ftpdata.prepared():        # (a new session has one already)
+                _prepare_from(netloc, session, session.command("PASV", check=False))
         except (OSError, ValueError, FtpError):
             self._drop(url)
-            return
-        ftpdata.keep(netloc, data)
 
     def _live_session(self, url: str) -> GsiControl:
         """This thread's session, checked with NOOP if it sat idle (the server may have
@@ -229,6 +232,17 @@ class NativeGridFTP:
                 self._drop(url)
                 session = self._session(url)
         return session
+
+
+def _prepare_from(netloc: str, session: GsiControl, pasv: Reply) -> None:
+    """Start connecting to the address of a 227 reply, for the next upload (``take``
+    waits for the connection to finish); a PASV that failed leaves nothing prepared."""
+    if pasv.code != 227:
+        return
+    try:
+        ftpdata.keep(netloc, ftpdata.connect_later(session.passive_address(pasv)))
+    except (OSError, ValueError):
+        pass                            # the upload opens its own, as without this
 
 
 def _sessions() -> dict[str, GsiControl]:
