@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler, slots, workers
+from gridxfer.campaign import journal, optimizer as optimizer_mod, runner, scheduler, slots, watchdog, workers
 from gridxfer.campaign.selection import Exclusion
 from gridxfer.campaign.spec import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
                                     TierSpec)
@@ -270,7 +270,7 @@ def _fast_backoff(monkeypatch):
 
 
 def test_hung_mover_is_cancelled_then_abandoned(gridxfer_home, monkeypatch):
-    monkeypatch.setattr(scheduler, "ABANDON_AFTER", 0.3)
+    monkeypatch.setattr(watchdog, "ABANDON_AFTER", 0.3)
     spec = make_spec(max_active=2, retries=0, timeout=0.1)
     conn = plan(spec, 3)
     release = threading.Event()
@@ -495,7 +495,7 @@ def test_live_view_counts_jobs_waiting_ahead_apart_from_running_ones(gridxfer_ho
 def _run_with_f0_stuck(conn, spec, monkeypatch) -> float:
     """Run the campaign with a mover stuck for good in f0 (it ignores cancel) and the
     watchdog's clock shifted so abandoning takes ~1 s; seconds the run took."""
-    monkeypatch.setattr(scheduler, "ABANDON_AFTER", 0.3)
+    monkeypatch.setattr(watchdog, "ABANDON_AFTER", 0.3)
     monkeypatch.setattr(scheduler.Scheduler, "_watchdog", _fast_watchdog(scheduler.Scheduler._watchdog))
     release = threading.Event()
 

@@ -3,12 +3,13 @@
 ``selector_factory(name) -> DestinationSelector`` (one per tier),
 ``exclusion_factory() -> ExclusionPolicy`` (one per campaign),
 ``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
-``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread),
+``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread: ``ThreadMovers``),
 ``ops_factory(url) -> Mover`` (stat/checksum/unlink/space for one URL).
 """
 from __future__ import annotations
 
-from typing import Callable
+import threading
+from typing import Callable, Iterable
 
 from . import exclusions as exclusions_mod, optimizer as optimizer_mod, selection
 from .spec import TierSpec
@@ -56,3 +57,32 @@ def fixed_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimize
 
 def default_selector_name() -> str:
     return getattr(selection, "DEFAULT_SELECTOR", "round-robin")
+
+
+class ThreadMovers:
+    """Each worker thread's movers, one per (source scheme, destination scheme): a mover
+    keeps its sessions (GSI, XRootD) between files, and sessions stay with their thread."""
+
+    def __init__(self, factory: MoverFactory, third_party: bool) -> None:
+        self._factory, self._third_party = factory, third_party
+        self._local = threading.local()
+
+    def __call__(self, src: str, dst: str) -> object:
+        cache = getattr(self._local, "movers", None)
+        if cache is None:
+            cache = self._local.movers = {}
+        key = (src.split(":", 1)[0], dst.split(":", 1)[0])
+        if key not in cache:
+            cache[key] = self._factory(src, dst, self._third_party)
+        return cache[key]
+
+    def warm(self, src: str, endpoints: Iterable[str]) -> None:
+        """Open this thread's sessions to the endpoints before it takes a job (a GSI
+        handshake per thread and server, otherwise paid inside a transfer)."""
+        for ep in endpoints:
+            stat = getattr(self(src, ep), "stat", None)
+            if stat is not None:
+                try:
+                    stat(ep)
+                except Exception:
+                    pass

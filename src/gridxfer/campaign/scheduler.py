@@ -5,15 +5,11 @@ finished transfers and dispatches new ones, each as ONE transaction (batched, so
 no-op mover runs thousands of files per second). An attempt row is committed before
 its transfer starts, so a killed process leaves a trail that ``recovery`` follows.
 
-Extension points (issue 3 plugs in here without editing this file):
-``selector_factory(name) -> DestinationSelector`` (one per tier),
-``exclusion_factory() -> ExclusionPolicy`` (one per campaign),
-``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
-``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread).
-Their defaults are in ``factories.py``. The parts: ``feed.py`` (pending files and retries),
-``workers.py`` (threads), ``slots.py`` (per-link slots: cap, look-ahead, early release),
-``attempt.py`` (one transfer), ``outcomes.py`` (results applied), ``ledger.py`` (journal
-writes).
+Extension points (issue 3 plugs in here without editing this file): the selector,
+exclusion, optimizer and mover factories, defaults in ``factories.py``. The parts:
+``feed.py`` (pending files and retries), ``workers.py`` (threads), ``slots.py`` (per-link
+slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcomes.py``
+(results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers).
 """
 from __future__ import annotations
 
@@ -24,12 +20,12 @@ from typing import Callable, Sequence
 
 from ..errors import ErrorClass
 from . import (exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod,
-               outcomes, selection)
+               outcomes, selection, watchdog)
 from .attempt import run_attempt
 from .factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
     default_optimizer_factory, default_selector_factory, default_selector_name,
-    fixed_optimizer_factory, ops_factory_for)
+    fixed_optimizer_factory, ops_factory_for, ThreadMovers)
 from .feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from .jobs import Job, Result, SchedulerResult  # noqa: F401
 from .spec import CampaignSpec, TierSpec
@@ -40,7 +36,6 @@ from .workers import WorkerPool
 Observer = Callable[[StatsSnapshot], None]
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
-ABANDON_AFTER = 30.0         # seconds after cancel before a hung transfer is given up
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 
@@ -80,7 +75,7 @@ class Scheduler:
         self._excluded: dict[str, dict[str, selection.Exclusion]] = {t: {} for t in self.tiers}
         self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
-        self._local = threading.local()
+        self._movers = ThreadMovers(self.mover_factory, spec.third_party)
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the journal was last committed
         self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
@@ -107,10 +102,10 @@ class Scheduler:
                 self._dispatch(now)
                 if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
                     self._flush(now)
-                if not self._inflight and not self._has_work():
+                if not self._inflight and not self._feed.has_work():
                     return self._finish()
                 self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
-                                      self._next_retry_in(now)))
+                                      self._feed.next_retry_in(now)))
         finally:
             self._stop_threads()
 
@@ -126,12 +121,6 @@ class Scheduler:
                 except Exception:
                     pass
         self._pool.join(1.0 if self.hurry.is_set() else 10.0)
-
-    def _has_work(self) -> bool:
-        return self._feed.has_work()
-
-    def _next_retry_in(self, now: float) -> float:
-        return self._feed.next_retry_in(now)
 
     def _load_counts(self) -> None:
         counts = journal.tally(self.conn)
@@ -168,9 +157,6 @@ class Scheduler:
                 obs(snap)
 
     # ------------------------------------------------------------ dispatch
-    def _next_file(self, tier: str, now: float) -> tuple | None:
-        return self._feed.next(tier, now)
-
     def _eligible(self, tier: str, now: float) -> tuple[list[str], list[tuple]]:
         pool = self.tiers[tier].pool
         stats = self.acct.pool_stats(pool, now)
@@ -199,7 +185,7 @@ class Scheduler:
             stats = self.acct.pool_stats(eligible, now) if choice else {}
             selector = self.selectors[tier]
             while free > 0:
-                row = self._next_file(tier, now)
+                row = self._feed.next(tier, now)
                 if row is None:
                     break
                 fid, name, src, size, n_att, expected, avoid = row
@@ -239,41 +225,15 @@ class Scheduler:
         self._batch_since = now
 
     def _watchdog(self, now: float) -> None:
-        """The mover enforces the timeout; this is the backstop. Past the timeout the
-        transfer is cancelled; if the mover ignores that too, the attempt is abandoned
-        (journalled as a timeout, its worker replaced) so one hung call cannot stall
-        the campaign."""
-        limit = self.spec.timeout + 10.0
-        abandoned = []
-        for job in self._inflight.values():
-            if not job.running:     # waiting for a worker or a slot: not started, no clock
-                continue
-            if not job.timed_out and now - job.started > limit:
-                job.timed_out = True
-                job.cancel.set()
-            elif job.timed_out and now - job.started > limit + ABANDON_AFTER:
-                abandoned.append(Result(job, None, ErrorClass.TIMEOUT,
-                                        f"no answer {limit + ABANDON_AFTER:.0f} s after start, "
-                                        f"even after cancel; abandoned", now))
+        """Cancel, then abandon, transfers that do not end (``watchdog.py``): an abandoned
+        one's worker is replaced and its slot handed back, or the link stays a slot short."""
+        abandoned = watchdog.overdue(self._inflight.values(), self.spec.timeout, now)
         if abandoned:
             self._pool.write_off(r.job for r in abandoned)
             for r in abandoned:
-                self._slots.give_back(r.job)    # or the link stays a slot short for good
-            self._apply(abandoned + self._stranded(abandoned, now))
+                self._slots.give_back(r.job)
+            self._apply(abandoned + watchdog.stranded(abandoned, self._inflight, now))
             self._pool.start(len(abandoned))
-
-    def _stranded(self, abandoned: list[Result], now: float) -> list[Result]:
-        """The not yet started jobs of the abandoned jobs' bundles: their worker is stuck,
-        so they go back to the queue (not counted as attempts)."""
-        out = []
-        for r in abandoned:
-            for mate in r.job.bundle or ():
-                if mate is not r.job and not mate.running and mate.attempt_id in self._inflight:
-                    mate.cancel.set()       # should the stuck worker ever get to it
-                    out.append(Result(mate, None, ErrorClass.CANCELLED,
-                                      "requeued: its worker is stuck in an abandoned transfer",
-                                      now, requeue=True))
-        return out
 
     # ------------------------------------------------------------ results
     def _drain(self, block: float) -> None:
@@ -287,25 +247,8 @@ class Scheduler:
                         retries=self.spec.retries, stop=self.stop)
 
     # ------------------------------------------------------------ workers
-    def _mover(self, src: str, dst: str) -> object:
-        cache = getattr(self._local, "movers", None)
-        if cache is None:
-            cache = self._local.movers = {}
-        key = (src.split(":", 1)[0], dst.split(":", 1)[0])
-        if key not in cache:
-            cache[key] = self.mover_factory(src, dst, self.spec.third_party)
-        return cache[key]
-
     def _warm(self, tier: str) -> None:
-        """Open this thread's sessions to the link's endpoints before it takes a job (a
-        GSI handshake per thread and server, otherwise paid inside a transfer)."""
-        for ep in self.tiers[tier].pool:
-            stat = getattr(self._mover(self.spec.source.url, ep), "stat", None)
-            if stat is not None:
-                try:
-                    stat(ep)
-                except Exception:
-                    pass
+        self._movers.warm(self.spec.source.url, self.tiers[tier].pool)
 
     def _ops(self, url: str) -> object:
         try:
@@ -317,7 +260,7 @@ class Scheduler:
         def work(data_done) -> Result:
             job.started = self.clock()      # a job dispatched ahead waited for its slot
             job.running = True
-            return run_attempt(job, self.spec, self.tiers[job.tier], self._mover, self._ops,
+            return run_attempt(job, self.spec, self.tiers[job.tier], self._movers, self._ops,
                                self.acct, self.clock, on_data_done=data_done)
 
         res = self._slots.run(job, work, self._pool.wake)
