@@ -8,6 +8,8 @@ stays in its own file. Errors are caught once, here, and mapped to exit codes by
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import sys
 
 import click
@@ -75,8 +77,34 @@ def main(argv: list[str] | None = None) -> int:
     else:
         code = 0
     if argv is None:
-        sys.exit(code)
+        leave(code)
     return code
+
+
+# Native client libraries whose exit-time teardown runs after gridxfer's work is done.
+NATIVE_MODULES = ("XRootD.client", "gfal2")
+
+
+def leave(code: int) -> None:
+    """End the process with ``code``. With XrdCl or gfal2/Globus loaded, their teardown at
+    interpreter exit is skipped (``os._exit``): it ran after a finished campaign and aborted
+    the process once ("double free or corruption", SIGABRT), which turned "done" into a failed
+    exit status, and XrdCl's finalizer can hang on a file still open (xrootd#1260). Nothing
+    is lost: the journal is committed and closed, every transfer has ended or been cancelled
+    (an unfinished XRootD upload is removed by the server under POSC), gridxfer's gfal2 child
+    processes are stopped here, and output and logs are flushed."""
+    if not any(name in sys.modules for name in NATIVE_MODULES):
+        sys.exit(code)
+    agents = sys.modules.get("gridxfer.movers.gfalagent")
+    if agents is not None:
+        agents.stop_all()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed pipe: nothing more can be said
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -92,7 +92,8 @@ _local = threading.local()
 
 
 @atexit.register
-def _stop_all() -> None:
+def stop_all() -> None:
+    """Kill the live gfal2 children (at exit; the CLI calls it when it skips atexit)."""
     with _ALL_LOCK:
         agents = list(_ALL)
     for agent in agents:
