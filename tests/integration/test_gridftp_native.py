@@ -295,3 +295,47 @@ def test_a_prepared_connection_that_was_refused_is_not_used():
     ftpdata.keep("gone:1", ftpdata.connect_later(("127.0.0.1", port)))
     assert ftpdata.take("gone:1") is None
     assert "gone:1" not in ftpdata.prepared()
+
+
+def _record_sends(monkeypatch) -> list[list[str]]:
+    sent: list[list[str]] = []
+    real_send = ftpcontrol.GsiControl.send
+    monkeypatch.setattr(ftpcontrol.GsiControl, "send",
+                        lambda self, commands: sent.append(list(commands)) or real_send(self, commands))
+    return sent
+
+
+def test_the_destination_check_rides_in_the_stor_flight(ep, area, tmp_path, monkeypatch):
+    """Overwrite off: the MLST of the final name goes out with the STOR of the temporary
+    name (no round trip of its own before the data), and the copy lands whole."""
+    mover = get_mover(f"file://{tmp_path}/x", area + "f.dat")
+    mover.copy(f"file://{_file(tmp_path, 1000, 'warm.dat')}", area + "warm.dat",
+               params=TransferParams(streams=1, timeout=120))     # directory and session made
+    sent = _record_sends(monkeypatch)
+    src = _file(tmp_path, 5 << 20)
+    mover.copy(f"file://{src}", area + "f.dat", params=TransferParams(streams=1, timeout=120))
+    final = f"MLST {gridftp._path(area)}f.dat"
+    flight = next(c for c in sent if any(x.startswith("STOR") for x in c))
+    assert flight[0] == final and flight[-1].startswith("STOR")
+    assert [final] not in sent                      # not asked on its own before
+    assert (_on_disk(ep, area) / "f.dat").read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_an_existing_destination_is_refused_and_nothing_is_left(ep, area, tmp_path, prepared):
+    """Overwrite off and the final name exists: EXISTS, the existing file untouched, and the
+    partial temporary file the STOR began is gone (with a prepared data connection, and
+    with PASV sent in the same flight)."""
+    mover = get_mover(f"file://{tmp_path}/x", area + "f.dat")
+    first = _file(tmp_path, 1 << 20, "first.dat")
+    mover.copy(f"file://{first}", area + "f.dat", params=TransferParams(streams=1, timeout=120))
+    if not prepared:
+        for netloc in list(ftpdata.prepared()):
+            ftpdata.discard(netloc)
+    assert bool(ftpdata.prepared()) is prepared
+    with pytest.raises(TransferError) as err:
+        mover.copy(f"file://{_file(tmp_path, 6 << 20)}", area + "f.dat",
+                   params=TransferParams(streams=1, timeout=120))
+    assert err.value.error_class is ErrorClass.EXISTS
+    assert os.listdir(_on_disk(ep, area)) == ["f.dat"]
+    assert (_on_disk(ep, area) / "f.dat").read_bytes() == first.read_bytes()

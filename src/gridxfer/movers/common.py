@@ -182,22 +182,30 @@ def check_destination_sum(dst: str, dst_sum: str, refs: list[tuple[str, str]]) -
 RawCopy = Callable[[str, str, "ProgressFn | None"], tuple[int, str]]
 
 
+def destination_exists(dst: str) -> TransferError:
+    return TransferError(ErrorClass.EXISTS, f"{dst}: destination exists and overwrite is off")
+
+
 def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, dst_ops: Ops,
                   raw_copy: RawCopy, progress: ProgressFn | None = None,
-                  early_release: bool = True) -> TransferOutcome:
+                  early_release: bool = True, copy_checks_destination: bool = False
+                  ) -> TransferOutcome:
     """The integrity path shared by every mover. ``early_release``: signal
     ``params.data_done`` once the bytes are in place, so the scheduler starts the next
     transfer during the verification. A mover whose verification would then need a
-    session of its own (GridFTP: a GSI handshake per thread) passes False."""
+    session of its own (GridFTP: a GSI handshake per thread) passes False.
+    ``copy_checks_destination``: ``raw_copy`` itself refuses an existing ``dst`` when
+    overwrite is off (before it sends more than a first flight: gridxfer's GridFTP client
+    asks in the same flight as its STOR), so no stat round trip comes before the copy."""
     start = time.monotonic()
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{src} -> {dst}: cancelled before start")
     entry = src_ops.stat(src)
     if entry.is_dir:
         raise TransferError(ErrorClass.OTHER, f"{src}: source is a directory")
-    dst_existed = exists(dst_ops, dst)
+    dst_existed = None if copy_checks_destination else exists(dst_ops, dst)
     if dst_existed and not params.overwrite:
-        raise TransferError(ErrorClass.EXISTS, f"{dst}: destination exists and overwrite is off")
+        raise destination_exists(dst)
     _algo, verify, expected = checksum_policy(params)
     src_sum = None
     ensure_dir(dst_ops, split_dir(dst)[0])
@@ -234,6 +242,8 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
         try:
             dst_ops.rename(tmp, dst)
         except TransferError:
+            if dst_existed is None:         # not asked before the copy: ask now
+                dst_existed = params.overwrite and exists(dst_ops, dst)
             if not dst_existed:
                 raise
             dst_ops.unlink(dst)

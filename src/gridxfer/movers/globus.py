@@ -20,9 +20,11 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import one_line, transfer_error
-from gridxfer.movers.common import DelegatedOps, LocalOps, verified_copy
+from gridxfer.movers.common import (DelegatedOps, LocalOps, destination_exists, exists,
+                                    verified_copy)
 from gridxfer.movers.gfal import GfalMover
-from gridxfer.movers.gridftp import GridFTPOps, NativeGridFTP
+from gridxfer.movers.gridftp import NativeGridFTP
+from gridxfer.movers.gridftpops import GridFTPOps
 from gridxfer.movers.ftpcontrol import NativeUnavailable
 from gridxfer.movers.urls import local_path, scheme_of
 
@@ -78,20 +80,25 @@ class GlobusUrlCopyMover(DelegatedOps):
         if shutil.which(self.binary) is None:
             raise UsageError(f"{self.binary} not found (install globus-gass-copy-progs)")
 
+        native = _native_upload(src, dst, params)
+        refuse = dst if native and not params.overwrite else None
+
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, report, release_early=True)
+            return self.raw_copy(s, tmp, params, report, release_early=True, refuse=refuse)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw, progress=progress,
                              # verifying beside the next copy needs one more session per
                              # thread: cheap for gridxfer's GridFTP client (no delegation,
                              # 3 round trips), a GSI handshake of 0.5-3 s with gfal2
-                             early_release=_native_upload(src, dst, params))
+                             early_release=native, copy_checks_destination=native)
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None, *,
-                 release_early: bool = False) -> tuple[int, str]:
+                 release_early: bool = False, refuse: str | None = None) -> tuple[int, str]:
         """Move the bytes only (no verification, no temp name): (streams used, mode).
+        ``refuse``: a URL whose existence makes this an EXISTS error, checked in the upload's
+        first flight by gridxfer's client, before the copy by the others.
 
         One stream asked for: over this thread's reused GridFTP session (no new process,
         no new GSI handshake per file: 0.3-1.5 s each, measured on loopback): uploads to
@@ -101,10 +108,12 @@ class GlobusUrlCopyMover(DelegatedOps):
         if _native_upload(src, dst, params):
             try:
                 self._remote.native.upload(src, dst, params, progress,
-                                           release_early=release_early)
+                                           release_early=release_early, refuse=refuse)
                 return 1, "gridftp-native"
             except NativeUnavailable:
                 pass                    # gfal2 for this server while it is refused (RETRY_NATIVE)
+        if refuse is not None and exists(self._remote, refuse):
+            raise destination_exists(refuse)
         if int(params.streams) <= 1 and _SESSIONS:
             return self._gfal._filecopy(src, dst, params, progress, (scheme_of(src), scheme_of(dst)))
         self._run(command(src, dst, params), params, progress, remote_src=scheme_of(src) != "file")

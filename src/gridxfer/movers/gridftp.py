@@ -2,16 +2,16 @@
 
 One GSI control session per thread and server (``ftpcontrol.GsiControl``: no delegated
 proxy, so no RSA key generation on the server per session), reused for every file. An
-upload is PASV + STOR pipelined, the file sent with ``sendfile`` on one stream (MODE S),
-then the metadata verified_copy asks for, on the same session. In a campaign the session
-opens its next data connection right after an upload, so the next STOR needs no PASV
-(movers/ftpdata.py). Compared with gfal2 on the
-20 ms testbed link: the first byte leaves ~0.5 s sooner (BENCHMARKS.md, "Sixth pass").
+upload pipelines (MLST of the final name,) PASV and STOR, its data connection usually
+opened ahead (movers/ftpdata.py), and sends the file with ``sendfile`` on one stream
+(MODE S); verified_copy's metadata follows on the same session. On the 20 ms testbed link
+the first byte leaves ~0.5 s sooner than with gfal2 (BENCHMARKS.md, "Sixth pass").
 
 ``NativeGridFTP.usable(url)`` says False for servers this client could not authenticate
 to (wrong credentials, a host certificate only Globus' name rules accept, a server that
 insists on delegation): the callers then use gfal2 for that server for the next ten
-minutes (RETRY_NATIVE). ``GRIDXFER_GRIDFTP=gfal2`` turns this client off.
+minutes (RETRY_NATIVE). ``GRIDXFER_GRIDFTP=gfal2`` turns this client off. The Ops that
+choose between the two per URL are movers/gridftpops.py.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from gridxfer.movers.base import (Entry, ProgressFn, TransferParams, normalise_a
                                   require_adler32)
 from gridxfer.movers import ftpdata
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.common import destination_exists
 from gridxfer.movers.ftpcontrol import REPLY_TIMEOUT as REPLY_WAIT
 from gridxfer.movers.ftpcontrol import FtpError, GsiControl, NativeUnavailable, Reply
 from gridxfer.movers.urls import local_path, scheme_of
@@ -150,13 +151,17 @@ class NativeGridFTP:
 
     # -- upload ------------------------------------------------------------------------
     def upload(self, src: str, dst: str, params: TransferParams,
-               progress: ProgressFn | None = None, *, release_early: bool = False) -> int:
+               progress: ProgressFn | None = None, *, release_early: bool = False,
+               refuse: str | None = None) -> int:
         """file:// -> gsiftp:// on one stream; the bytes sent. Any failure drops the
         session (a half-done STOR leaves it in an unknown state). ``release_early``:
         signal ``params.data_done`` as soon as the last byte is in the socket, so the
-        next transfer sets up (3 round trips) while this one's send buffer drains."""
+        next transfer sets up (3 round trips) while this one's send buffer drains.
+        ``refuse``: a URL that must not exist (the final name, overwrite off); its MLST
+        goes in the STOR's flight and is answered while the first flight travels. If it
+        exists, the STOR ends there, the partial file is deleted and EXISTS raised."""
         try:
-            return self._upload(src, dst, params, progress, release_early)
+            return self._upload(src, dst, params, progress, release_early, refuse)
         except TransferError:
             self._drop(dst)
             raise
@@ -168,23 +173,31 @@ class NativeGridFTP:
             raise transfer_error(exc, f"{src} -> {dst}", side="destination") from None
 
     def _upload(self, src: str, dst: str, params: TransferParams,
-                progress: ProgressFn | None, release_early: bool) -> int:
+                progress: ProgressFn | None, release_early: bool, refuse: str | None) -> int:
         path = local_path(src)
         deadline = time.monotonic() + params.timeout
         with open(path, "rb") as fh:            # a missing source fails here, before STOR
             size = os.fstat(fh.fileno()).st_size
             session = self._live_session(dst)
             data = ftpdata.take(urlsplit(dst).netloc)
+            probe = [f"MLST {_path(refuse)}"] if refuse else []
+            found = None                    # refuse exists: True / False; None: not read yet
             if data is not None:            # PASV and connect were done after the last STOR
-                session.send([f"STOR {_path(dst)}"])
+                session.send(probe + [f"STOR {_path(dst)}"])
             else:
-                session.send(["PASV", f"STOR {_path(dst)}"])
+                session.send(probe + ["PASV", f"STOR {_path(dst)}"])
+                if refuse:
+                    found = _found(refuse, session.reply())
                 address = session.passive_address(session.reply())
                 data = ftpdata.connect(address)
             try:
                 if params.tcp_buffer:
                     data.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(params.tcp_buffer))
-                ahead = ftpdata.send_ahead(data, fh, size)
+                ahead = 0 if found else ftpdata.send_ahead(data, fh, size)
+                if refuse and found is None:
+                    found = _found(refuse, session.reply())
+                if found:
+                    raise _abandon(session, data, refuse)
                 started = session.reply()
                 if started.code not in (125, 150):
                     raise FtpError("STOR", started)
@@ -245,6 +258,27 @@ def _prepare_from(netloc: str, session: GsiControl, pasv: Reply) -> None:
         pass                            # the upload opens its own, as without this
 
 
+def _found(url: str, reply: Reply) -> bool:
+    """An MLST reply: True if ``url`` exists, False if not; any other failure raises."""
+    if reply.ok:
+        return True
+    err = _error(url, "MLST", reply, "source")
+    if err.error_class is ErrorClass.SOURCE_MISSING:
+        return False
+    raise err
+
+
+def _abandon(session: GsiControl, data: socket.socket, existing: str) -> TransferError:
+    """End a STOR whose final name turned out to exist (overwrite off): the server gets EOF
+    after what was sent (at most the first flight) and closes the partial file before its
+    last reply is read, so the caller's clean-up (verified_copy) deletes it without racing
+    the server. Returns the EXISTS error."""
+    data.shutdown(socket.SHUT_WR)
+    if session.reply().code in (125, 150):
+        session.reply()                     # the STOR's end: 226, or an error
+    return destination_exists(existing)
+
+
 def _sessions() -> dict[str, GsiControl]:
     """This thread's sessions, by server (host:port)."""
     cache = getattr(_local, "sessions", None)
@@ -268,40 +302,6 @@ def _error(url: str, command: str, reply: Reply, side: str) -> TransferError:
     if reply.code == 530:
         return TransferError(ErrorClass.PERMISSION, str(err))
     return err
-
-
-class GridFTPOps:
-    """The Ops of movers/common.py for gsiftp/ftp URLs: this client where it can
-    authenticate, gfal2 (``fallback``) where it cannot or for what it does not do."""
-
-    def __init__(self, fallback) -> None:
-        self.native, self.fallback = NativeGridFTP(), fallback
-
-    def _either(self, url: str, op: str, *args):
-        if self.native.usable(url):
-            try:
-                return getattr(self.native, op)(*args)
-            except NativeUnavailable:
-                pass                    # remembered in _REFUSED: gfal2 for RETRY_NATIVE s
-        return getattr(self.fallback, op)(*args)
-
-    def stat(self, url: str) -> Entry:
-        return self._either(url, "stat", url)
-
-    def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        return self._either(url, "checksum", url, algorithm)
-
-    def unlink(self, url: str) -> None:
-        self._either(url, "unlink", url)
-
-    def mkdir(self, url: str) -> None:
-        self._either(url, "mkdir", url)
-
-    def rename(self, src: str, dst: str) -> None:
-        self._either(dst, "rename", src, dst)
-
-    def listdir(self, url: str) -> list[Entry]:
-        return self.fallback.listdir(url)
 
 
 def refused(url: str) -> str | None:
