@@ -112,8 +112,9 @@ def goal_line(label: str, measured: float, target: float, *, higher_is_better: b
               unit: str = "") -> str:
     """One plain sentence: met, or not met and by how much."""
     ok = measured >= target if higher_is_better else measured <= target
-    shown = f"{measured:,.3g}{unit}" if abs(measured) < 1000 else f"{measured:,.0f}{unit}"
-    want = f"{target:,.3g}{unit}" if abs(target) < 1000 else f"{target:,.0f}{unit}"
+    # 4 significant digits: a ratio of 0.996 must not print as "1x" beside a goal of 1x
+    shown = f"{measured:,.4g}{unit}" if abs(measured) < 1000 else f"{measured:,.0f}{unit}"
+    want = f"{target:,.4g}{unit}" if abs(target) < 1000 else f"{target:,.0f}{unit}"
     if ok:
         return f"GOAL MET: {label} (measured {shown}, goal {want})"
     if target:
@@ -121,7 +122,7 @@ def goal_line(label: str, measured: float, target: float, *, higher_is_better: b
     else:
         gap = 0.0
     worse = "below" if higher_is_better else "above"
-    return f"GOAL NOT MET: {label} (measured {shown}, goal {want}: {abs(gap):.0f} % {worse})"
+    return f"GOAL NOT MET: {label} (measured {shown}, goal {want}: {abs(gap):.1f} % {worse})"
 
 
 def machine() -> str:

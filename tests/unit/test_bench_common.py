@@ -33,10 +33,17 @@ def test_ratio_and_rates():
 def test_goal_line_met_and_missed_by_how_much():
     assert goal_line("dispatch", 1500.0, 1000.0).startswith("GOAL MET: dispatch")
     missed = goal_line("ratio", 0.8, 1.0, unit="x")
-    assert missed.startswith("GOAL NOT MET: ratio") and "20 % below" in missed
+    assert missed.startswith("GOAL NOT MET: ratio") and "20.0 % below" in missed
     over = goal_line("plan", 45.0, 30.0, higher_is_better=False, unit=" s")
-    assert over.startswith("GOAL NOT MET") and "50 % above" in over
+    assert over.startswith("GOAL NOT MET") and "50.0 % above" in over
     assert goal_line("status", 0.5, 1.0, higher_is_better=False).startswith("GOAL MET")
+
+
+def test_goal_line_does_not_round_a_shortfall_into_parity():
+    line = goal_line("gx >= 1.0x best peer", 0.996, 1.0, unit="x")
+    assert line.startswith("GOAL NOT MET") and "measured 0.996x" in line and "0.4 % below" in line
+    assert "measured 1.004x" in goal_line("gx", 1.004, 1.0, unit="x")
+    assert "measured 94.83 %" in goal_line("link", 94.83, 95.0, unit=" %")
 
 
 SKELETON = """# gridxfer benchmarks
@@ -141,3 +148,30 @@ def test_best_of_keeps_the_fastest_successful_run_and_lists_them_all():
     assert best_of(runs[:1]) is runs[0]                 # one run: as it was
     failed = [Result("gx", 0.0, 0, 0, note="a", ok=False), Result("gx", 0.0, 0, 0, note="b", ok=False)]
     assert best_of(failed) is failed[-1]                # no success: the last failure
+
+
+class _Parsed(Exception):
+    pass
+
+
+def test_make_bench_suite_arguments_are_accepted_by_each_benchmark(monkeypatch, capsys):
+    """`make bench` runs bench.__main__.SUITE: every entry's arguments must parse in its
+    module (stopped right after parsing, so nothing runs)."""
+    import argparse
+    import importlib
+
+    from bench.__main__ import SUITE, main
+    real = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        real(self, args, namespace)          # exits 2 on an argument the module rejects
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    assert {e.name for e in SUITE} >= {"bulk", "bulk-wan", "smallfiles", "scale"}
+    assert any("--wan" in e.argv and e.needs_netns for e in SUITE)
+    for entry in SUITE:
+        with pytest.raises(_Parsed):
+            importlib.import_module(f"bench.{entry.module}").main(list(entry.argv))
+    assert main(["no-such-bench"]) == 2
+    assert "choose from" in capsys.readouterr().err
