@@ -11,7 +11,7 @@ APT_PACKAGES := xrootd-server xrootd-client python3-xrootd \
 	gfal2-util-scripts python3-gfal2-util \
 	globus-gridftp-server-progs globus-gass-copy-progs globus-proxy-utils openssl \
 	iperf3 openssh-server nagios4 monitoring-plugins ansible \
-	python3-venv iproute2 iputils-ping ethtool procps psmisc util-linux
+	python3-venv iproute2 iputils-ping ethtool procps psmisc util-linux sudo
 
 .PHONY: all deps venv test test-all test-slow demo bench clean help
 all: test
