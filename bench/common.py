@@ -141,13 +141,31 @@ def command_line(module: str, argv: Sequence[str]) -> str:
     return shlex.join([".venv/bin/python", "-m", f"bench.{module}", *argv])
 
 
+def code_version(repo: Path = BENCH_MD.parent) -> str:
+    """The commit a run measures, and whether src/ or bench/ differed from it."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                                  text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return "unknown (not a git checkout)"
+    dirty = git("status", "--porcelain", "--", "src", "bench")
+    return head + (" with uncommitted changes to src/ or bench/" if dirty else "")
+
+
+CODE_AT_START = code_version()      # taken when a benchmark starts, not when it records
+
+
 def append_results(section: str, title: str, command: str, body: str,
-                   path: Path = BENCH_MD) -> None:
-    """Append a run (title, timestamp, command, body) at the end of ``## section``,
+                   path: Path = BENCH_MD, code: str | None = None) -> None:
+    """Append a run (title, timestamp, command, code, body) at the end of ``## section``,
     creating the section at the end of the file if needed. Other sections are untouched."""
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    block = (f"### {title} ({stamp})\n\nCommand: `{command}`  \nMachine: {machine()}\n\n"
-             f"{body.strip()}\n")
+    block = (f"### {title} ({stamp})\n\nCommand: `{command}`  \nMachine: {machine()}  \n"
+             f"Code: {code or CODE_AT_START}\n\n{body.strip()}\n")
     text = path.read_text(encoding="utf-8") if path.exists() else "# gridxfer benchmarks\n"
     lines = text.splitlines(keepends=True)
     head = f"## {section}"

@@ -175,3 +175,25 @@ def test_make_bench_suite_arguments_are_accepted_by_each_benchmark(monkeypatch, 
             importlib.import_module(f"bench.{entry.module}").main(list(entry.argv))
     assert main(["no-such-bench"]) == 2
     assert "choose from" in capsys.readouterr().err
+
+
+def test_records_name_the_commit_and_uncommitted_code(tmp_path):
+    import subprocess as sp
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "m.py").write_text("x = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    sp.run(git[:3] + ["init", "-q"], check=True)
+    sp.run(git + ["add", "-A"], check=True)
+    sp.run(git + ["commit", "-qm", "c"], check=True)
+    head = sp.run(git[:3] + ["rev-parse", "--short", "HEAD"], capture_output=True,
+                  text=True).stdout.strip()
+    assert common.code_version(repo) == head
+    (repo / "notes.txt").write_text("not code\n")
+    assert common.code_version(repo) == head
+    (repo / "src" / "m.py").write_text("x = 2\n")
+    assert common.code_version(repo) == f"{head} with uncommitted changes to src/ or bench/"
+    assert "not a git checkout" in common.code_version(tmp_path / "nowhere")
+    md = tmp_path / "B.md"
+    append_results("Bulk", "run", "cmd", "body", path=md, code="abc1234")
+    assert "Code: abc1234\n" in md.read_text()
