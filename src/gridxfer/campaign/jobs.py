@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import ErrorClass
-from ..movers.base import TransferOutcome
+from ..movers.base import CancelFlag, TransferOutcome
 from .stats import Flight, StatsSnapshot
 
 
@@ -25,7 +25,7 @@ class Job:
     avoid: frozenset
     started: float
     flight: Flight
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: CancelFlag = field(default_factory=CancelFlag)
     timed_out: bool = False
     thread: threading.Thread | None = None       # the worker running it
     running: bool = False                        # past the link's gate, in the mover

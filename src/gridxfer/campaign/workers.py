@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable
 from typing import Callable
 
+from ..movers.base import CancelFlag
 from .jobs import Job, Result
 
 
@@ -103,7 +104,7 @@ class Gate:
                 self._limit = limit
                 self._cond.notify_all()
 
-    def enter(self, cancel: threading.Event) -> bool:
+    def enter(self, cancel: threading.Event | CancelFlag) -> bool:
         """Wait for a slot; False if ``cancel`` is set first."""
         with self._cond:
             while self._running >= self._limit:
