@@ -213,3 +213,40 @@ def test_early_per_transfer_rates_do_not_drain_anyone():
     early = dict(throughput=0.0, ewma_rate=90 * MB, pending=3, completed=4)
     st = stats(a=early, b=early, c=dict(throughput=0.0, ewma_rate=3 * MB, pending=3, completed=3))
     assert eligible(p, st, 1.3)[0] == POOL
+
+
+def test_a_write_brings_a_space_reading_only_where_space_is_tight():
+    """Each ended write used to force a query of the server (every min_interval): on a
+    roomy endpoint the periodic reading and the write estimate are enough; on a tight one
+    (room for fewer than REFRESH_HEADROOM typical writes) each write still asks."""
+    from gridxfer.campaign.exclusions import REFRESH_HEADROOM
+    from gridxfer.campaign.space import SpaceWatcher
+    roomy, tight = "root://roomy//d/", "root://tight//d/"
+    free = {roomy: 10**12, tight: 50 * MB}
+    asked: list[str] = []
+
+    def probe(url):
+        asked.append(url)
+        return free[url]
+
+    watcher = SpaceWatcher(probe, period=60.0, min_interval=0.0)
+    p = DefaultExclusions(space=watcher)
+    try:
+        p.eligible([roomy, tight], {roomy: EndpointStats(roomy, pending=1, pending_bytes=MB),
+                                    tight: EndpointStats(tight, pending=1, pending_bytes=MB)}, 0.0)
+        deadline = time.time() + 5
+        while time.time() < deadline and not {roomy, tight} <= set(asked):
+            time.sleep(0.01)
+        assert 50 * MB < REFRESH_HEADROOM * (MB + p.min_free_bytes)     # tight by the rule
+        first = len(asked)
+        for _ in range(5):
+            p.record(roomy, True, None, 1.0)
+        time.sleep(0.3)
+        assert asked.count(roomy) == 1, asked           # no query per write: the 60 s poll
+        p.record(tight, True, None, 1.0)
+        deadline = time.time() + 5
+        while time.time() < deadline and asked.count(tight) < 2:
+            time.sleep(0.01)
+        assert asked.count(tight) == 2 and len(asked) == first + 1
+    finally:
+        watcher.close()
