@@ -64,3 +64,48 @@ def test_plain_urls_do_not_go_through_urlsplit(monkeypatch):
     assert scheme_of("/dev/shm/src/f.dat") == "file"
     with pytest.raises(AssertionError):
         scheme_of("root://[::1]:1094//x")      # brackets: the careful path
+
+
+def _reference_local_path(url: str) -> str:
+    from gridxfer.errors import UsageError
+    parts = urlsplit(url)
+    if parts.scheme not in ("", "file"):
+        raise UsageError("not local")
+    if parts.netloc not in ("", "localhost"):
+        raise UsageError("remote host")
+    return parts.path or "/"
+
+
+LOCAL = ["file:///dev/shm/src/f000001.dat", "file:////double/x", "file:///", "file://localhost/x",
+         "file://host/x", "FILE:///x", "/plain/path", "//host/x", "/a:b/c", "relative/x",
+         "file:///a?b", "file:///a#b", "/a?b", "file:///a b", "file:///é", "root://h//x",
+         "file:", "", "/", "file:/x", "file:x"]
+
+
+def _outcome(fn, url):
+    from gridxfer.errors import UsageError
+    try:
+        return ("ok", fn(url))
+    except UsageError:
+        return ("usage", None)
+    except ValueError:
+        return ("value", None)
+
+
+@pytest.mark.parametrize("url", LOCAL)
+def test_local_path_matches_the_urlsplit_reading(url):
+    from gridxfer.movers.urls import local_path
+    assert _outcome(local_path, url) == _outcome(_reference_local_path, url)
+
+
+def test_local_path_fuzz_and_fast_path(monkeypatch):
+    import random
+    from gridxfer.movers.urls import local_path
+    rnd = random.Random(11)
+    alphabet = "fileroot:/.?#[]h \t\x01é"
+    for _ in range(20000):
+        url = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12)))
+        assert _outcome(local_path, url) == _outcome(_reference_local_path, url), repr(url)
+    monkeypatch.setattr(urls, "urlsplit", lambda *a, **k: pytest.fail("urlsplit called"))
+    assert local_path("file:///dev/shm/src/f000001.dat") == "/dev/shm/src/f000001.dat"
+    assert local_path("/dev/shm/src/f.dat") == "/dev/shm/src/f.dat"
