@@ -156,11 +156,17 @@ def test_full_destination_stops_receiving_files(make_grid, gridxfer_home, tmp_pa
         since = min((ts for ts, e in excluded if e["url"] == full
                      and e["reason"].startswith("no space")), default=None)
         assert since is not None, excluded          # seen full (space query or ENOSPC)
-        after = conn.execute("SELECT count(*) FROM attempts WHERE endpoint = ? AND started > ?",
-                             (full, since)).fetchone()[0]
+        after = conn.execute("SELECT status, error_class FROM attempts WHERE endpoint = ? "
+                             "AND started > ?", (full, since)).fetchall()
         failed = conn.execute("SELECT count(*) FROM attempts WHERE endpoint = ? AND "
                               "status = 'failed'", (full,)).fetchone()[0]
-    assert after == 0                                   # no new file went there
+    # The first exclusion is conservative: it counts the writes in flight in full (XRootD
+    # reports a small upload's progress only at its end) plus the 1 MiB reserve, so a
+    # reading after they land can show room for one more file, and the endpoint comes back
+    # (seen once in ~20 runs, before and after the space-refresh change). A file sent there
+    # after the first exclusion must then fit: a full endpoint that kept taking files would
+    # fail them with NO_SPACE here.
+    assert all(st == "ok" for st, _ in after), after
     assert failed <= 4                                  # at most the writes already under way
     # nothing partial left behind on the full filesystem
     data = Path(inv.endpoints["full"].data_dir) / "fill"
