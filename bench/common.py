@@ -90,10 +90,19 @@ def run_timed(argv: Sequence[str], *, env: dict[str, str] | None = None,
     return secs
 
 
-def peak_rss(children: bool = False) -> int:
-    """Peak resident set size in bytes of this process (or of its waited-for children)."""
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    return resource.getrusage(who).ru_maxrss * 1024        # Linux reports KiB
+def peak_rss() -> int:
+    """Peak resident set size in bytes of this process since it started (exec).
+
+    ``VmHWM`` from /proc, not ``getrusage().ru_maxrss``: Linux carries ru_maxrss across
+    fork and exec, so a benchmark phase started by a parent holding 170 MB reported
+    170 MB whatever it used itself (seen in `make bench`: scale's plan and dispatch
+    children both "peaked" at exactly the parent's size). ru_maxrss only where /proc has
+    no VmHWM."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024          # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

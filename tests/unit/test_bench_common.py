@@ -119,6 +119,21 @@ def test_run_timed_reports_failures_and_missing_tools():
         run_timed(["no-such-tool-gridxfer-bench"])
 
 
+def test_peak_rss_is_the_process_own_not_its_parents():
+    """A child of a parent holding 200 MB must report its own peak (ru_maxrss would say
+    >= 200 MB: Linux carries it across fork and exec)."""
+    import subprocess
+    code = ("import sys; sys.path.insert(0, %r); from bench import common; "
+            "print(common.peak_rss())" % str(Path(__file__).resolve().parents[2]))
+    big = bytearray(200 << 20)
+    for i in range(0, len(big), 4096):
+        big[i] = 1
+    child = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               check=True).stdout)
+    assert (1 << 20) < child < (150 << 20), child
+    del big
+
+
 def test_peak_rss_and_machine_line():
     assert common.peak_rss() > 1 << 20
     assert "cores" in common.machine() and "load average" in common.machine()
