@@ -27,7 +27,8 @@ class Entry:
 
     @property
     def command(self) -> str:
-        return " ".join([".venv/bin/python", "-m", f"bench.{self.module}", *self.argv])
+        from bench.common import command_line
+        return command_line(self.module, self.argv)
 
 
 # The configurations BENCHMARKS.md records: gridxfer with the campaign default of one stream

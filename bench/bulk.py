@@ -137,7 +137,7 @@ def warm_up(runners: dict[str, Callable[[str], float]], xrd, gsi, user: str,
     Returns what failed (the benchmark goes on: a cold round is only slower)."""
     failed = []
     for tool in ("xrdcp", "gfal"):
-        if tool not in runners or not any(protocol(t) == protocol(tool) for t in tools):
+        if not any(protocol(t) == protocol(tool) for t in tools):
             continue
         res = _one(tool, runners[tool], xrd, gsi, user, files, size, sub="warm-up")
         if not res.ok:

@@ -19,6 +19,7 @@ import platform
 import resource
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -201,9 +202,7 @@ def best_of(runs: list[Result]) -> Result:
     best = min(ok, key=lambda r: r.seconds)
     if len(runs) == 1:
         return best
-    times = sorted(r.seconds for r in ok)
-    half = len(times) // 2
-    median = times[half] if len(times) % 2 else (times[half - 1] + times[half]) / 2
+    median = statistics.median(r.seconds for r in ok)
     note = (f"best of {len(runs)}: "
             + "/".join(f"{r.seconds:.1f}" if r.ok else "fail" for r in runs)
             + f" s, median {median:.2f} s")   # best-of alone can hide a steady gap
