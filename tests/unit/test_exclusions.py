@@ -103,9 +103,8 @@ def test_space_watcher_feeds_free_bytes_when_stats_do_not():
     p = DefaultExclusions(space=watcher)
     p.eligible(pool, {}, 0.0)
     deadline = time.time() + 5
-    while time.time() < deadline and not set(pool) <= set(asked):
-        time.sleep(0.01)
-    time.sleep(0.05)
+    while time.time() < deadline and not all(watcher.reading(u)[0] for u in pool):
+        time.sleep(0.01)                # the readings stored, not only the probes called
     ok, ex = p.eligible(pool, {}, 1.0, FileToPlace(1, "f", 1 * MB))
     assert ok == ["root://a//d/", "root://b//d/"]      # a: unknown, b: room
     assert [e.url for e in ex] == ["root://c//d/"] and ex[0].reason.startswith("no space: 0 B free")
@@ -235,7 +234,10 @@ def test_a_write_brings_a_space_reading_only_where_space_is_tight():
         p.eligible([roomy, tight], {roomy: EndpointStats(roomy, pending=1, pending_bytes=MB),
                                     tight: EndpointStats(tight, pending=1, pending_bytes=MB)}, 0.0)
         deadline = time.time() + 5
-        while time.time() < deadline and not {roomy, tight} <= set(asked):
+        # wait for the readings themselves, not for the probe calls: a write recorded
+        # between a probe's call and its stored reading sees "unknown" and rightly asks
+        # again (this raced: 1 failure in a full suite, 1 in 30 runs of this test)
+        while time.time() < deadline and not all(watcher.reading(u)[0] for u in free):
             time.sleep(0.01)
         assert 50 * MB < REFRESH_HEADROOM * (MB + p.min_free_bytes)     # tight by the rule
         first = len(asked)
