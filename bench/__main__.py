@@ -1,13 +1,16 @@
 """Run the benchmark suite of issue 7: `python -m bench` (what `make bench` runs).
 
-    python -m bench            every benchmark, in the configurations BENCHMARKS.md records
+    python -m bench            every benchmark, in the configurations BENCHMARKS.md reports
     python -m bench NAME ...   those only (bulk, bulk-wan, smallfiles, scale, blackhole),
                                each with its suite arguments
     python -m bench --list     the suite: each entry's command line
+    python -m bench --summary  the latest record of each entry's goals (from bench/results/),
+                               to update BENCHMARKS.md from
 
 Each benchmark is a module ``bench.<module>`` with ``main(argv) -> int``; it measures
-gridxfer and its real peers in the same run, prints ratios, and appends its result with
-the command to BENCHMARKS.md. ``bulk-wan`` needs root with CAP_NET_ADMIN (it builds the
+gridxfer and its real peers in the same run, prints a markdown table and the goals, and
+appends a record of the run (commit, date, machine, command, figures: ``bench.record``)
+to bench/results/<entry>.jsonl. ``bulk-wan`` needs root with CAP_NET_ADMIN (it builds the
 network-namespace testbed); without it the entry is skipped and says so.
 """
 from __future__ import annotations
@@ -31,7 +34,7 @@ class Entry:
         return command_line(self.module, self.argv)
 
 
-# The configurations BENCHMARKS.md records: gridxfer with the campaign default of one stream
+# The configurations BENCHMARKS.md reports: gridxfer with the campaign default of one stream
 # per transfer (gfal-copy streams file <-> gsiftp on one connection whatever -n says; the
 # peers keep -p/--streams 4), tools interleaved round by round, each tool's best round kept.
 SUITE = (
@@ -49,6 +52,10 @@ def netns_possible() -> bool:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--summary"]:
+        from bench.summary import render
+        print(render(suite=SUITE), end="")
+        return 0
     if argv[:1] == ["--list"]:
         for e in SUITE:
             print(f"{e.name:11s} {e.command}" + ("   (root, CAP_NET_ADMIN)" if e.needs_netns else ""))

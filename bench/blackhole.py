@@ -18,7 +18,7 @@ misbehaves with several substreams). In the same run:
    the measured capacities.
 
 Pass: throughput-aware >= 90 % of the ideal and >= 1.5x round-robin (both round-robin
-rows). The table and the command are appended to BENCHMARKS.md ("Black hole benchmark").
+rows). Each run appends a record to bench/results/blackhole.jsonl (not with --no-write).
 """
 from __future__ import annotations
 
@@ -36,7 +36,6 @@ from pathlib import Path
 from gridxfer.units import parse_size
 
 MB = 1_000_000
-SECTION = "Black hole benchmark"
 FAST, SLOW = ("fast1", "fast2"), "slow"
 
 
@@ -175,9 +174,11 @@ timeout: 600s
 
 
 def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.Namespace
-           ) -> tuple[str, bool]:
-    """The markdown body (setup, table, goals) and whether the targets were met."""
-    from bench.common import goal_line, md_table
+           ) -> tuple[str, list, dict, bool]:
+    """The markdown body (setup, table, goals), the goals, the figures for the record and
+    whether the targets were met."""
+    from bench.common import md_table
+    from bench.record import Goal
 
     ideal = total / sum(caps.values())
     rrs = [r for r in rows if r.selector == "round-robin"]
@@ -216,16 +217,28 @@ def render(rows: list[Row], caps: dict[str, float], total: int, args: argparse.N
               "a short campaign profits from that while the capacities are steady-state rates, "
               "so a row can exceed 100 % of the ideal.", ""]
     ok = bool(ta and ta.state == "done" and rrs)
+    goals = []
     if ta:
-        lines.append(goal_line("throughput-aware aggregate >= 90 % of the ideal",
-                               100 * ideal / ta.seconds, 90.0, unit=" %"))
-        ok = ok and ideal / ta.seconds >= 0.9
+        goals.append(Goal("throughput-aware aggregate >= 90 % of the ideal",
+                          100 * ideal / ta.seconds, 90.0, unit=" %"))
         for r in rrs:
             what = "round-robin" + (" with exclusions" if r.exclusions else " (DNS alias)")
-            lines.append(goal_line(f"throughput-aware >= 1.5x {what}",
-                                   ta.rate / r.rate if r.rate else 0.0, 1.5, unit="x"))
-            ok = ok and ta.rate >= 1.5 * r.rate
-    return "\n".join(lines) + "\n", ok
+            goals.append(Goal(f"throughput-aware >= 1.5x {what}",
+                              ta.rate / r.rate if r.rate else 0.0, 1.5, unit="x"))
+    ok = ok and all(g.met for g in goals)
+    lines += [g.line() for g in goals]
+    figures = {
+        "capacities_mb_per_s": {n: c / MB for n, c in caps.items()},
+        "ideal_mb_per_s": total / ideal / MB, "ideal_makespan_s": ideal,
+        "rows": [{"selector": r.selector, "exclusions": r.exclusions,
+                  "concurrency": (f"fixed {args.max_active}" if r.optimizer == "fixed"
+                                  else f"adaptive 1..{args.max_active}"),
+                  "state": r.state, "makespan_s": r.seconds, "mb_per_s": r.rate / MB,
+                  "pct_of_ideal": 100 * ideal / r.seconds if r.seconds else None,
+                  "x_dns_round_robin": r.rate / dns.rate if dns and dns.rate > 0 else None,
+                  "files": {n: r.files.get(n, 0) for n in (*FAST, SLOW)}} for r in rows],
+        "decisions": [list(d) for r in rows if r.optimizer != "fixed" for d in r.decisions]}
+    return "\n".join(lines) + "\n", goals, figures, ok
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -244,7 +257,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-dns", action="store_true",
                    help="skip the round-robin run without exclusions (the slowest one)")
     p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive-optimizer run")
-    p.add_argument("--no-write", action="store_true", help="do not touch BENCHMARKS.md")
+    p.add_argument("--no-write", action="store_true", help="do not append the run to bench/results/")
     p.add_argument("--keep", action="store_true", help="keep the work dir (journals) for a look")
     return p.parse_args(argv)
 
@@ -301,13 +314,17 @@ def _run(args: argparse.Namespace, command: str, work: Path) -> int:
             rows.append(row)
     finally:
         localgrid.down()
-    text, ok = render(rows, caps, args.files * args.size, args)
+    text, goals, figures, ok = render(rows, caps, args.files * args.size, args)
     print()
     print(text)
     if not args.no_write:
-        from bench.common import append_results
-        append_results(SECTION, "Selectors on a pool with one 10x slower server", command, text)
-        print("appended to BENCHMARKS.md")
+        from bench.record import write_record
+        config = {k: getattr(args, k) for k in (
+            "files", "rate", "slow_factor", "max_active", "cap_sessions", "cap_seconds",
+            "cap_warmup", "selectors", "no_dns", "no_adaptive")}
+        config["size_bytes"] = args.size
+        write_record("blackhole", command, title="Selectors on a pool with one 10x slower server",
+                     config=config, figures=figures, goals=goals)
     return 0 if ok else 1
 
 

@@ -28,6 +28,9 @@ this shows per-byte overhead, not network behaviour.
 --wan runs the same tools over the network-namespace testbed (`gridxfer testbed up` with a
 generated topology: this host joins tier T0, one storage host with XRootD + GSI GridFTP
 sits in T1 behind an emulated RATE / RTT link). Goal there: >= 95 % of the link rate.
+
+Each run appends a record to bench/results/bulk.jsonl (bulk-wan.jsonl with --wan; not with
+--no-record): config, and per tool its rounds, best, median, MB/s and ratios.
 """
 from __future__ import annotations
 
@@ -44,9 +47,10 @@ from typing import Callable
 
 from gridxfer.units import fmt_bytes, parse_bitrate, parse_duration, parse_size
 
-from bench.common import (PYTHON, BenchError, Result, append_results, best_of, check_copies,
-                          command_line, empty_dir, env_vars, goal_line, gridxfer_run, local_grid,
-                          make_files, md_table, ratio, run_timed, shm_parent, write_campaign)
+from bench.common import (PYTHON, BenchError, Result, best_of, check_copies, command_line,
+                          empty_dir, env_vars, gridxfer_run, local_grid, make_files, md_table,
+                          ratio, run_timed, shm_parent, write_campaign)
+from bench.record import Goal, write_record
 
 TOOLS = ("gx-root", "gx-gsiftp", "xrdcp", "guc", "gfal", "gfal-root")
 GRIDXFER = ("gx-root", "gx-gsiftp")
@@ -174,7 +178,8 @@ def _best_ceiling(runs: list[Result]) -> Result:
         return runs[-1]
     best = max(ok, key=lambda r: r.bytes_per_s)
     rates = "/".join(f"{r.bytes_per_s / 1e6:.0f}" if r.ok else "fail" for r in runs)
-    return dataclasses.replace(best, note=f"best of {len(runs)}: {rates} MB/s; {best.note}")
+    return dataclasses.replace(best, note=f"best of {len(runs)}: {rates} MB/s; {best.note}",
+                               rounds=tuple(r.bytes_per_s if r.ok else None for r in runs))
 
 
 def protocol(tool: str) -> str:
@@ -230,40 +235,63 @@ def loopback_grid(shm: str):
                inv.extra.get("service_user", "gridxfer"))
 
 
-def render(results: list[Result], files: int, size: int,
-           link_rate: float | None = None) -> tuple[str, list[str]]:
+def tool_figures(results: list[Result], link_rate: float | None = None) -> list[dict]:
+    """Each tool's figures for the record and the table: its rounds (seconds; the iperf3
+    ceiling's in MB/s), best, median, MB/s and ratios to the best peer over all protocols
+    and of its own protocol (rates of the best rounds), and % of the link (--wan)."""
     peers = [r for r in results if r.ok and r.tool not in (*GRIDXFER, CEILING)]
     best = max(peers, key=lambda r: r.bytes_per_s, default=None)
-    rows = []
+    out = []
     for r in results:
         same = [p for p in peers if protocol(p.tool) == protocol(r.tool)]
         best_same = max(same, key=lambda p: p.bytes_per_s, default=None)
-        if r.tool == CEILING:                   # a reference, not compared with the peers
-            best_same = None
-        rows.append([r.tool, "tcp" if r.tool == CEILING else protocol(r.tool),
-                     f"{r.seconds:.1f}" if r.ok else "-",
-                     f"{r.bytes_per_s / 1e6:.0f}" if r.ok else "FAILED",
-                     f"{ratio(r.bytes_per_s, best.bytes_per_s):.2f}"
-                     if best and r.ok and r.tool != CEILING else "-",
-                     f"{ratio(r.bytes_per_s, best_same.bytes_per_s):.2f}"
-                     if best_same and r.ok else "-", r.note])
+        ceiling = r.tool == CEILING                # a reference, not compared with the peers
+        f: dict = {"tool": r.tool, "protocol": "tcp" if ceiling else protocol(r.tool),
+                   "ok": r.ok, "best_s": r.seconds if r.ok else None,
+                   "mb_per_s": r.bytes_per_s / 1e6 if r.ok else None}
+        if ceiling:
+            f["rounds_mb_per_s"] = [x / 1e6 if x is not None else None for x in r.rounds]
+        else:
+            f["rounds_s"], f["median_s"] = r.round_seconds, r.median_seconds
+        f["x_best_peer"] = ratio(r.bytes_per_s, best.bytes_per_s) \
+            if best and r.ok and not ceiling else None
+        f["x_best_same_protocol_peer"] = ratio(r.bytes_per_s, best_same.bytes_per_s) \
+            if best_same and r.ok and not ceiling else None
+        if link_rate:
+            f["pct_of_link"] = 100 * r.bytes_per_s / link_rate if r.ok else None
+        f["note"] = r.note
+        out.append(f)
+    return out
+
+
+def render(results: list[Result], files: int, size: int,
+           link_rate: float | None = None) -> tuple[str, list[Goal], list[dict]]:
+    """The markdown table, the goals and each tool's figures."""
+    figs = tool_figures(results, link_rate)
+    num = lambda v, fmt: "-" if v is None else format(v, fmt)
+    rows = []
+    for f in figs:
+        rows.append([f["tool"], f["protocol"], num(f["best_s"], ".1f"),
+                     num(f["mb_per_s"], ".0f") if f["ok"] else "FAILED",
+                     num(f["x_best_peer"], ".2f"), num(f["x_best_same_protocol_peer"], ".2f")]
+                    + ([num(f["pct_of_link"], ".1f")] if link_rate else []) + [f["note"]])
     headers = ["tool", "protocol", "seconds", "MB/s", "x best peer", "x best same-protocol peer"]
     if link_rate:
         headers.append("% of link")
-        for row, r in zip(rows, results):
-            row.insert(6, f"{100 * r.bytes_per_s / link_rate:.1f}" if r.ok else "-")
     table = md_table(headers + ["note"], rows)
+    peers = [r for r in results if r.ok and r.tool not in (*GRIDXFER, CEILING)]
+    best = max(peers, key=lambda r: r.bytes_per_s, default=None)
     goals = []
     for r in results:
         if r.tool in GRIDXFER and best is not None:
-            goals.append(goal_line(f"{r.tool} >= 1.0x best peer ({best.tool})",
-                                   ratio(r.bytes_per_s, best.bytes_per_s) if r.ok else 0.0, 1.0,
-                                   unit="x"))
+            goals.append(Goal(f"{r.tool} >= 1.0x best peer ({best.tool})",
+                              ratio(r.bytes_per_s, best.bytes_per_s) if r.ok else 0.0, 1.0,
+                              unit="x"))
             if link_rate:
-                goals.append(goal_line(f"{r.tool} >= 95 % of the link rate",
-                                       100 * r.bytes_per_s / link_rate if r.ok else 0.0, 95.0,
-                                       unit=" %"))
-    return table, goals
+                goals.append(Goal(f"{r.tool} >= 95 % of the link rate",
+                                  100 * r.bytes_per_s / link_rate if r.ok else 0.0, 95.0,
+                                  unit=" %"))
+    return table, goals, figs
 
 
 def main(argv: list[str]) -> int:
@@ -281,7 +309,8 @@ def main(argv: list[str]) -> int:
                          "value; the campaign default is 1)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="interleaved rounds; the table keeps each tool's best run")
-    ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--no-record", action="store_true",
+                    help="do not append the run to bench/results/")
     ap.add_argument("--wan", action="store_true", help="over the netns testbed's emulated link")
     ap.add_argument("--rate", default="1Gbit", help="--wan link rate (default 1Gbit)")
     ap.add_argument("--rtt", default="20ms", help="--wan round-trip time (default 20ms)")
@@ -325,9 +354,9 @@ def main(argv: list[str]) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    table, goals = render(results, args.files, args.size, link_rate)
+    table, goals, figs = render(results, args.files, args.size, link_rate)
     print(table)
-    print("\n".join(goals))
+    print("\n".join(g.line() for g in goals))
     if not args.no_record:
         where = f"emulated WAN {args.rate} / {args.rtt} RTT (netns testbed)" if args.wan \
             else "loopback"
@@ -336,9 +365,15 @@ def main(argv: list[str]) -> int:
                  + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else "")
                  + (f", gridxfer max_active {args.gx_active}" if args.gx_active else "")
                  + (f", gridxfer streams {args.gx_streams}" if args.gx_streams else ""))
-        append_results("Bulk", title, command_line("bulk", argv),
-                       table + "\n\n" + "\n".join(f"- {g}" for g in goals))
-    return 0 if goals and all(g.startswith("GOAL MET") for g in goals) else 1
+        config = {"where": "wan" if args.wan else "loopback", "files": args.files,
+                  "size_bytes": args.size, "streams": args.streams, "active": args.active,
+                  "checksum": args.checksum, "rounds": args.rounds, "gx_active": args.gx_active,
+                  "gx_streams": args.gx_streams, "tools": tools}
+        if args.wan:
+            config.update(rate=args.rate, rtt=args.rtt)
+        write_record("bulk-wan" if args.wan else "bulk", command_line("bulk", argv),
+                     title=title, config=config, figures={"tools": figs}, goals=goals)
+    return 0 if goals and all(g.met for g in goals) else 1
 
 
 if __name__ == "__main__":

@@ -1,21 +1,18 @@
-"""Shared helpers for the benchmarks: timing, running peers, tables, goals and
-appending results (with the exact command) to BENCHMARKS.md.
+"""Shared helpers for the benchmarks: timing, running peers, tables, goals, the local grid.
+Records of runs are written by ``bench.record`` (bench/results/*.jsonl).
 
     sw = Stopwatch(); ...; sw.seconds
     seconds = run_timed(["xrdcp", ...], env=env)          # raises BenchError on failure
     md_table(["tool", "s"], [["xrdcp", "1.2"]])            # GitHub markdown table
     ratio(value, best)                                     # value / best (0 when best is 0)
     goal_line("dispatch >= 1000 files/s", 1234.0, 1000.0)  # "GOAL MET ..." / "GOAL NOT MET ..."
-    append_results("Scale", title, command, body)          # into BENCHMARKS.md, one section
     local_grid(servers, base_parent=...)                   # real XRootD/GridFTP on loopback
 """
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import functools
 import os
-import platform
 import resource
 import shlex
 import shutil
@@ -28,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-REPO = Path(__file__).resolve().parent.parent
-BENCH_MD = REPO / "BENCHMARKS.md"
+from bench.record import REPO, Goal
+
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 
 
@@ -48,13 +45,16 @@ class Stopwatch:
 
 @dataclass(frozen=True)
 class Result:
-    """One tool's run: what moved and how long it took."""
+    """One tool's run: what moved and how long it took. From ``best_of``: the best round,
+    with every round's seconds (None: failed) and the median of the successful ones."""
     tool: str
     seconds: float
     files: int
     nbytes: int
     note: str = ""
     ok: bool = True
+    rounds: tuple[float | None, ...] = ()
+    median: float | None = None
 
     @property
     def files_per_s(self) -> float:
@@ -63,6 +63,15 @@ class Result:
     @property
     def bytes_per_s(self) -> float:
         return self.nbytes / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def round_seconds(self) -> list[float | None]:
+        """Every round's seconds (None: failed); a single run is its own round."""
+        return list(self.rounds) or [self.seconds if self.ok else None]
+
+    @property
+    def median_seconds(self) -> float | None:
+        return self.median if self.median is not None else (self.seconds if self.ok else None)
 
 
 @functools.cache
@@ -120,77 +129,12 @@ def ratio(value: float, best: float) -> float:
 
 def goal_line(label: str, measured: float, target: float, *, higher_is_better: bool = True,
               unit: str = "") -> str:
-    """One plain sentence: met, or not met and by how much."""
-    ok = measured >= target if higher_is_better else measured <= target
-    # 4 significant digits: a ratio of 0.996 must not print as "1x" beside a goal of 1x
-    shown = f"{measured:,.4g}{unit}" if abs(measured) < 1000 else f"{measured:,.0f}{unit}"
-    want = f"{target:,.4g}{unit}" if abs(target) < 1000 else f"{target:,.0f}{unit}"
-    if ok:
-        return f"GOAL MET: {label} (measured {shown}, goal {want})"
-    if target:
-        gap = (target - measured) / target * 100 if higher_is_better else (measured / target - 1) * 100
-    else:
-        gap = 0.0
-    worse = "below" if higher_is_better else "above"
-    return f"GOAL NOT MET: {label} (measured {shown}, goal {want}: {abs(gap):.1f} % {worse})"
-
-
-def machine() -> str:
-    cpu = "?"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (f"{os.cpu_count()} cores ({cpu}), Linux {platform.release()}, "
-            f"Python {platform.python_version()}; load average {load} (shared machine)")
+    """One plain sentence: met, or not met and by how much (``Goal.line``)."""
+    return Goal(label, measured, target, unit, at_most=not higher_is_better).line()
 
 
 def command_line(module: str, argv: Sequence[str]) -> str:
     return shlex.join([".venv/bin/python", "-m", f"bench.{module}", *argv])
-
-
-def code_version(repo: Path = BENCH_MD.parent) -> str:
-    """The commit a run measures, and whether src/ or bench/ differed from it."""
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                                  text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-    head = git("rev-parse", "--short", "HEAD")
-    if not head:
-        return "unknown (not a git checkout)"
-    dirty = git("status", "--porcelain", "--", "src", "bench")
-    return head + (" with uncommitted changes to src/ or bench/" if dirty else "")
-
-
-CODE_AT_START = code_version()      # taken when a benchmark starts, not when it records
-
-
-def append_results(section: str, title: str, command: str, body: str,
-                   path: Path = BENCH_MD, code: str | None = None) -> None:
-    """Append a run (title, timestamp, command, code, body) at the end of ``## section``,
-    creating the section at the end of the file if needed. Other sections are untouched."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    block = (f"### {title} ({stamp})\n\nCommand: `{command}`  \nMachine: {machine()}  \n"
-             f"Code: {code or CODE_AT_START}\n\n{body.strip()}\n")
-    text = path.read_text(encoding="utf-8") if path.exists() else "# gridxfer benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    head = f"## {section}"
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == head), None)
-    if start is None:
-        new = text.rstrip("\n") + f"\n\n{head}\n\n{block}"
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-                   len(lines))
-        before = "".join(lines[:end]).rstrip("\n")
-        after = "".join(lines[end:])
-        new = before + "\n\n" + block + ("\n" + after if after else "")
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(new if new.endswith("\n") else new + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------ data and the local grid
@@ -206,7 +150,8 @@ def best_of(runs: list[Result]) -> Result:
     note = (f"best of {len(runs)}: "
             + "/".join(f"{r.seconds:.1f}" if r.ok else "fail" for r in runs)
             + f" s, median {median:.2f} s")   # best-of alone can hide a steady gap
-    return Result(best.tool, best.seconds, best.files, best.nbytes, note=note)
+    return Result(best.tool, best.seconds, best.files, best.nbytes, note=note,
+                  rounds=tuple(r.seconds if r.ok else None for r in runs), median=median)
 
 
 def empty_dir(data_dir: Path, sub: str, user: str) -> Path:

@@ -11,7 +11,8 @@ Measures, each phase in a fresh interpreter (so peak RSS is per phase):
                                     [--no-record] [--profile DIR]
 
 Goals (issue 7): plan + journal 1 M entries <= 30 s with <= 500 MB RSS; dispatch
->= 1000 files/s; status < 1 s.
+>= 1000 files/s; status < 1 s. Each run appends a record to bench/results/scale.jsonl
+(not with --no-record).
 """
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from bench.common import (PYTHON, REPO, BenchError, Stopwatch, append_results, command_line,
-                          goal_line, md_table, peak_rss, precompile)
+from bench.common import (PYTHON, REPO, BenchError, Stopwatch, command_line, md_table,
+                          peak_rss, precompile)
+from bench.record import Goal, write_record
 
 FILE_SIZE = 1 << 20
 NAME = "bench-scale"
@@ -176,7 +178,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--files", type=int, default=1_000_000)
     ap.add_argument("--dispatch-seconds", type=float, default=30.0)
     ap.add_argument("--max-active", type=int, default=16)
-    ap.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
+    ap.add_argument("--no-record", action="store_true", help="do not append the run to bench/results/")
     ap.add_argument("--profile", metavar="DIR", help="pyinstrument profile of each phase into DIR")
     args = ap.parse_args(argv)
 
@@ -204,42 +206,62 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     rate = disp["done"] / disp["seconds"] if disp["seconds"] else 0.0
-    plan_total = plan["load"] + plan["plan"]
+    figs = {
+        "spec_load_s": plan["load"], "expand_s": plan["expand"],
+        "expand_entries_per_s": plan["entries"] / plan["expand"] if plan["expand"] else None,
+        "plan_s": plan["plan"],
+        "plan_rows_per_s": plan["rows"] / plan["plan"] if plan["plan"] else None,
+        "plan_peak_rss_mb": plan["rss"] / MB, "journal_mb": jsize / MB,
+        "scheduler_start_s": disp["init"], "dispatch_files_per_s": rate,
+        "dispatch_files": disp["done"], "dispatch_s": disp["seconds"],
+        "dispatch_peak_rss_mb": disp["rss"] / MB, "status_ms": read["status"] * 1000,
+        "status_cli_ms": cli_status * 1000, "help_cli_ms": cli_version * 1000,
+        "report_ms": read["report"] * 1000, "report_attempts": disp["attempts"],
+        "report_cli_ms": cli_report * 1000}
+    table, goals = render(figs, args.files, args.max_active)
+    print(table)
+    print("\n".join(g.line() for g in goals))
+    if not args.no_record:
+        write_record("scale", command_line("scale", argv),
+                     title=f"{args.files:,} entries, no-op mover",
+                     config={"files": args.files, "dispatch_seconds": args.dispatch_seconds,
+                             "max_active": args.max_active},
+                     figures=figs, goals=goals)
+    return 0 if all(g.met for g in goals) else 1
+
+
+def render(f: dict, files: int, max_active: int) -> tuple[str, list[Goal]]:
+    """The markdown table and the goals from a run's figures (``figs`` in main)."""
     rows = [
-        ["spec load (list file referenced)", f"{plan['load']:.3f} s", ""],
-        ["dataset expansion alone", f"{plan['expand']:.2f} s",
-         f"{plan['entries'] / plan['expand']:,.0f} entries/s"],
-        ["plan: expansion + journal (1 transaction)", f"{plan['plan']:.2f} s",
-         f"{plan['rows'] / plan['plan']:,.0f} rows/s"],
-        ["peak RSS, plan process", f"{plan['rss'] / MB:.0f} MB", ""],
-        ["journal size on disk", f"{jsize / MB:.0f} MB", ""],
-        [f"scheduler start on the {args.files:,}-row journal", f"{disp['init']:.3f} s", ""],
-        [f"dispatch, no-op mover, max_active {args.max_active}",
-         f"{rate:,.0f} files/s", f"{disp['done']:,} files in {disp['seconds']:.1f} s"],
-        ["peak RSS, dispatch process", f"{disp['rss'] / MB:.0f} MB", ""],
-        ["status (in-process)", f"{read['status'] * 1000:.0f} ms", ""],
-        ["`gridxfer campaign status` (CLI, fresh process)", f"{cli_status * 1000:.0f} ms",
-         f"`gridxfer --help` alone: {cli_version * 1000:.0f} ms"],
-        ["report (in-process, build_report)", f"{read['report'] * 1000:.0f} ms",
-         f"{disp['attempts']:,} attempts"],
-        ["`gridxfer campaign report` (CLI, fresh process)", f"{cli_report * 1000:.0f} ms", ""],
+        ["spec load (list file referenced)", f"{f['spec_load_s']:.3f} s", ""],
+        ["dataset expansion alone", f"{f['expand_s']:.2f} s",
+         f"{f['expand_entries_per_s'] or 0:,.0f} entries/s"],
+        ["plan: expansion + journal (1 transaction)", f"{f['plan_s']:.2f} s",
+         f"{f['plan_rows_per_s'] or 0:,.0f} rows/s"],
+        ["peak RSS, plan process", f"{f['plan_peak_rss_mb']:.0f} MB", ""],
+        ["journal size on disk", f"{f['journal_mb']:.0f} MB", ""],
+        [f"scheduler start on the {files:,}-row journal", f"{f['scheduler_start_s']:.3f} s", ""],
+        [f"dispatch, no-op mover, max_active {max_active}",
+         f"{f['dispatch_files_per_s']:,.0f} files/s",
+         f"{f['dispatch_files']:,} files in {f['dispatch_s']:.1f} s"],
+        ["peak RSS, dispatch process", f"{f['dispatch_peak_rss_mb']:.0f} MB", ""],
+        ["status (in-process)", f"{f['status_ms']:.0f} ms", ""],
+        ["`gridxfer campaign status` (CLI, fresh process)", f"{f['status_cli_ms']:.0f} ms",
+         f"`gridxfer --help` alone: {f['help_cli_ms']:.0f} ms"],
+        ["report (in-process, build_report)", f"{f['report_ms']:.0f} ms",
+         f"{f['report_attempts']:,} attempts"],
+        ["`gridxfer campaign report` (CLI, fresh process)", f"{f['report_cli_ms']:.0f} ms", ""],
     ]
     goals = [
-        goal_line(f"plan+journal {args.files:,} entries <= 30 s", plan_total, 30.0,
-                  higher_is_better=False, unit=" s"),
-        goal_line("plan peak RSS <= 500 MB", plan["rss"] / MB, 500.0, higher_is_better=False,
-                  unit=" MB"),
-        goal_line("dispatch >= 1000 files/s (no-op mover)", rate, 1000.0, unit=" files/s"),
-        goal_line("`campaign status` < 1 s (CLI)", cli_status, 1.0, higher_is_better=False,
-                  unit=" s"),
+        Goal(f"plan+journal {files:,} entries <= 30 s", f["spec_load_s"] + f["plan_s"], 30.0,
+             unit=" s", at_most=True),
+        Goal("plan peak RSS <= 500 MB", f["plan_peak_rss_mb"], 500.0, unit=" MB", at_most=True),
+        Goal("dispatch >= 1000 files/s (no-op mover)", f["dispatch_files_per_s"], 1000.0,
+             unit=" files/s"),
+        Goal("`campaign status` < 1 s (CLI)", f["status_cli_ms"] / 1000, 1.0, unit=" s",
+             at_most=True),
     ]
-    table = md_table(["measure", "value", "detail"], rows)
-    print(table)
-    print("\n".join(goals))
-    if not args.no_record:
-        append_results("Scale", f"{args.files:,} entries, no-op mover",
-                       command_line("scale", argv), table + "\n\n" + "\n".join(f"- {g}" for g in goals))
-    return 0 if all(g.startswith("GOAL MET") for g in goals) else 1
+    return md_table(["measure", "value", "detail"], rows), goals
 
 
 if __name__ == "__main__":

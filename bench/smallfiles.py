@@ -16,6 +16,7 @@ keeps each tool's fastest run: on a shared machine the slower runs measure the l
 folded stacks; `.venv/bin/pip install py-spy`) into DIR; the profiler slows them severalfold.
 PYSPY_RATE (samples/s, 200), PYSPY_CPU=1 (on-CPU samples only), PYSPY_NATIVE=1 (C frames).
 Goal (issue 7): gridxfer >= 1.0x xrdcp --parallel 8.
+Each run appends a record to bench/results/smallfiles.jsonl (not with --no-record).
 """
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ from pathlib import Path
 
 from gridxfer.units import fmt_bytes, parse_size
 
-from bench.common import (PYTHON, BenchError, Result, append_results, best_of, check_copies,
-                          command_line, empty_dir, goal_line, gridxfer_run, local_grid, make_files,
-                          md_table, precompile, ratio, run_timed, shm_parent, write_campaign)
+from bench.common import (PYTHON, BenchError, Result, best_of, check_copies, command_line,
+                          empty_dir, gridxfer_run, local_grid, make_files, md_table, precompile,
+                          ratio, run_timed, shm_parent, write_campaign)
+from bench.record import Goal, write_record
 
 
 def _gridxfer(work: Path, src_dir: Path, dst: str, active: int, checksum: bool,
@@ -95,7 +97,8 @@ def main(argv: list[str]) -> int:
                     help="interleaved rounds; the table keeps each tool's best run")
     ap.add_argument("--no-posc-peer", action="store_true",
                     help="leave out the reference row `xrdcp --posc`")
-    ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--no-record", action="store_true",
+                    help="do not append the run to bench/results/")
     ap.add_argument("--profile", metavar="DIR")
     args = ap.parse_args(argv)
     modes = {"on": [True], "off": [False], "both": [True, False]}[args.checksum]
@@ -124,30 +127,48 @@ def main(argv: list[str]) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    rows, goals = [], []
+    table, goals, refs, figs = render(results, args.active)
+    print(table)
+    print("\n".join([g.line() for g in goals] + refs))
+    if not args.no_record:
+        title = (f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, {args.active} at a time"
+                 + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
+        write_record("smallfiles", command_line("smallfiles", argv), title=title,
+                     config={"files": args.files, "size_bytes": args.size,
+                             "active": args.active, "checksum": args.checksum,
+                             "rounds": args.rounds, "tools": tools},
+                     figures={"tools": figs, "references": refs}, goals=goals)
+    return 0 if all(g.met for g in goals) else 1
+
+
+def render(results: list[tuple[bool, list[Result]]], active: int
+           ) -> tuple[str, list[Goal], list[str], list[dict]]:
+    """The markdown table, the goals, the reference lines (gridxfer against ``xrdcp --posc``,
+    not a goal) and each tool's figures (per checksum mode: rounds, best, median, files/s,
+    ratio to xrdcp)."""
+    rows, goals, refs, figs = [], [], [], []
     for cks, best in results:
         gx, xr = best[0], best[1]
         label = "adler32 both ends" if cks else "none"
         for r in best:
+            x = ratio(r.files_per_s, xr.files_per_s) if r.ok and xr.ok else None
             rows.append([r.tool, label, f"{r.seconds:.1f}" if r.ok else "-",
                          f"{r.files_per_s:.0f}" if r.ok else "FAILED",
-                         f"{ratio(r.files_per_s, xr.files_per_s):.2f}" if r.ok and xr.ok else "-",
-                         r.note])
-        goals.append(goal_line(f"gridxfer >= 1.0x xrdcp --parallel {args.active}, checksum {label}",
-                               ratio(gx.files_per_s, xr.files_per_s) if gx.ok and xr.ok else 0.0,
-                               1.0, unit="x"))
+                         "-" if x is None else f"{x:.2f}", r.note])
+            figs.append({"tool": r.tool, "checksum": "adler32" if cks else "none", "ok": r.ok,
+                         "rounds_s": r.round_seconds, "best_s": r.seconds if r.ok else None,
+                         "median_s": r.median_seconds,
+                         "files_per_s": r.files_per_s if r.ok else None, "x_xrdcp": x,
+                         "note": r.note})
+        goals.append(Goal(f"gridxfer >= 1.0x xrdcp --parallel {active}, checksum {label}",
+                          ratio(gx.files_per_s, xr.files_per_s) if gx.ok and xr.ok else 0.0,
+                          1.0, unit="x"))
         if len(best) > 2 and gx.ok and best[2].ok:
-            goals.append(f"reference (not a goal): gridxfer = {ratio(gx.files_per_s, best[2].files_per_s):.2f}x "
-                         f"xrdcp --posc, checksum {label} (the same no-partial-file guarantee)")
+            refs.append(f"reference (not a goal): gridxfer = "
+                        f"{ratio(gx.files_per_s, best[2].files_per_s):.2f}x "
+                        f"xrdcp --posc, checksum {label} (the same no-partial-file guarantee)")
     table = md_table(["tool", "checksum", "seconds", "files/s", "x xrdcp", "note"], rows)
-    print(table)
-    print("\n".join(goals))
-    if not args.no_record:
-        title = (f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, {args.active} at a time"
-                 + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
-        append_results("Small files", title, command_line("smallfiles", argv),
-                       table + "\n\n" + "\n".join(f"- {g}" for g in goals))
-    return 0 if all(g.startswith("GOAL MET") for g in goals if g.startswith("GOAL")) else 1
+    return table, goals, refs, figs
 
 
 if __name__ == "__main__":

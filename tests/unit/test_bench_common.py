@@ -1,4 +1,4 @@
-"""bench.common: tables, goals, BENCHMARKS.md sections, campaign files, data, copies check."""
+"""bench.common: tables, goals, campaign files, data, copies check, best-of rounds."""
 from __future__ import annotations
 
 import sys
@@ -9,8 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import common  # noqa: E402
-from bench.common import (BenchError, Result, append_results, check_copies, goal_line,  # noqa: E402
-                          make_files, md_table, ratio, run_timed, write_campaign)
+from bench.common import (BenchError, Result, check_copies, goal_line, make_files,  # noqa: E402
+                          md_table, ratio, run_timed, write_campaign)
 
 
 def test_md_table_aligns_columns():
@@ -44,43 +44,6 @@ def test_goal_line_does_not_round_a_shortfall_into_parity():
     assert line.startswith("GOAL NOT MET") and "measured 0.996x" in line and "0.4 % below" in line
     assert "measured 1.004x" in goal_line("gx", 1.004, 1.0, unit="x")
     assert "measured 94.83 %" in goal_line("link", 94.83, 95.0, unit=" %")
-
-
-SKELETON = """# gridxfer benchmarks
-
-Intro text.
-
-## Bulk
-
-old bulk run
-
-## Black holes
-
-helper G's section
-"""
-
-
-def test_append_results_into_existing_section_only(tmp_path):
-    md = tmp_path / "BENCHMARKS.md"
-    md.write_text(SKELETON)
-    append_results("Bulk", "run 2", "python -m bench.bulk", "| a |\n|---|", path=md)
-    text = md.read_text()
-    assert text.index("old bulk run") < text.index("### run 2") < text.index("## Black holes")
-    assert "Command: `python -m bench.bulk`" in text
-    assert text.endswith("helper G's section\n")
-    assert text.count("## Bulk") == 1
-
-
-def test_append_results_creates_missing_section_at_end(tmp_path):
-    md = tmp_path / "BENCHMARKS.md"
-    md.write_text(SKELETON)
-    append_results("Scale", "1M", "python -m bench.scale", "body", path=md)
-    append_results("Scale", "again", "python -m bench.scale", "body 2", path=md)
-    text = md.read_text()
-    assert text.count("## Scale") == 1
-    assert text.index("## Black holes") < text.index("## Scale") < text.index("### 1M") \
-        < text.index("### again")
-    assert "Intro text." in text and "old bulk run" in text
 
 
 def test_write_campaign_is_a_valid_spec_with_pinned_concurrency(tmp_path):
@@ -134,9 +97,8 @@ def test_peak_rss_is_the_process_own_not_its_parents():
     del big
 
 
-def test_peak_rss_and_machine_line():
+def test_peak_rss():
     assert common.peak_rss() > 1 << 20
-    assert "cores" in common.machine() and "load average" in common.machine()
 
 
 def test_scale_benchmark_end_to_end_small(capsys, monkeypatch, tmp_path):
@@ -145,7 +107,7 @@ def test_scale_benchmark_end_to_end_small(capsys, monkeypatch, tmp_path):
     from gridxfer.movers.base import Mover
 
     assert isinstance(scale.NoopMover(), Mover)
-    monkeypatch.setattr(scale, "append_results", lambda *a, **k: pytest.fail("recorded"))
+    monkeypatch.setattr(scale, "write_record", lambda *a, **k: pytest.fail("recorded"))
     rc = scale.main(["--files", "3000", "--dispatch-seconds", "1", "--no-record"])
     out = capsys.readouterr().out
     assert rc in (0, 1)
@@ -160,9 +122,12 @@ def test_best_of_keeps_the_fastest_successful_run_and_lists_them_all():
             Result("gx", 2.9, 10, 100)]
     best = best_of(runs)
     assert (best.seconds, best.ok, best.note) == (2.9, True, "best of 3: 3.2/fail/2.9 s, median 3.05 s")
+    assert (best.round_seconds, best.median_seconds) == ([3.2, None, 2.9], 3.05)
     odd = best_of([Result("gx", 3.2, 10, 100), Result("gx", 2.9, 10, 100), Result("gx", 3.0, 10, 100)])
     assert odd.note == "best of 3: 3.2/2.9/3.0 s, median 3.00 s"
     assert best_of(runs[:1]) is runs[0]                 # one run: as it was
+    assert (runs[0].round_seconds, runs[0].median_seconds) == ([3.2], 3.2)
+    assert (runs[1].round_seconds, runs[1].median_seconds) == ([None], None)
     failed = [Result("gx", 0.0, 0, 0, note="a", ok=False), Result("gx", 0.0, 0, 0, note="b", ok=False)]
     assert best_of(failed) is failed[-1]                # no success: the last failure
 
@@ -192,25 +157,3 @@ def test_make_bench_suite_arguments_are_accepted_by_each_benchmark(monkeypatch, 
             importlib.import_module(f"bench.{entry.module}").main(list(entry.argv))
     assert main(["no-such-bench"]) == 2
     assert "choose from" in capsys.readouterr().err
-
-
-def test_records_name_the_commit_and_uncommitted_code(tmp_path):
-    import subprocess as sp
-    repo = tmp_path / "repo"
-    (repo / "src").mkdir(parents=True)
-    (repo / "src" / "m.py").write_text("x = 1\n")
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    sp.run(git[:3] + ["init", "-q"], check=True)
-    sp.run(git + ["add", "-A"], check=True)
-    sp.run(git + ["commit", "-qm", "c"], check=True)
-    head = sp.run(git[:3] + ["rev-parse", "--short", "HEAD"], capture_output=True,
-                  text=True).stdout.strip()
-    assert common.code_version(repo) == head
-    (repo / "notes.txt").write_text("not code\n")
-    assert common.code_version(repo) == head
-    (repo / "src" / "m.py").write_text("x = 2\n")
-    assert common.code_version(repo) == f"{head} with uncommitted changes to src/ or bench/"
-    assert "not a git checkout" in common.code_version(tmp_path / "nowhere")
-    md = tmp_path / "B.md"
-    append_results("Bulk", "run", "cmd", "body", path=md, code="abc1234")
-    assert "Code: abc1234\n" in md.read_text()
