@@ -20,7 +20,7 @@ help:
 	@echo "make demo   - install what is missing, bring up the local grid, run a real campaign"
 	@echo "make test   - unit, contract, CLI and integration tests on real servers (< 15 min)"
 	@echo "make test-slow - the slow soak tests only"
-	@echo "make bench  - benchmarks against real peers; appends to BENCHMARKS.md"
+	@echo "make bench  - benchmarks against real peers; appends to bench/results/*.jsonl"
 
 # apt-get only when something is missing; `dpkg-query` is fast on a second run.
 .stamp-apt: Makefile
