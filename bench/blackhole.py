@@ -257,7 +257,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-dns", action="store_true",
                    help="skip the round-robin run without exclusions (the slowest one)")
     p.add_argument("--no-adaptive", action="store_true", help="skip the adaptive-optimizer run")
-    p.add_argument("--no-write", action="store_true", help="do not append the run to bench/results/")
+    p.add_argument("--no-write", action="store_true",
+                   help="do not append the run to bench/results/")
     p.add_argument("--keep", action="store_true", help="keep the work dir (journals) for a look")
     return p.parse_args(argv)
 

@@ -32,9 +32,10 @@ import os
 import platform
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -65,7 +66,8 @@ class Goal:
             gap = ((self.measured / self.target - 1) if self.at_most
                    else (self.target - self.measured) / self.target) * 100
         worse = "above" if self.at_most else "below"
-        return f"GOAL NOT MET: {self.label} (measured {shown}, goal {want}: {abs(gap):.1f} % {worse})"
+        return (f"GOAL NOT MET: {self.label} (measured {shown}, goal {want}: "
+                f"{abs(gap):.1f} % {worse})")
 
     def as_dict(self) -> dict[str, Any]:
         return {"goal": self.label, "measured": self.measured, "target": self.target,

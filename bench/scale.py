@@ -178,7 +178,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--files", type=int, default=1_000_000)
     ap.add_argument("--dispatch-seconds", type=float, default=30.0)
     ap.add_argument("--max-active", type=int, default=16)
-    ap.add_argument("--no-record", action="store_true", help="do not append the run to bench/results/")
+    ap.add_argument("--no-record", action="store_true",
+                    help="do not append the run to bench/results/")
     ap.add_argument("--profile", metavar="DIR", help="pyinstrument profile of each phase into DIR")
     args = ap.parse_args(argv)
 

@@ -131,7 +131,8 @@ def main(argv: list[str]) -> int:
     print(table)
     print("\n".join([g.line() for g in goals] + refs))
     if not args.no_record:
-        title = (f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, {args.active} at a time"
+        title = (f"loopback XRootD, {args.files:,} x {fmt_bytes(args.size)}, "
+                 f"{args.active} at a time"
                  + (f", best of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
         write_record("smallfiles", command_line("smallfiles", argv), title=title,
                      config={"files": args.files, "size_bytes": args.size,

@@ -9,8 +9,9 @@ from this output (it adds what a table cannot: medians, thin margins, failing pe
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from bench.record import RESULTS, read_records
 

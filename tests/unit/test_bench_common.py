@@ -102,18 +102,34 @@ def test_peak_rss():
 
 
 def test_scale_benchmark_end_to_end_small(capsys, monkeypatch, tmp_path):
-    """bench.scale on 3,000 entries: plan, no-op dispatch, status and report all run."""
-    from bench import scale
+    """bench.scale on 3,000 entries: plan, no-op dispatch, status and report all run, and
+    the run's record is one JSON line with the command, the goals and every figure."""
+    import functools
+    import json
+
+    from bench import record, scale
     from gridxfer.movers.base import Mover
 
     assert isinstance(scale.NoopMover(), Mover)
-    monkeypatch.setattr(scale, "write_record", lambda *a, **k: pytest.fail("recorded"))
-    rc = scale.main(["--files", "3000", "--dispatch-seconds", "1", "--no-record"])
+    results = tmp_path / "results"
+    monkeypatch.setattr(scale, "write_record",
+                        functools.partial(record.write_record, directory=results))
+    rc = scale.main(["--files", "3000", "--dispatch-seconds", "1"])
     out = capsys.readouterr().out
     assert rc in (0, 1)
     assert "plan: expansion + journal" in out and "GOAL" in out
     dispatched = [line for line in out.splitlines() if line.startswith("| dispatch, no-op mover")]
     assert dispatched and " 0 files/s" not in dispatched[0]
+    [line] = (results / "scale.jsonl").read_text().splitlines()
+    rec = json.loads(line)
+    assert rec["command"] == ".venv/bin/python -m bench.scale --files 3000 --dispatch-seconds 1"
+    assert rec["config"] == {"files": 3000, "dispatch_seconds": 1.0, "max_active": 16}
+    assert rec["figures"]["dispatch_files_per_s"] > 0 and rec["figures"]["report_attempts"] > 0
+    assert None not in rec["figures"].values()
+    assert [g["met"] for g in rec["goals"]] == [ln.startswith("GOAL MET") for ln in
+                                                out.splitlines() if ln.startswith("GOAL")]
+    monkeypatch.setattr(scale, "write_record", lambda *a, **k: pytest.fail("recorded"))
+    assert scale.main(["--files", "300", "--dispatch-seconds", "0.2", "--no-record"]) in (0, 1)
 
 
 def test_best_of_keeps_the_fastest_successful_run_and_lists_them_all():

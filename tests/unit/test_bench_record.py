@@ -33,7 +33,8 @@ def test_write_record_appends_one_valid_json_line_per_run(tmp_path, capsys):
     for k in range(2):
         path = record.write_record("scale", ".venv/bin/python -m bench.scale", directory=tmp_path,
                                    title="t", config={"files": 10 + k},
-                                   figures={"rate": 1 / 3, "bad": float("nan"), "rounds": (1.0, None)},
+                                   figures={"rate": 1 / 3, "bad": float("nan"),
+                                            "rounds": (1.0, None)},
                                    goals=goals, notes="a note" if k else "")
     assert path == tmp_path / "scale.jsonl"
     assert "recorded in" in capsys.readouterr().out
@@ -115,7 +116,8 @@ def test_bulk_figures_keep_each_tools_rounds_best_median_and_ratios():
                  Result("gx-root", 0.0, 0, 0, note="boom", ok=False)]),
         Result("gfal-root", 5.0, 40, 400 * mb),
         Result("xrdcp", 0.0, 0, 0, note="[3012] Program failed", ok=False),
-        bulk._best_ceiling([Result(bulk.CEILING, 3.0, 0, 375 * mb), Result(bulk.CEILING, 3.0, 0, 360 * mb)]),
+        bulk._best_ceiling([Result(bulk.CEILING, 3.0, 0, 375 * mb),
+                            Result(bulk.CEILING, 3.0, 0, 360 * mb)]),
     ]
     table, goals, figs = bulk.render(results, 40, 10 * mb, link_rate=125 * mb)
     by = {f["tool"]: f for f in _json_roundtrip({"tools": figs})["tools"]}
@@ -127,7 +129,8 @@ def test_bulk_figures_keep_each_tools_rounds_best_median_and_ratios():
     assert "3012" in by["xrdcp"]["note"] and by["xrdcp"]["x_best_peer"] is None
     assert by["iperf3"]["rounds_mb_per_s"] == [125.0, 120.0] and by["iperf3"]["x_best_peer"] is None
     assert [(g.label, g.met) for g in goals] == [
-        ("gx-root >= 1.0x best peer (gfal-root)", True), ("gx-root >= 95 % of the link rate", False)]
+        ("gx-root >= 1.0x best peer (gfal-root)", True),
+        ("gx-root >= 95 % of the link rate", False)]
     assert "| gx-root " in table and "FAILED" in table
 
 
