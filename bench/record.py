@@ -19,6 +19,10 @@ A record (one line) has the keys of ``REQUIRED`` and, where there are any, ``tit
                module's ``figures`` says which keys it writes)
     goals      [{goal, measured, target, unit, at_most, met}]
 
+The records before 2026-11-24 were converted from the markdown BENCHMARKS.md kept until
+then: their hostname is null, their date has minutes only, ``recorded_in`` names the commit
+that added them there, and ``notes`` keeps what was written beside them.
+
 BENCHMARKS.md says where each goal stands; ``python -m bench --summary`` prints the
 latest record of each suite entry to update it from.
 """
