@@ -116,7 +116,7 @@ def test_bulk_figures_keep_each_tools_rounds_best_median_and_ratios():
                  Result("gx-root", 0.0, 0, 0, note="boom", ok=False)]),
         Result("gfal-root", 5.0, 40, 400 * mb),
         Result("xrdcp", 0.0, 0, 0, note="[3012] Program failed", ok=False),
-        bulk._best_ceiling([Result(bulk.CEILING, 3.0, 0, 375 * mb),
+        bulk.best_ceiling([Result(bulk.CEILING, 3.0, 0, 375 * mb),
                             Result(bulk.CEILING, 3.0, 0, 360 * mb)]),
     ]
     table, goals, figs = bulk.render(results, 40, 10 * mb, link_rate=125 * mb)
