@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from ..errors import SpecError, TransferError, UsageError
+from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .spec import SourceSpec, _HEX8
 
 
@@ -58,7 +59,12 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
                 raise SpecError("expected 'name size [adler32]'", path=path, line=lineno)
             name, size_text = parts[0], parts[1]
             if name.startswith("/") or ".." in name.split("/") or "://" in name:
-                raise SpecError(f"{name!r} must be relative", path=path, line=lineno, field="name")
+                raise SpecError(f"{redact(name)!r} must be relative", path=path, line=lineno,
+                                field="name")
+            what = credential_in_url(name)
+            if what:
+                raise SpecError(f"the name carries {what}: {WHERE_CREDENTIALS_GO}", path=path,
+                                line=lineno, field="name")
             if not size_text.isdigit():
                 raise SpecError(f"not a size in bytes: {size_text!r}", path=path, line=lineno,
                                 field="size")

@@ -20,6 +20,10 @@ Event kinds written by the scheduler (``detail`` keys in brackets):
 ``excluded`` {tier, url, reason, until}, ``readmitted`` {tier, url} (exclusions.exclusion_event),
 ``interrupted`` {signal, in_flight}, ``finished`` {done, failed, seconds}.
 ``meta.state`` is one of planned | running | interrupted | done | partial.
+
+No credential is ever stored: every text written here and by ``ledger`` passes through
+``gridxfer.redact.redact``. A source whose URL carries one (a listed name such as
+``f?authz=...``) is journalled masked and failed at once (``CREDENTIAL_FAILURE``).
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import UsageError
+from ..redact import redact, redact_obj
 from ..state import subdir
 
 SCHEMA = """
@@ -124,11 +129,13 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
 
 def add_event(conn: sqlite3.Connection, kind: str, ts: float | None = None, **detail: Any) -> None:
     conn.execute("INSERT INTO events (ts, kind, detail) VALUES (?, ?, ?)",
-                 (ts if ts is not None else time.time(), kind, json.dumps(detail, sort_keys=True)))
+                 (ts if ts is not None else time.time(), kind,
+                  json.dumps(redact_obj(detail), sort_keys=True)))
 
 
 def set_meta(conn: sqlite3.Connection, items: Iterable[tuple[str, str]]) -> None:
-    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(items))
+    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                     [(k, redact(v)) for k, v in items])
 
 
 def get_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -141,6 +148,9 @@ FILE_COLUMNS = ("name", "src_url", "size", "tier", "expected_checksum")
 
 _PLAN_SQL = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum) "
              "SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?)")
+CREDENTIAL_FAILURE = ("the source URL carries a credential, which gridxfer neither stores nor "
+                      "sends: not copied (rename the file; give credentials as a grid proxy "
+                      "or a bearer token)")
 
 
 def plan(conn: sqlite3.Connection, meta: dict[str, str],
@@ -151,23 +161,37 @@ def plan(conn: sqlite3.Connection, meta: dict[str, str],
     rows 40-49 ms vs 54-72 ms). Returns the number of rows inserted (duplicates, the same
     source for the same tier, are ignored)."""
     count = 0
+    masked: list[str] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
         set_meta(conn, meta.items())
         batch: list[tuple] = []
         for row in rows:
-            batch.append(row)
+            batch.append(_masked(row, masked))
             if len(batch) >= chunk:
                 count += _insert_files(conn, batch)
                 batch = []
         if batch:
             count += _insert_files(conn, batch)
+        conn.executemany("UPDATE files SET state='failed', error_class='permission', "
+                         "error_msg=? WHERE src_url=?",
+                         [(CREDENTIAL_FAILURE, u) for u in masked])
         add_event(conn, "planned", files=count)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return count
+
+
+def _masked(row: tuple, masked: list[str]) -> tuple:
+    """The row with its name and source URL redacted; a changed URL goes to ``masked``."""
+    src = row[1]
+    clean = redact(src)
+    if clean == src:
+        return row
+    masked.append(clean)
+    return (redact(row[0]), clean, *row[2:])
 
 
 def _insert_files(conn: sqlite3.Connection, batch: list[tuple]) -> int:

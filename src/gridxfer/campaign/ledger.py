@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
+from ..redact import redact
 from . import journal
 
 
@@ -60,13 +61,19 @@ def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
         for name, sql in _STATEMENTS:
             rows = getattr(b, name)
             if rows:
-                c.executemany(sql, rows)
+                c.executemany(sql, [_clean(r) for r in rows])
         for kind, detail in b.events:
             journal.add_event(c, kind, ts=now, **detail)
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
         raise
+
+
+def _clean(row: tuple) -> tuple:
+    """The row with every text redacted (error messages echo URLs, and URLs may carry
+    credentials: ``gridxfer.redact``)."""
+    return tuple(redact(v) if isinstance(v, str) else v for v in row)
 
 
 def record_end(c: sqlite3.Connection, state: str, kind: str, now: float, **detail) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..redact import redact
 from . import journal
 from .intervals import overlap
 from .share import ShareReport, endpoint_share
@@ -223,6 +224,8 @@ def write_png(name: str, path: str | Path) -> Path:
 
 
 def _short(url: str) -> str:
+    """A PNG label: redacted first (a cut URL would hide a password from ``redact``)."""
     from urllib.parse import urlsplit
+    url = redact(url)
     p = urlsplit(url)
     return f"{p.scheme}://{p.netloc}{p.path.rstrip('/')}" if len(url) < 48 else f"{p.scheme}://{p.netloc}"

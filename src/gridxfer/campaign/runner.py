@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import UsageError
+from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from . import journal
 from .dataset import expand
 from .recovery import recover
@@ -95,6 +96,7 @@ def _signals(stop: threading.Event, hurry: threading.Event) -> Iterator[dict]:
 
 # ------------------------------------------------------------------ plan / run / resume
 def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
+    _refuse_credentials(spec)
     path = journal.journal_path(spec.name)
     if path.exists():
         if not replace:
@@ -121,6 +123,15 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
         raise
     conn.close()
     return path, count
+
+
+def _refuse_credentials(spec: CampaignSpec) -> None:
+    """A spec built in Python skips ``load_spec``'s check: refuse it here, too."""
+    for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
+        what = credential_in_url(url)
+        if what:
+            raise UsageError(f"campaign {spec.name!r}: the URL {redact(url)!r} carries {what}: "
+                             f"{WHERE_CREDENTIALS_GO}")
 
 
 def dry_run(spec: CampaignSpec) -> CampaignResult:

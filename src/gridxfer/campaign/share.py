@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..redact import redact
 from ..units import fmt_bytes, fmt_duration, fmt_rate
 from .intervals import overlap
 
@@ -132,7 +133,7 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
 
 
 def _short(url: str, width: int = 18) -> str:
-    core = url.split("://", 1)[-1].rstrip("/")
+    core = redact(url).split("://", 1)[-1].rstrip("/")
     return core if len(core) <= width else "..." + core[-(width - 3):]
 
 
@@ -146,7 +147,7 @@ def render_share(report: ShareReport) -> str:
         note = "BLACK HOLE: sessions pile up, bytes do not" if e.blackhole else ""
         if e.failures:
             note = (note + "; " if note else "") + f"{e.failures} failed attempts"
-        lines.append(f"{e.endpoint[:34]:<34} {e.files:>6} {fmt_bytes(e.bytes):>11} "
+        lines.append(f"{redact(e.endpoint)[:34]:<34} {e.files:>6} {fmt_bytes(e.bytes):>11} "
                      f"{e.share_files:>7.0%} {e.share_bytes:>7.0%} {e.share_sessions:>6.0%} "
                      f"{fmt_rate(e.rate):>11}  {note}")
     names = [e.endpoint for e in report.endpoints]

@@ -32,6 +32,7 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import SpecError
 from .. import units
+from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .journal import _NAME_RE
 from .specmodel import (  # noqa: F401  (re-exported: callers import them from here)
     ALGORITHMS, SCHEMES, VERIFY_MODES, _HEX8, CampaignSpec, ChecksumSpec, FileItem, RetrySpec,
@@ -174,7 +175,10 @@ def _file_list(c: _Checker, node: SequenceNode) -> tuple[FileItem, ...]:
 
 def _rel_name(c: _Checker, node: Node, where: str, name: str) -> str:
     if name.startswith("/") or "://" in name or ".." in name.split("/") or name.endswith("/"):
-        raise c.fail(node, where, f"{name!r} must be a file name relative to source.url")
+        raise c.fail(node, where, f"{redact(name)!r} must be a file name relative to source.url")
+    what = credential_in_url(name)
+    if what:
+        raise c.fail(node, where, f"the name carries {what}: {WHERE_CREDENTIALS_GO}")
     return name
 
 

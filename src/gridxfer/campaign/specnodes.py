@@ -12,6 +12,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import GridxferError, SpecError, UsageError
+from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .specmodel import SCHEMES
 
 
@@ -88,6 +89,10 @@ class Checker:
         text = self.string(node, fieldname)
         if "://" not in text:
             text = self._endpoint_name(node, fieldname, text)
+        what = credential_in_url(text)
+        if what:
+            raise self.fail(node, fieldname, f"the URL {redact(text)!r} carries {what}: "
+                                             f"{WHERE_CREDENTIALS_GO}")
         parts = urlsplit(text)
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:

@@ -17,11 +17,17 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 from ..errors import Interrupted, PartialFailure, UsageError
+from ..redact import redact, redact_obj
 from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
 
 
 def _echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    click.echo(json.dumps(redact_obj(obj), indent=2, sort_keys=True, default=str))
+
+
+def _echo(text: str) -> None:
+    """Every text line of these commands: journals of older versions may hold credentials."""
+    click.echo(redact(text))
 
 
 def _console() -> "Console":
@@ -38,6 +44,7 @@ def _num(x: float, step: float) -> str:
 
 def _short(url: str) -> str:
     from urllib.parse import urlsplit
+    url = redact(url)
     p = urlsplit(url)
     return f"{p.netloc}{p.path.rstrip('/')}" if len(url) <= 40 else p.netloc
 
@@ -118,17 +125,17 @@ def _render_result(r, as_json: bool) -> None:
         _echo_json(r.to_dict())
         return
     verb = "would transfer" if r.dry_run else r.state
-    click.echo(f"campaign {r.name}: {verb}: {r.files_done}/{r.files_total} files done, "
+    _echo(f"campaign {r.name}: {verb}: {r.files_done}/{r.files_total} files done, "
                f"{r.files_failed} failed, {fmt_bytes(r.bytes_done)} of {fmt_bytes(r.bytes_total)}"
                + ("" if r.dry_run else f" in {fmt_duration(r.seconds)} ({fmt_rate(r.mean_rate)})")
                + (f", {r.recovered} recovered after a crash" if r.recovered else ""))
     for f in r.failures[:20]:
-        click.echo(f"  FAILED {f.tier} {f.name}: {f.error_class}: {f.error_msg} "
+        _echo(f"  FAILED {f.tier} {f.name}: {f.error_class}: {f.error_msg} "
                    f"({f.attempts} attempts)")
     if len(r.failures) > 20:
-        click.echo(f"  ... and {len(r.failures) - 20} more")
+        _echo(f"  ... and {len(r.failures) - 20} more")
     if not r.dry_run:
-        click.echo(f"journal: {r.journal}")
+        _echo(f"journal: {r.journal}")
 
 
 @group.command("run")
@@ -200,22 +207,22 @@ def _render_status(st, as_json: bool, links: bool) -> None:
         return
     total = sum(st.files.values())
     f = st.files
-    click.echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
+    _echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
                f"{f.get('failed', 0)} failed, {f.get('active', 0)} in flight, "
                f"{f.get('pending', 0)} pending; {fmt_bytes(st.bytes.get('done', 0))} of "
                f"{fmt_bytes(sum(st.bytes.values()))}")
     for tier, by in sorted(st.tiers.items()):
-        click.echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+        _echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
     if links:
         if not st.links:
-            click.echo("  (no optimizer decisions journalled yet)")
+            _echo("  (no optimizer decisions journalled yet)")
         for ln in st.links:
-            click.echo(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
+            _echo(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
                        f"{ln['decisions']} decisions)")
         for ex in st.excluded:
             until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
                      if ex["until"] else "")
-            click.echo(f"  excluded {ex['tier']} {ex['url']}: {ex['reason']}{until}")
+            _echo(f"  excluded {ex['tier']} {ex['url']}: {ex['reason']}{until}")
 
 
 @group.command("report")
@@ -235,7 +242,7 @@ def report_cmd(name: str, as_json: bool, png: str | None) -> None:
         return
     _render_report(rep)
     if out:
-        click.echo(f"timeline: {out}")
+        _echo(f"timeline: {out}")
 
 
 def _render_report(rep) -> None:
@@ -268,9 +275,9 @@ def _render_report(rep) -> None:
     if rep.share.endpoints:
         from ..campaign.share import render_share
         con.print("[bold]share per destination endpoint[/]")
-        con.print(render_share(rep.share), markup=False, highlight=False)
+        con.print(redact(render_share(rep.share)), markup=False, highlight=False)
     for f in rep.failed_files[:20]:
-        con.print(f"FAILED {f['tier']} {f['name']}: {f['error_class']}: {f['error_msg']}",
+        con.print(redact(f"FAILED {f['tier']} {f['name']}: {f['error_class']}: {f['error_msg']}"),
                   markup=False)
 
 
@@ -284,8 +291,8 @@ def list_cmd(as_json: bool) -> None:
         _echo_json([s.to_dict() for s in items])
         return
     if not items:
-        click.echo("no campaigns")
+        _echo("no campaigns")
     for s in items:
         total = sum(s.files.values())
-        click.echo(f"{s.name:24} {s.state:12} {s.files.get('done', 0)}/{total} done, "
+        _echo(f"{s.name:24} {s.state:12} {s.files.get('done', 0)}/{total} done, "
                    f"{s.files.get('failed', 0)} failed  {s.journal}")

@@ -16,6 +16,7 @@ import click
 
 from .. import __version__
 from ..errors import GridxferError, exit_code_for
+from ..redact import redact
 
 # command name -> (module under gridxfer.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -64,12 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("gridxfer: interrupted", err=True)
         code = exit_code_for(KeyboardInterrupt())
     except click.ClickException as exc:   # click's own usage errors: exit 2
+        exc.message = redact(exc.message)
         exc.show()
         code = exc.exit_code
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except GridxferError as exc:
-        click.echo(f"gridxfer: error: {exc}", err=True)
+        click.echo(redact(f"gridxfer: error: {exc}"), err=True)
         code = exit_code_for(exc)
     except KeyboardInterrupt as exc:
         click.echo("gridxfer: interrupted", err=True)

@@ -28,6 +28,7 @@ import nagiosplugin
 
 from .. import __version__
 from ..errors import GridxferError
+from ..redact import redact
 from ..units import parse_duration
 
 UNKNOWN = 3
@@ -123,7 +124,7 @@ def typed(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
 
 def perf_label(text: str) -> str:
     """A perfdata label: no quotes or '=' (guidelines), short and stable."""
-    return re.sub(r"[^A-Za-z0-9_.:/-]+", "_", text)[:60] or "_"
+    return re.sub(r"[^A-Za-z0-9_.:/-]+", "_", redact(text))[:60] or "_"
 
 
 class GxResource(nagiosplugin.Resource):
@@ -145,7 +146,7 @@ def one_line(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}"
-    return " ".join(text.split())[:300].replace("|", "/")
+    return " ".join(redact(text).split())[:300].replace("|", "/")
 
 
 class GxCheck(nagiosplugin.Check):
@@ -193,14 +194,14 @@ class LineSummary(nagiosplugin.Summary):
         self.resource = resource
 
     def ok(self, results: nagiosplugin.Results) -> str:
-        return getattr(self.resource, "headline", "") or str(results[0])
+        return redact(getattr(self.resource, "headline", "") or str(results[0]))
 
     def problem(self, results: nagiosplugin.Results) -> str:
         first = str(results.first_significant)
         head = getattr(self.resource, "headline", "")
         if first and head and first not in head:
-            return f"{first}; {head}"
-        return first or head
+            return redact(f"{first}; {head}")
+        return redact(first or head)
 
 
 class StateContext(nagiosplugin.Context):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..redact import redact
 from ..state import write_atomic
 
 
@@ -31,6 +32,7 @@ class Sample:
 
 
 def _esc(value: str) -> str:
+    value = redact(value)
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
@@ -72,7 +74,7 @@ def check_samples(check_name: str, check: Any) -> list[Sample]:
         m = result.metric
         if m is None or not isinstance(m.value, (int, float)):
             continue
-        metric = re.sub(r"[^a-zA-Z0-9_]", "_", m.name).strip("_")
+        metric = re.sub(r"[^a-zA-Z0-9_]", "_", redact(m.name)).strip("_")
         out.append(Sample(f"gridxfer_check_{check_name}_{metric}", float(m.value), labels))
     return out
 

@@ -27,6 +27,7 @@ from gridxfer.movers.gridftp import NativeGridFTP
 from gridxfer.movers.gridftpops import GridFTPOps
 from gridxfer.movers.ftpcontrol import NativeUnavailable
 from gridxfer.movers.urls import local_path, scheme_of
+from gridxfer.redact import credential_in_url, redact
 
 _BYTES = re.compile(rb"(\d+) bytes")
 # streams == 1 goes through gfal2 with session reuse; GRIDXFER_GUC_ALWAYS=1 forces a
@@ -122,6 +123,10 @@ class GlobusUrlCopyMover(DelegatedOps):
     def _run(self, args: list[str], params: TransferParams, progress: ProgressFn | None,
              *, remote_src: bool) -> None:
         args = [self.binary] + args[1:]
+        if any(credential_in_url(a) for a in args):     # argv is world-readable (ps)
+            raise TransferError(ErrorClass.PERMISSION, redact(
+                f"{args[-2]} -> {args[-1]}: a URL carries a credential, which is never put "
+                f"on a command line: use a grid proxy (X509_USER_PROXY)"))
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         self.last_pid = proc.pid

@@ -1,0 +1,103 @@
+"""Credentials never leave the process: one redaction function for every sink.
+
+``redact(text)`` masks what grid clients treat as a credential wherever it appears in a
+string (URLs, error messages of gfal2/XrdCl/globus-url-copy, exception text):
+
+- the password of a URL's userinfo: ``root://bob:hunter2@host`` -> ``root://bob:***@host``
+  (a bare login name, ``root://gx3p1@host``, is not a secret and stays);
+- the value of a credential-carrying query key, also percent-encoded
+  (``?authz=...``, ``%3Fauthz%3D...``): see ``CREDENTIAL_KEYS``;
+- ``Authorization: <value>`` header text and ``Bearer <token>``;
+- a JSON Web Token (WLCG/SciTokens are JWTs: ``eyJ...``);
+- a PEM private key block.
+
+It is applied where text leaves the process: journal writes (``campaign.journal``,
+``campaign.ledger``), the CLI's error line and JSON, reports (text, JSON, PNG labels),
+Nagios status lines and perfdata labels, Prometheus names and labels, and the argument
+lists of child processes. A value is replaced by ``***``, never removed, so the output
+still shows that a credential was there. Every pattern stops at ``"`` and ``\\``, so
+redacting JSON text keeps it valid JSON.
+
+``credential_in_url(url)`` tells campaign-file validation what to refuse (exit 2), and
+``WHERE_CREDENTIALS_GO`` is the one sentence that says where credentials belong instead.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "***"
+
+# Query keys that carry a credential, lower case. Sources:
+# - authz: XRootD's token CGI (xroot and XrdHttp; SciTokens/WLCG tokens). XRootD itself
+#   obfuscates "authz=" in its logs (XrdOucUtils obfuscateAuth).
+# - access_token: RFC 6750 2.3, the bearer token as a URI query parameter.
+# - bearer_token, token: bearer tokens under other names.
+# - xrd.gsiusrpxy: the proxy file gfal2's xrootd plugin appends as CGI (strings of
+#   libgfal_plugin_xrootd.so, gfal2 2.21); a path to a private key is as good as the key.
+# - tpc.key: the rendezvous key of an XRootD third-party copy.
+# - x-amz-signature, x-amz-credential, x-amz-security-token, signature, awsaccesskeyid:
+#   S3 pre-signed URLs (https/davs through davix); sig: Azure SAS.
+CREDENTIAL_KEYS = ("authz", "access_token", "bearer_token", "token", "xrd.gsiusrpxy",
+                   "tpc.key", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+                   "signature", "awsaccesskeyid", "sig")
+
+WHERE_CREDENTIALS_GO = (
+    "credentials do not go into URLs (they would be stored in the journal and shown in "
+    "reports, metrics and process lists): use a grid proxy (X509_USER_PROXY, default "
+    "/tmp/x509up_u<uid>) or a bearer token (BEARER_TOKEN or BEARER_TOKEN_FILE, read by "
+    "gfal2 and XRootD's ztn); XRootD's pwd protocol reads the file named by XrdSecNETRC; "
+    "~/.netrc is read by none of gfal2, XrdCl or globus-url-copy")
+
+_KEYS = "|".join(re.escape(k) for k in sorted(CREDENTIAL_KEYS, key=len, reverse=True))
+_VALUE = r"[^&\s\"'<>#\\]*"
+# key=value after a separator (?, &, ;, space...) or its percent-encoding (%3F, %26)
+_QUERY = re.compile(r"(?i)(?:(?<=%3f)|(?<=%26)|(?<![\w.%-]))(" + _KEYS + r")(=|%3d)" + _VALUE)
+_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://[^/?#@\s:\"\\]*):[^/?#\s\"\\]*@")
+_AUTH_HEADER = re.compile(r"(?i)(\w*authorization\s*:\s*)(?:(?:bearer|basic|negotiate)\s+)?"
+                          r"[^\s\"\\]+")
+_BEARER = re.compile(r"(?i)\b(bearer(?:\s+|%20|\+))[A-Za-z0-9._~+/=-]{6,}")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+_PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[^\"\\])*"
+                  r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?")
+# Cheap pre-check: text without any of these cannot match a pattern above (most text).
+_TRIGGER = re.compile(r"(?i)[@=]|%3d|bearer|authorization|eyJ|PRIVATE KEY")
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential masked (``***``); other text unchanged."""
+    if not text or not _TRIGGER.search(text):
+        return text
+    text = _PEM.sub(f"-----BEGIN \\1PRIVATE KEY----- {MASK}", text)
+    text = _USERINFO.sub(rf"\1:{MASK}@", text)
+    text = _QUERY.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
+    text = _BEARER.sub(rf"\1{MASK}", text)
+    return _JWT.sub(MASK, text)
+
+
+def redact_obj(obj: Any) -> Any:
+    """``redact`` applied to every string inside lists, tuples and dicts (keys too)."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {redact_obj(k): redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(redact_obj(v) for v in obj) if not hasattr(obj, "_fields") \
+            else type(obj)(*(redact_obj(v) for v in obj))
+    return obj
+
+
+def credential_in_url(url: str) -> str | None:
+    """What credential ``url`` carries (for a refusal message), or None.
+
+    Answers ``"a password"`` (``user:pass@``) or ``"the query key 'authz'"``; the message
+    shows the URL only through ``redact``."""
+    if _USERINFO.search(url):
+        return "a password (user:password@)"
+    q = _QUERY.search(url)
+    if q:
+        return f"the credential {q.group(1).lower()}="
+    if _JWT.search(url) or _BEARER.search(url):
+        return "a bearer token"
+    return None
