@@ -1,7 +1,15 @@
 """Shared fixtures. Paths come from fixtures, never from globals."""
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_configure(config):
+    """Every namespace and root-namespace link a test grid creates carries this run's tag
+    (gridxfer.testbed.netgrid): a second `make test` at the same time builds its own."""
+    os.environ.setdefault("GRIDXFER_NS_TAG", str(os.getpid()))
 
 
 @pytest.fixture(autouse=True)
@@ -9,7 +17,6 @@ def _restore_environ():
     """Every test leaves os.environ as it found it. An in-process campaign on a testbed
     applies that testbed's client env (X509_*); without this, a grid torn down by one test
     would leave later tests pointing at its deleted CA and proxy."""
-    import os
     saved = dict(os.environ)
     yield
     if os.environ != saved:
@@ -33,7 +40,6 @@ def gridxfer_home(tmp_path, monkeypatch):
 
 import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
-import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 

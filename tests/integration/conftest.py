@@ -9,7 +9,7 @@ import yaml
 def grid(tmp_path_factory, request):
     """The test module's ``TOPO`` (netgrid topology YAML) up without services, with a
     private $GRIDXFER_HOME, for the whole module; yields that home. ``down`` afterwards
-    must leave none of the topology's namespaces behind."""
+    must leave none of the topology's namespaces (of this run: $GRIDXFER_NS_TAG) behind."""
     from gridxfer.testbed import netgrid, netns
     text = request.module.TOPO
     name = yaml.safe_load(text)["name"]
@@ -23,4 +23,17 @@ def grid(tmp_path_factory, request):
             yield home
         finally:
             netgrid.down()
-    assert not [ns for ns in netns.listing() if ns.startswith(f"gx-{name}-")]
+    assert not [ns for ns in netns.listing() if ns.startswith(netgrid.ns_prefix(name))]
+
+
+@pytest.fixture
+def controller_grid_lock():
+    """A topology with ``controller:`` attaches this machine: its tier subnets are routed in
+    the root namespace, which a second test run at the same time shares (the run tag keeps
+    names apart, not routes). One such grid per machine at a time; flock dies with us."""
+    import fcntl
+    from pathlib import Path
+    lock_dir = Path("/run/lock") if Path("/run/lock").is_dir() else Path("/tmp")
+    with open(lock_dir / "gridxfer-controller-grid.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield

@@ -63,15 +63,16 @@ timeout: 60s
 def test_layout_and_status(grid):
     st = netgrid.status()
     assert st["up"] and st["mode"] == "netns"
-    assert set(st["namespaces"]) == {"gx-t5g-a1", "gx-t5g-a2", "gx-t5g-b1", "gx-t5g-c1",
-                                     "gx-t5g-d1", "gx-t5g-router"}
+    assert set(st["namespaces"]) == {netgrid.ns_name("t5g", h)
+                                     for h in ("a1", "a2", "b1", "c1", "d1", "router")}
     assert all(st["processes"].values()) and len(st["processes"]) == 4   # 2 links x 2 ways
     assert [lk["method"] for lk in st["links"]] == ["delayline"] * 4 + ["veth"] * 2
     for host in st["hosts"].values():
         assert ipaddress.ip_address(host["address"]) in ipaddress.ip_network("198.18.0.0/15")
-    qdisc = netns.tc("gx-t5g-router", "qdisc", "show", "dev", "tl0a").stdout
+    router = netgrid.ns_name("t5g", "router")
+    qdisc = netns.tc(router, "qdisc", "show", "dev", "tl0a").stdout
     assert "htb" in qdisc
-    links = netns.ip("gx-t5g-router", "-o", "link", "show").stdout
+    links = netns.ip(router, "-o", "link", "show").stdout
     assert "tl0a" in links and "tl1b" in links
     assert load_inventory().mode == "netns"
 
@@ -149,7 +150,7 @@ def _gone(pids: list[int]) -> list[int]:
     return alive
 
 
-def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
+def test_services_over_the_emulated_wan(controller_grid_lock, gridxfer_home, tmp_path):
     topo = tmp_path / "t5s.yaml"
     topo.write_text(SERVICES_TOPO)
     inv = netgrid.up(topo)
@@ -189,7 +190,7 @@ def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
                              capture_output=True, text=True, timeout=120)
         assert ans.returncode == 0 and "198.19.61.10" in ans.stdout, ans.stdout + ans.stderr
         # the xrootd server really runs inside s1's namespace
-        ns_pids = netns.pids("gx-t5s-s1")
+        ns_pids = netns.pids(netgrid.ns_name("t5s", "s1"))
         assert inv.endpoints["s1-xrd"].pid in ns_pids
         rtt = bench.rtt("s0", "s1", count=15, interval=0.1)
         assert 9.0 <= rtt.median_ms <= 11.0
@@ -204,7 +205,7 @@ def test_services_over_the_emulated_wan(gridxfer_home, tmp_path):
     assert not netgrid.state_path().exists()
 
 
-def test_down_cleans_up_after_kill9_of_up(gridxfer_home, tmp_path):
+def test_down_cleans_up_after_kill9_of_up(controller_grid_lock, gridxfer_home, tmp_path):
     topo = tmp_path / "t5s.yaml"
     topo.write_text(SERVICES_TOPO)
     env = {**os.environ, "GRIDXFER_HOME": str(gridxfer_home)}

@@ -38,8 +38,35 @@ def test_commands_of_a_grid_that_is_not_up(gridxfer_home):
         netgrid.hosts()
 
 
-def test_namespace_names():
+def test_namespace_names(monkeypatch):
+    monkeypatch.delenv(netgrid.TAG_ENV, raising=False)
     assert netgrid.ns_name("sc", "t1a-se01") == "gx-sc-t1a-se01"
+    assert netgrid.root_link_name("scscscscsc") == "gxc-scscscscsc"
+
+
+def test_a_run_tag_makes_every_name_of_the_grid_its_own(monkeypatch):
+    """Two test runs at once build the same topologies: with GRIDXFER_NS_TAG their
+    namespaces and root-namespace links differ, and one run's prefix never matches the
+    other's names (cleanup assertions and `down` touch only their own)."""
+    monkeypatch.setenv(netgrid.TAG_ENV, "4194304")
+    assert netgrid.ns_name("sc", "t1a-se01") == "gx-sc.4194304-t1a-se01"
+    link = netgrid.root_link_name("scscscscsc")
+    assert len(link) <= 15 and link.startswith("gxt")           # IFNAMSIZ
+    mine = netgrid.ns_prefix("sc")
+    monkeypatch.setenv(netgrid.TAG_ENV, "41943")
+    assert netgrid.root_link_name("scscscscsc") != link
+    assert not netgrid.ns_name("sc", "h").startswith(mine)
+    assert not mine.startswith(netgrid.ns_prefix("sc"))
+    monkeypatch.delenv(netgrid.TAG_ENV)
+    assert not netgrid.ns_name("sc", "h").startswith(mine)
+
+
+@pytest.mark.parametrize("bad", ["UPPER", "a-b", "123456789", "a/b", " "])
+def test_a_bad_run_tag_is_a_usage_error(monkeypatch, bad):
+    from gridxfer.errors import UsageError
+    monkeypatch.setenv(netgrid.TAG_ENV, bad)
+    with pytest.raises(UsageError, match="GRIDXFER_NS_TAG"):
+        netgrid.ns_name("sc", "h")
 
 
 def test_wan_link_method_and_netem_arguments(monkeypatch):

@@ -14,6 +14,13 @@ from .topology import ROUTER_ADDR, Topology
 
 MTU = wanlink.MTU
 TABLE_BASE = 1000
+# The initial receive buffer of every host holds at least this many full-size segments.
+# With the grid's 65000-byte MTU, the host default the namespaces inherit (tcp_rmem[1] =
+# 131072, a ~64 KB window) holds one segment and a half, and Linux's receive autotuning
+# then often never starts: the window stays at 2 x 46080 bytes (the sender halves its MSS
+# to fit it) and a 20 ms path carries 70 Mbit/s for the whole run, whatever the link rate.
+# 16 x MTU keeps the ratio the default has at a 9000-byte MTU (131072 / 9000 = 14.6).
+INITIAL_RCVBUF_SEGMENTS = 16
 
 
 def _etc_files(topo: Topology, st: dict[str, Any]) -> None:
@@ -46,6 +53,7 @@ def build_network(topo: Topology, st: dict[str, Any], save: Callable[[dict], Non
         ns, vdev = st["hosts"][host.name]["netns"], f"vh{i}"
         st["hosts"][host.name]["router_dev"] = vdev
         netns.add(ns)
+        initial_rcvbuf(ns)
         netns.ip(router, "link", "add", vdev, "mtu", MTU, "type", "veth", "peer", "name", "eth0",
                  "mtu", MTU, "netns", ns)
         _attach(router, vdev, ns, "eth0", host.address)
@@ -79,6 +87,17 @@ def build_network(topo: Topology, st: dict[str, Any], save: Callable[[dict], Non
                                      TABLE_BASE + tier_index[src], topo.tier(dst).subnet,
                                      delayline))
     save(st)
+
+
+def initial_rcvbuf(ns: str) -> str:
+    """Raise only the default (middle) value of ``ns``'s tcp_rmem, which the namespace
+    inherited from the host, to ``INITIAL_RCVBUF_SEGMENTS`` x MTU (never above its max);
+    min and max stay the host's. Returns the value now in force."""
+    low, default, high = (int(v) for v in netns.read_sysctl(ns, "net.ipv4.tcp_rmem").split())
+    want = min(max(default, INITIAL_RCVBUF_SEGMENTS * int(MTU)), high)
+    if want != default:
+        netns.sysctl(ns, "net.ipv4.tcp_rmem", f"{low} {want} {high}")
+    return f"{low} {want} {high}"
 
 
 def _attach(router: str, rdev: str, ns: str | None, dev: str, address: str) -> None:

@@ -9,6 +9,10 @@ Layout (``name`` = topology name)::
                                                          delay line process (rtt/2, loss)
     root namespace    gxc-<name> ──veth── vctl (joins the controller tier; optional)
 
+With ``$GRIDXFER_NS_TAG`` set (1-8 chars of [a-z0-9]; the test suite sets it per run),
+namespaces are ``gx-<name>.<tag>-<host>`` and the root link ``gxt<12 hex digits>``, so
+two grids of the same topology (two test runs at once) never meet.
+
 Packets written back by the delay line arrive *from* the TUN, so the main table (one /32
 per host) delivers them. Where tc has netem, or a link has no RTT and no loss, a veth loop
 replaces the TUN (:mod:`gridxfer.testbed.wanlink`). State (namespaces, devices, pids) is
@@ -20,7 +24,9 @@ API (used by ``gridxfer testbed`` and netbench): :func:`up`, :func:`down`, :func
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import state
+from ..errors import UsageError
 from . import inventory as inv_mod
 from . import netbuild, netns, netservices
 from .inventory import TestbedError, testbed_dir
@@ -36,6 +43,8 @@ from .topology import load
 
 STATE_NAME = "netgrid.json"
 LOCAL = "local"                 # this machine (root namespace) as a grid host
+TAG_ENV = "GRIDXFER_NS_TAG"     # per-run suffix of every name the grid creates
+_TAG_RE = re.compile(r"[a-z0-9]{1,8}")
 Notify = Callable[[str], None]
 
 
@@ -66,8 +75,31 @@ def _save(st: dict[str, Any]) -> None:
     state.write_json(state_path(), st)
 
 
+def ns_tag() -> str:
+    """``$GRIDXFER_NS_TAG`` ("" when unset); a bad value is a usage error."""
+    tag = os.environ.get(TAG_ENV, "")
+    if tag and not _TAG_RE.fullmatch(tag):
+        raise UsageError(f"{TAG_ENV}={tag!r}: must be 1-8 chars of [a-z0-9]")
+    return tag
+
+
+def ns_prefix(topo: str) -> str:
+    """What every namespace of topology ``topo`` starts with (under the current tag).
+    '.' is in no topology or host name, so two prefixes never overlap."""
+    tag = ns_tag()
+    return f"gx-{topo}.{tag}-" if tag else f"gx-{topo}-"
+
+
 def ns_name(topo: str, host: str) -> str:
-    return f"gx-{topo}-{host}"
+    return ns_prefix(topo) + host
+
+
+def root_link_name(topo: str) -> str:
+    """The controller's veth in the root namespace (IFNAMSIZ: at most 15 chars)."""
+    tag = ns_tag()
+    if not tag:
+        return f"gxc-{topo}"                        # topology names have <= 10 chars
+    return "gxt" + hashlib.sha256(f"{topo}.{tag}".encode()).hexdigest()[:12]
 
 
 def _stderr(msg: str) -> None:
@@ -110,7 +142,7 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
         # hosts first, router last: the order down() deletes them
         "namespaces": [ns_name(topo.name, h.name) for h in topo.hosts] + [router],
         "scratch_namespaces": [ns_name(topo.name, "probe")],     # the netem test, short-lived
-        "root_links": [f"gxc-{topo.name}"] if topo.controller else [],
+        "root_links": [root_link_name(topo.name)] if topo.controller else [],
         "hosts": {h.name: {"netns": ns_name(topo.name, h.name), "address": h.address,
                            "tier": h.tier, "services": list(h.services), "role": h.role}
                   for h in topo.hosts},
