@@ -32,6 +32,11 @@ BAD_PROFILES = [
     ("nic-unknown", "net.ipv4.tcp_sack = 0\n", "txqueuelen = 10\nturbo = on\n", "bad.nic:2: turbo: unknown NIC setting"),
     ("nic-mtu", "net.ipv4.tcp_sack = 0\n", "mtu = 20\n", "bad.nic:1: mtu: 20 out of range"),
     ("nic-pause", "net.ipv4.tcp_sack = 0\n", "pause.rx = maybe\n", "bad.nic:1: pause.rx: 'maybe' is not one of"),
+    ("jinja", "net.ipv4.tcp_sack = 0\nkernel.x = {{ lookup('pipe','touch /tmp/gx-pwned') }}\n",
+     None, "bad.conf:2: kernel.x: value contains '{{'"),
+    ("nul", "net.ipv4.tcp_sack = 0\x00\n", None, "bad.conf:1: control character U+0000"),
+    ("not-utf8", "net.ipv4.tcp_sack = 0\n\udce9\n", None, "bad.conf:2: not UTF-8"),
+    ("huge", "net.core.rmem_max = " + "9" * 400 + "\n", None, "bad.conf:1: net.core.rmem_max: 999999999999..."),
     # caught against the target, before anything is written: the key is named
     ("unknown-key", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_no_such_key_gx = 1\n", None,
      "bad.conf:2: net.ipv4.tcp_no_such_key_gx = 1: no such sysctl"),
@@ -79,7 +84,7 @@ def snap(ns):
 def test_malformed_profile_exits_2_with_one_line_and_writes_nothing(
         nsname, tmp_path, gridxfer_home, capsys, name, conf, nic, fragment, monkeypatch):
     monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(tmp_path / "sysctl.d"))
-    (tmp_path / "bad.conf").write_text(conf)
+    (tmp_path / "bad.conf").write_text(conf, errors="surrogateescape")
     if nic is not None:
         (tmp_path / "bad.nic").write_text(nic)
     before = snap(nsname)

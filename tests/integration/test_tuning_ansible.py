@@ -96,3 +96,32 @@ def test_exported_vars_are_in_sync_with_profiles():
         assert (VARS_DIR / f"{path.stem}.yml").read_text() == ansible_vars_yaml(
             load_profile(str(path))), f"regenerate playbooks/vars/{path.stem}.yml"
     assert _env()["ANSIBLE_STDOUT_CALLBACK"] == "json"
+
+
+def test_templates_never_run_on_the_controller(host, tmp_path):
+    """A value that bypassed the profile parser (here: written by hand, or read back from a
+    host) still reaches Ansible as text: the lookup would create the marker on the controller."""
+    from gridxfer.tuning.profile import Profile, Setting
+    from gridxfer.tuning.targets.base import WriteFailed
+    ns, sshd, inv = host
+    marker = tmp_path / "pwned"
+    evil = "{{ lookup('pipe', 'touch %s; echo 5') }}" % marker
+    before = ns.sysctl("net.ipv4.tcp_syn_retries")
+    t = AnsibleTarget("gxhost", inv, runtime_file=f"{sshd.workdir}/runtime.conf")
+    with pytest.raises(WriteFailed):                          # the literal text is no number
+        t.write({"net.ipv4.tcp_syn_retries": evil})
+    assert not marker.exists() and ns.sysctl("net.ipv4.tcp_syn_retries") == before
+    res = t.run(["echo", evil])
+    assert res.ok and res.stdout.strip() == evil and not marker.exists()
+    t.put_file(str(tmp_path / "persisted.conf"), f"# intent: {evil}\n")
+    assert (tmp_path / "persisted.conf").read_text() == f"# intent: {evil}\n"
+    assert not marker.exists()
+    # the exported vars files (playbooks/vars/*.yml) carry !unsafe as well
+    prof = Profile("evil", str(tmp_path / "evil.conf"),
+                   settings=(Setting("net.ipv4.tcp_syn_retries", evil),))
+    vars_file = tmp_path / "evil.yml"
+    vars_file.write_text(ansible_vars_yaml(prof))
+    done = playbook(inv, "-e", "profile=evil", "-e", f"gridxfer_vars_file={vars_file}",
+                    "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf")
+    assert done.returncode != 0 and not marker.exists(), done.stdout[-2000:]
+    assert ns.sysctl("net.ipv4.tcp_syn_retries") == before

@@ -96,3 +96,40 @@ def test_unknown_names(tmp_path):
     (tmp_path / "bin.conf").write_bytes(b"\xff\xfe")
     with pytest.raises(SpecError, match="not UTF-8"):
         load_profile(str(tmp_path / "bin.conf"))
+
+
+@pytest.mark.parametrize("body,where,fragment", [
+    ("net.ipv4.tcp_sack = 0\nkernel.core_pattern = {{ lookup('pipe','id') }}\n", 2, "'{{'"),
+    ("net.ipv4.tcp_sack = {% if 1 %}0{% endif %}\n", 1, "'{%'"),
+    ("net.ipv4.tcp_sack = 0 {# hidden #}\n", 1, "'{#'"),
+    ("# source: {{ lookup('pipe','id') }}\nnet.ipv4.tcp_sack = 0\n", 1, "'{{'"),
+    ("net.ipv4.tcp_sack = 0\x00\n", 1, "U+0000"),
+    ("net.ipv4.tcp_sack = 0\n\nnet.core.somaxconn = 1\x1b[2J\n", 3, "U+001B"),
+    ("net.ipv4.tcp_sack = 0\nkernel.x = a\u202eb\n", 2, "U+202E"),
+    ("net.core.rmem_max = " + "9" * 5000 + "\n", 1, "longer than"),
+    ("net.core.rmem_max = " + "9" * 400 + "\n", 1, "out of range"),
+    ("net.core.rmem_max = 1_000\n", 1, "not numeric"),
+    ("net.core.rmem_max = \u0661\u0662\u0663\n", 1, "not numeric"),
+    ("net.core.rmem_max = \u00b2\n", 1, "not numeric"),
+])
+def test_hostile_profile_content_is_refused_naming_file_and_line(tmp_path, body, where, fragment):
+    path = tmp_path / "bad.conf"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        load_profile(str(path))
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:{where}: ") and fragment in msg and "\n" not in msg, msg
+
+
+def test_invalid_utf8_names_the_line(tmp_path):
+    path = tmp_path / "bad.conf"
+    path.write_bytes(b"net.ipv4.tcp_sack = 0\n# caf\xe9\n")
+    with pytest.raises(SpecError, match=r"bad.conf:2: not UTF-8"):
+        load_profile(str(path))
+
+
+def test_profile_file_name_must_be_a_name(tmp_path):
+    path = tmp_path / "{{x}}.conf"
+    path.write_text("net.ipv4.tcp_sack = 0\n")
+    with pytest.raises(UsageError, match="file name"):
+        load_profile(str(path))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -89,6 +90,9 @@ def find_profile(name: str) -> Path:
         path = Path(name)
         if not path.is_file():
             raise UsageError(f"no such profile file: {name}")
+        if not _NAME_RE.fullmatch(path.stem):
+            raise UsageError(f"{name}: a profile's file name must be letters, digits, '_', '.' "
+                             "or '-' followed by .conf")
         return path
     if not _NAME_RE.fullmatch(name):
         raise UsageError(f"not a profile name: {name!r}")
@@ -144,13 +148,49 @@ def _find_include(name: str, here: Path) -> Path:
     return local if local.is_file() else find_profile(name)
 
 
+MAX_LINE = 4096       # no sysctl value is longer; the kernel reads at most a page
+MAX_FILE = 1 << 20
+_JINJA = ("{{", "{%", "{#")
+
+
 def _read_lines(path: Path) -> list[str]:
+    """The file's lines, refusing what no sysctl.d file holds: invalid UTF-8, control
+    characters (NUL, escapes), absurdly long lines. Each refusal names ``file:line``."""
     try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise SpecError("not UTF-8 text", path=str(path)) from None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE + 1)
     except OSError as exc:
         raise SpecError(exc.strerror or str(exc), path=str(path)) from None
+    if len(raw) > MAX_FILE:
+        raise SpecError(f"larger than {MAX_FILE} bytes; not a profile", path=str(path))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", path=str(path),
+                        line=line) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for no, line in enumerate(lines, 1):
+        line = line.removesuffix("\r")
+        lines[no - 1] = line
+        bad = next((c for c in line if c != "\t" and (unicodedata.category(c)[0] == "C"
+                                                       or unicodedata.category(c) in ("Zl", "Zp"))), None)
+        if bad is not None:
+            raise SpecError(f"control character U+{ord(bad):04X} not allowed", path=str(path),
+                            line=no)
+        if len(line) > MAX_LINE:
+            raise SpecError(f"line longer than {MAX_LINE} characters", path=str(path), line=no)
+    return lines
+
+
+def _refuse_template(text: str, path: Path, no: int, what: str) -> None:
+    """Values reach Ansible; a Jinja2 delimiter would be a template there. Refused."""
+    mark = next((m for m in _JINJA if m in text), None)
+    if mark is not None:
+        raise SpecError(f"{what} contains {mark!r}: template syntax is not allowed in a "
+                        "profile (Ansible would evaluate it)", path=str(path), line=no)
 
 
 def _split_assignment(raw: str, path: Path, no: int) -> tuple[str, str, bool]:
@@ -161,6 +201,8 @@ def _split_assignment(raw: str, path: Path, no: int) -> tuple[str, str, bool]:
     if "=" not in text:
         raise SpecError(f"expected 'key = value', got {raw.strip()!r}", path=str(path), line=no)
     key, value = (t.strip() for t in text.split("=", 1))
+    _refuse_template(key, path, no, "key")
+    _refuse_template(value, path, no, f"{key}: value" if key else "value")
     if not key:
         raise SpecError("missing key before '='", path=str(path), line=no)
     if not value:
@@ -194,6 +236,8 @@ def _parse_conf(path: Path) -> tuple[dict[str, str], list[Setting], list[tuple[s
             continue
         if stripped[0] in "#;":
             m = _DIRECTIVE_RE.match(stripped)
+            if m or (last_meta and not settings):
+                _refuse_template(stripped, path, no, "header")
             cont = _CONT_RE.match(raw)
             if not m and cont and last_meta and not settings:
                 meta[last_meta] += " " + cont.group(1).strip()

@@ -21,8 +21,9 @@ GLOBAL_ONLY = frozenset({
 KNOWN_QDISCS = frozenset({"pfifo_fast", "fq", "fq_codel", "fq_pie", "pfifo", "bfifo", "sfq",
                           "cake", "codel", "pie", "htb", "tbf", "noqueue"})
 
-SYSCTL_KEY_RE = re.compile(r"[a-z0-9_][a-z0-9_.\-/]*[a-z0-9_]", re.I)
-WORD_RE = re.compile(r"[a-z0-9_\-]+", re.I)
+SYSCTL_KEY_RE = re.compile(r"[a-z0-9_][a-z0-9_.\-/]*[a-z0-9_]", re.I | re.A)
+WORD_RE = re.compile(r"[a-z0-9_\-]+", re.I | re.A)
+INT_RE = re.compile(r"-?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,11 @@ def check_value(rule: Rule, value: str) -> str | None:
         return f"expected {rule.count} integer(s), got {value!r}"
     nums = []
     for part in parts:
-        try:
-            nums.append(int(part))
-        except ValueError:
+        if not INT_RE.fullmatch(part):       # int() would take '1_000', '+5' and other scripts' digits
             return f"not numeric: {part!r}"
+        if len(part) > 20:
+            return f"{part[:12]}... out of range [{rule.lo}, {rule.hi}]"
+        nums.append(int(part))
     for n in nums:
         if not rule.lo <= n <= rule.hi:
             return f"{n} out of range [{rule.lo}, {rule.hi}]"

@@ -1,15 +1,21 @@
 """A host of an Ansible inventory: sysctls written by ``playbooks/tune.yml``
 (``ansible.posix.sysctl``), everything else through the ``command`` module with an argv list.
+
+Nothing gridxfer passes reaches Ansible as a template: values, argv and stdin travel in an
+extra-vars file whose strings are all tagged ``!unsafe`` (``export.unsafe_yaml``), and the
+ad-hoc module arguments only name those variables.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from ..export import unsafe_yaml
 from .base import CommandTarget, RunResult, TargetError, WriteFailed
 from .local import run_local
 
@@ -24,6 +30,18 @@ def _env() -> dict[str, str]:
                 "ANSIBLE_DEPRECATION_WARNINGS": "0"})
     env.setdefault("ANSIBLE_PIPELINING", "1")
     return env
+
+
+@contextlib.contextmanager
+def unsafe_vars_file(variables: dict) -> Iterator[str]:
+    """A private (0600) extra-vars file for ``-e @FILE``, every string ``!unsafe``."""
+    fd, path = tempfile.mkstemp(prefix="gridxfer-ansible-", suffix=".yml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(unsafe_yaml(variables))
+        yield path
+    finally:
+        os.unlink(path)
 
 
 class AnsibleTarget(CommandTarget):
@@ -67,11 +85,14 @@ class AnsibleTarget(CommandTarget):
         if any("$" in a or a.startswith("~") for a in argv):
             raise TargetError(f"{self.label}: ansible's command module would expand $VAR/~ in "
                               f"{shlex.join(argv)}; refusing")
-        args: dict = {"argv": list(argv)}
+        variables: dict = {"gridxfer_argv": list(argv)}
+        args = {"argv": "{{ gridxfer_argv }}"}
         if input is not None:
-            args.update(stdin=input, stdin_add_newline=False)
-        data = self._ansible(["ansible", self.host, "-i", self.inventory,
-                              "-m", "ansible.builtin.command", "-a", json.dumps(args)])
+            variables["gridxfer_stdin"] = input
+            args.update(stdin="{{ gridxfer_stdin }}", stdin_add_newline=False)
+        with unsafe_vars_file(variables) as vars_file:
+            data = self._ansible(["ansible", self.host, "-i", self.inventory, "-e", f"@{vars_file}",
+                                  "-m", "ansible.builtin.command", "-a", json.dumps(args)])
         res = self._host_results(data)[-1]
         rc = res.get("rc", 1 if res.get("failed") else 0)
         return RunResult(tuple(argv), int(rc), res.get("stdout", ""),
@@ -95,12 +116,8 @@ class AnsibleTarget(CommandTarget):
         variables = {"gridxfer_profile": "runtime",
                      "gridxfer_sysctl": [{"name": k, "value": v} for k, v in values.items()],
                      "gridxfer_sysctl_file": self.runtime_file}
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-            json.dump(variables, fh)
-        try:
-            data = self._ansible(self.playbook_argv(fh.name))
-        finally:
-            os.unlink(fh.name)
+        with unsafe_vars_file(variables) as vars_file:
+            data = self._ansible(self.playbook_argv(vars_file))
         done: list[str] = []
         for res in self._host_results(data):
             for item in res.get("results", []) if isinstance(res.get("results"), list) else []:
