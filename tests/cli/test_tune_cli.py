@@ -43,9 +43,13 @@ BAD_PROFILES = [
     ("congestion", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_congestion_control = warp\n", None,
      "net.ipv4.tcp_congestion_control = warp: 'warp' not in tcp_available_congestion_control"),
     ("global-in-ns", "net.ipv4.tcp_sack = 0\nnet.core.rmem_max = 67108864\n", None,
-     "bad.conf:2: net.core.rmem_max = 67108864: global-only key"),
+     "global-only key(s) belong to the whole host, not to this network namespace: "
+     "net.core.rmem_max (bad.conf:2); use --skip-global"),
     ("tcp-mem-in-ns", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_mem = 100 200 300\n", None,
-     "net.ipv4.tcp_mem = 100 200 300: global-only key"),
+     "net.ipv4.tcp_mem (bad.conf:2); use --skip-global"),
+    ("host-wide-in-ns", "net.ipv4.tcp_sack = 0\nvm.swappiness = 13\nfs.file-max = 99999\n", None,
+     "2 global-only key(s) belong to the whole host, not to this network namespace: "
+     "vm.swappiness (bad.conf:2), fs.file-max (bad.conf:3); use --skip-global"),
 ]
 
 BAD_ARGS = [
@@ -90,7 +94,7 @@ def test_malformed_profile_exits_2_with_one_line_and_writes_nothing(
     before = snap(nsname)
     code = main(["tune", "apply", str(tmp_path / "bad.conf"), "--host", f"netns:{nsname.name}",
                  "--iface", nsname.ns_if, "--persist"])
-    err = capsys.readouterr().err.strip()
+    err = capsys.readouterr().err.strip().replace(f"{tmp_path}/", "")
     assert code == 2, err
     assert len(err.splitlines()) == 1 and fragment in err, err
     assert snap(nsname) == before

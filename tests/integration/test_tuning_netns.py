@@ -91,7 +91,7 @@ def test_stacked_applies_roll_back_to_pristine(ns):
 def test_global_keys_refused_inside_namespace_and_nothing_written(ns, gridxfer_home):
     before = snapshot(ns)
     t = NetnsTarget(ns.name)
-    with pytest.raises(ValidationError, match=r"net.core.rmem_max.*global-only.*nothing written"):
+    with pytest.raises(ValidationError, match=r"global-only.*net.core.rmem_max.*nothing written"):
         apply(load_profile("dtn-10g"), t)
     assert snapshot(ns) == before
     assert not (gridxfer_home / "tuning" / f"{t.state_id}.json").exists()
@@ -281,3 +281,55 @@ def test_a_second_apply_on_the_same_host_is_locked_out(ns, gridxfer_home):
             apply(load_profile("untuned-legacy"), t, skip_global=True)
         assert apply(load_profile("untuned-legacy"), t, skip_global=True, dry_run=True).changed
     assert snapshot(ns) == before
+
+
+HOST_KEYS = ["fs.file-max", "vm.swappiness", "kernel.pid_max", "net.core.rmem_max",
+             "net.core.somaxconn"]
+
+
+def test_netns_target_writes_only_the_namespace_keys(ns, tmp_path, gridxfer_home, capsys):
+    """fs.*, vm.*, kernel.* and net.core.rmem_max are refused (exit 2, the diff shown, keys
+    listed) or skipped with --skip-global; the host keeps its values."""
+    from gridxfer.cli.main import main
+    host = LocalTarget()
+    saved = host.read(HOST_KEYS)
+    body = (f"net.ipv4.tcp_sack = 0\nnet.core.somaxconn = {int(saved['net.core.somaxconn']) + 7}\n"
+            f"fs.file-max = {int(saved['fs.file-max']) - 1}\n"
+            f"vm.swappiness = {(int(saved['vm.swappiness']) + 1) % 100}\n"
+            f"kernel.pid_max = {int(saved['kernel.pid_max']) - 1}\n"
+            f"net.core.rmem_max = {int(saved['net.core.rmem_max']) + 4096}\n")
+    prof = write_profile(tmp_path, "wide", body)
+    before = snapshot(ns, ["net.ipv4.tcp_sack", "net.core.somaxconn"])
+    try:
+        assert main(["tune", "apply", prof, "--host", f"netns:{ns.name}"]) == 2
+        out, err = capsys.readouterr()
+        assert len(err.strip().splitlines()) == 1 and "--skip-global" in err, err
+        for key, line in [("fs.file-max", 3), ("vm.swappiness", 4), ("kernel.pid_max", 5),
+                          ("net.core.rmem_max", 6)]:
+            assert f"{key} (wide.conf:{line})" in err.replace(str(tmp_path) + "/", "")
+            assert f"! {key}: " in out                    # the diff is shown
+        assert "net.ipv4.tcp_sack" not in err and "~ net.ipv4.tcp_sack: " in out
+        assert host.read(HOST_KEYS) == saved
+        assert snapshot(ns, ["net.ipv4.tcp_sack", "net.core.somaxconn"]) == before
+        assert main(["tune", "apply", prof, "--host", f"netns:{ns.name}", "--skip-global"]) == 0
+        out = capsys.readouterr().out
+        assert "changed 2, skipped 4" in out, out
+        assert ns.sysctl("net.ipv4.tcp_sack") == "0"
+        assert ns.sysctl("net.core.somaxconn") == str(int(saved["net.core.somaxconn"]) + 7)
+        assert host.read(HOST_KEYS) == saved
+        assert main(["tune", "rollback", "--host", f"netns:{ns.name}"]) == 0
+        assert snapshot(ns, ["net.ipv4.tcp_sack", "net.core.somaxconn"]) == before
+    finally:
+        changed = {k: v for k, v in saved.items() if v is not None and host.read([k])[k] != v}
+        host.write(changed)
+        assert not changed, f"the namespace target changed host keys {sorted(changed)}"
+
+
+def test_namespace_scope_is_asked_of_the_kernel(ns):
+    """Read-only (rmem_max), absent (tcp_mem) and shared (fs.file-max) entries are global;
+    writable per-namespace entries (tcp_rmem, somaxconn) are the namespace's own."""
+    t = NetnsTarget(ns.name)
+    scope = t.out_of_scope(["net.ipv4.tcp_rmem", "net.core.somaxconn", "net.core.rmem_max",
+                            "net.ipv4.tcp_mem", "fs.file-max", "net.ipv4.no_such_key_gx"])
+    assert set(scope) == {"net.core.rmem_max", "net.ipv4.tcp_mem", "fs.file-max"}
+    assert all(r.startswith("global") for r in scope.values())

@@ -42,8 +42,9 @@ def host_options(f):
                   help="Interface(s) for the NIC settings (txqueuelen, mtu, rings, pause, "
                        "coalesce); without it NIC settings are skipped.")
     @click.option("--skip-global", is_flag=True,
-                  help="Skip keys that cannot be set inside a network namespace instead of "
-                       "refusing the whole profile.")
+                  help="Skip keys that are not the target network namespace's own (global "
+                       "ones: fs.*, kernel.*, vm.*, net.core.rmem_max, ...) instead of refusing "
+                       "the whole profile.")
     @click.option("--ssh-key", type=click.Path(dir_okay=False), help="Private key for ssh: hosts.")
     @click.option("--known-hosts", type=click.Path(dir_okay=False),
                   help="known_hosts file for ssh: hosts (default ~/.ssh/known_hosts).")
@@ -183,13 +184,18 @@ def diff_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> None:
 def apply_cmd(profile, hosts, ifaces, skip_global, as_json, target_args, dry_run, persist,
               force) -> None:
     """Apply PROFILE all-or-nothing: validate, save originals, write, read back, verify."""
-    from ..tuning.engine import apply
+    from ..tuning.engine import ValidationError, apply
     from ..tuning.profile import load_profile
     p = load_profile(profile)
 
     def one(t):
-        res = apply(p, t, dry_run=dry_run, persist=persist, ifaces=ifaces,
-                    skip_global=skip_global, force=force)
+        try:
+            res = apply(p, t, dry_run=dry_run, persist=persist, ifaces=ifaces,
+                        skip_global=skip_global, force=force)
+        except ValidationError as exc:
+            if exc.items and not as_json:       # show what is in the way, then the one line
+                _print_items(t.label + " (nothing written)", exc.items)
+            raise
         if not as_json:
             _print_items(t.label + (" (dry run)" if dry_run else ""), res.items)
             verb = "would change" if dry_run else "changed"

@@ -13,7 +13,6 @@ from pathlib import Path
 from ..errors import GridxferError, UsageError
 from . import state as tstate
 from .profile import NIC_PREFIX, Profile, render_sysctl_d
-from .rules import GLOBAL_ONLY
 from .settings import UNSUPPORTED, nic_key, read_values, same, split_nic_key, write_values
 from .targets.base import TargetError, TuningTarget, WriteFailed
 
@@ -23,7 +22,11 @@ LINK_RESETTING = ("mtu", "ring.")
 
 
 class ValidationError(UsageError):
-    """Some key cannot be applied; nothing was written (exit 2)."""
+    """Some key cannot be applied; nothing was written (exit 2). ``items`` is the diff."""
+
+    def __init__(self, message: str, items: Sequence["Item"] = ()) -> None:
+        super().__init__(message)
+        self.items = tuple(items)
 
 
 class ApplyFailed(GridxferError):
@@ -115,24 +118,25 @@ def diff(profile: Profile, target: TuningTarget, *, ifaces: Sequence[str] = (),
     keys = [w[0] for w in wanted]
     has_cc = CC_KEY in keys
     current = read_values(target, keys + ([CC_AVAIL] if has_cc else []))
-    in_ns = any(k in GLOBAL_ONLY for k in keys) and target.in_child_netns()
+    scope = target.out_of_scope([k for k in keys if split_nic_key(k) is None])
     session = target.session_interfaces() if not force and any(
         split_nic_key(k) for k in keys) else frozenset()
     available = set((current.get(CC_AVAIL) or "").split())
-    items = [_classify(k, v, opt, where, current.get(k), in_ns, skip_global, session, available)
+    items = [_classify(k, v, opt, where, current.get(k), scope.get(k), skip_global, session,
+                       available)
              for k, v, opt, where in wanted]
     return items + skipped
 
 
-def _classify(key: str, value: str, optional: bool, where: str, cur: str | None, in_ns: bool,
-              skip_global: bool, session: frozenset[str], available: set[str]) -> Item:
+def _classify(key: str, value: str, optional: bool, where: str, cur: str | None,
+              out_of_scope: str | None, skip_global: bool, session: frozenset[str],
+              available: set[str]) -> Item:
     def bad(reason: str) -> Item:
         return Item(key, value, cur, SKIPPED if optional else INVALID, reason, where)
 
     nic = split_nic_key(key)
-    if key in GLOBAL_ONLY and in_ns:
-        reason = "global-only key: cannot be set inside a network namespace"
-        return Item(key, value, cur, SKIPPED, reason, where) if skip_global else bad(reason)
+    if out_of_scope:
+        return Item(key, value, cur, SKIPPED, out_of_scope, where) if skip_global else bad(out_of_scope)
     if nic is None and cur is None:
         return bad("no such sysctl on this host")
     if cur == UNSUPPORTED:
@@ -148,13 +152,20 @@ def _classify(key: str, value: str, optional: bool, where: str, cur: str | None,
     return Item(key, value, cur, CHANGE, "", where)
 
 
-def _raise_invalid(items: Sequence[Item]) -> None:
+def _raise_invalid(items: Sequence[Item], label: str) -> None:
     bad = [i for i in items if i.status == INVALID]
+    scope = [i for i in bad if i.reason.startswith("global")]
+    if scope:
+        keys = ", ".join(f"{i.key} ({i.where})" if i.where and i.where != i.key else i.key
+                         for i in scope)
+        raise ValidationError(f"{label}: {len(scope)} global-only key(s) belong to the whole "
+                              f"host, not to this network namespace: {keys}; use --skip-global "
+                              "to skip them; nothing written", items)
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         first = bad[0]
         raise ValidationError(f"{first.where + ': ' if first.where and first.where != first.key else ''}"
-                              f"{first.key} = {first.expected}: {first.reason}{more}; nothing written")
+                              f"{first.key} = {first.expected}: {first.reason}{more}; nothing written", items)
 
 
 def persist_dir() -> Path:
@@ -178,7 +189,7 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
                            f"run `gridxfer tune rollback --host {target.label}` to restore the "
                            f"originals saved in {tstate.state_path(target.state_id)}")
     items = diff(profile, target, ifaces=ifaces, skip_global=skip_global, force=force)
-    _raise_invalid(items)
+    _raise_invalid(items, target.label)
     changes = [i for i in items if i.status == CHANGE]
     dest = str(persist_dir() / f"90-gridxfer-{profile.name}.conf") if persist else None
     if dry_run:

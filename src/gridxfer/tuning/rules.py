@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 INT_MAX = 2**31 - 1
 
-# Keys that belong to the initial network namespace only: they cannot be set inside
-# another namespace (ARCHITECTURE pitfalls; tcp_rmem/tcp_wmem/congestion are per-netns).
+# Keys that belong to the initial network namespace only. Not the rule, only a hint: a netns
+# target asks the kernel (targets/netns.py), and a remote target in a child namespace takes a
+# key as global when the namespace shows it read-only, or lacks it and it is listed here.
 GLOBAL_ONLY = frozenset({
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.netdev_max_backlog", "net.core.default_qdisc", "net.ipv4.tcp_mem",

@@ -15,6 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...errors import GridxferError
+from ..rules import GLOBAL_ONLY
+
+GLOBAL_ONLY_REASON = "global-only key: it belongs to the initial network namespace"
 
 
 class TargetError(GridxferError):
@@ -105,6 +108,36 @@ class TuningTarget(abc.ABC):
         self.__dict__["_in_child_netns"] = answer = (
             not res.ok or len(modes) != 2 or any(m[0] in "0145" for m in modes))
         return answer
+
+    def stat_entries(self, keys: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """``(mode, inode)`` of each key's /proc/sys entry as the target sees it; a key
+        missing there is left out."""
+        if not keys:
+            return {}
+        res = self.run(["stat", "-c", "%a %i %n", *(proc_path(k) for k in keys)])
+        out: dict[str, tuple[int, int]] = {}
+        for line in res.stdout.splitlines():
+            mode, ino, name = (line.split(" ", 2) + ["", ""])[:3]
+            if name.startswith("/proc/sys/") and mode.isdigit() and ino.isdigit():
+                out[key_from_path(name)] = (int(mode, 8), int(ino))
+        return out
+
+    def out_of_scope(self, keys: Sequence[str]) -> dict[str, str]:
+        """Sysctl keys this target must not write because they are not its own (key ->
+        reason, starting with "global"). In a child network namespace these are the net.*
+        keys the namespace shows read-only, or does not have while they are known to belong
+        to the initial namespace only (``rules.GLOBAL_ONLY``: a remote host cannot be asked)."""
+        net = [k for k in keys if k.startswith("net.")]
+        if not net or not self.in_child_netns():
+            return {}
+        seen = self.stat_entries(net)
+        out = {}
+        for key in net:
+            if key in seen and not seen[key][0] & 0o200:
+                out[key] = f"{GLOBAL_ONLY_REASON} (read-only inside this one)"
+            elif key not in seen and key in GLOBAL_ONLY:
+                out[key] = GLOBAL_ONLY_REASON
+        return out
 
     def session_interfaces(self) -> frozenset[str]:
         """Interfaces that carry the SSH session we depend on (empty when none)."""
