@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from ..errors import SpecError, TransferError, UsageError
+from ..limits import MAX_FILE_SIZE
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .spec import SourceSpec, _HEX8
 
@@ -65,9 +66,12 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
             if what:
                 raise SpecError(f"the name carries {what}: {WHERE_CREDENTIALS_GO}", path=path,
                                 line=lineno, field="name")
-            if not size_text.isdigit():
+            if not (size_text.isascii() and size_text.isdigit()):
                 raise SpecError(f"not a size in bytes: {size_text!r}", path=path, line=lineno,
                                 field="size")
+            too_big = MAX_FILE_SIZE.above(int(size_text), size_text)
+            if too_big:
+                raise SpecError(too_big, path=path, line=lineno, field="size")
             adler = None
             if len(parts) == 3:
                 if not _HEX8.fullmatch(parts[2]):

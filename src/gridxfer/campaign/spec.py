@@ -31,7 +31,7 @@ import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import SpecError
-from .. import units
+from .. import limits, units
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .journal import _NAME_RE
 from .specmodel import (  # noqa: F401  (re-exported: callers import them from here)
@@ -84,12 +84,15 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec:
     if "retries" in top:
         m = c.mapping(top["retries"], "retries", ("max", "backoff"))
         retries = RetrySpec(
-            max=c.integer(m["max"], "retries.max", minimum=0) if "max" in m else 3,
-            backoff=c.parsed(m["backoff"], "retries.backoff", units.parse_duration)
-            if "backoff" in m else 30.0)
+            max=c.integer(m["max"], "retries.max", minimum=0, limit=limits.MAX_RETRIES)
+            if "max" in m else 3,
+            backoff=c.parsed(m["backoff"], "retries.backoff", units.parse_duration,
+                             limit=limits.MAX_DURATION) if "backoff" in m else 30.0)
+        _last_wait(c, top["retries"], retries)
     timeout = 3600.0
     if "timeout" in top:
-        timeout = c.parsed(top["timeout"], "timeout", units.parse_duration, positive=True)
+        timeout = c.parsed(top["timeout"], "timeout", units.parse_duration, positive=True,
+                           limit=limits.MAX_DURATION)
     overwrite = c.boolean(top["overwrite"], "overwrite") if "overwrite" in top else False
     tpc = c.boolean(top["third_party"], "third_party") if "third_party" in top else False
     if tpc and source.url.startswith("file:"):
@@ -97,6 +100,15 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec:
     return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,
                         retries=retries, timeout=timeout, overwrite=overwrite, third_party=tpc,
                         path=c.path, inventory=c.used_inventory)
+
+
+def _last_wait(c: _Checker, node: Node, r: RetrySpec) -> None:
+    """The backoff doubles after each attempt: the last wait must stay bounded too."""
+    wait = r.backoff * 2.0 ** (r.max - 1) if r.max else 0.0
+    msg = limits.MAX_RETRY_WAIT.above(wait, units.fmt_duration(wait))
+    if msg:
+        raise c.fail(node, "retries", f"backoff {r.backoff:g}s doubled {r.max - 1} times waits "
+                                      f"{msg}; lower max or backoff")
 
 
 def _checksum(c: _Checker, node: Node) -> ChecksumSpec:
@@ -164,7 +176,8 @@ def _file_list(c: _Checker, node: SequenceNode) -> tuple[FileItem, ...]:
             m = c.mapping(item, where, ("name", "size", "adler32"), required=("name",))
             fi = FileItem(
                 name=_rel_name(c, m["name"], f"{where}.name", c.string(m["name"], f"{where}.name")),
-                size=c.parsed(m["size"], f"{where}.size", units.parse_size) if "size" in m else None,
+                size=c.parsed(m["size"], f"{where}.size", units.parse_size,
+                              limit=limits.MAX_FILE_SIZE) if "size" in m else None,
                 adler32=_adler(c, m["adler32"], f"{where}.adler32") if "adler32" in m else None)
         if fi.name in seen:
             raise c.fail(item, where, f"duplicate file {fi.name!r}")
@@ -220,12 +233,13 @@ def _destinations(c: _Checker, node: Node) -> tuple[TierSpec, ...]:
                 raise c.fail(p, f"{where}.pool[{j}]", f"duplicate endpoint {u!r}")
             pool.append(u)
         kw: dict[str, Any] = {}
-        for key in ("streams", "max_active", "min_active"):
+        for key, bound in (("streams", limits.MAX_STREAMS), ("max_active", limits.MAX_ACTIVE),
+                           ("min_active", limits.MAX_ACTIVE)):
             if key in m:
-                kw[key] = c.integer(m[key], f"{where}.{key}", minimum=1)
+                kw[key] = c.integer(m[key], f"{where}.{key}", minimum=1, limit=bound)
         if "tcp_buffer" in m:
             kw["tcp_buffer"] = c.parsed(m["tcp_buffer"], f"{where}.tcp_buffer", units.parse_size,
-                                        positive=True)
+                                        positive=True, limit=limits.MAX_TCP_BUFFER)
         if "selector" in m:
             kw["selector"] = _selector(c, m["selector"], f"{where}.selector")
         tier = TierSpec(name=name, pool=tuple(pool), **kw)
@@ -235,6 +249,10 @@ def _destinations(c: _Checker, node: Node) -> tuple[TierSpec, ...]:
             raise c.fail(m.get("min_active", tnode), f"{where}.min_active",
                          f"min_active {tier.min_active} is above max_active {tier.max_active}")
         tiers.append(tier)
+    total = sum(t.max_active for t in tiers)
+    msg = limits.MAX_ACTIVE_TOTAL.above(total, f"the tiers' max_active add up to {total}, which")
+    if msg:
+        raise c.fail(node, "destinations", msg)
     return tuple(tiers)
 
 

@@ -12,6 +12,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import GridxferError, SpecError, UsageError
+from ..limits import Limit
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .specmodel import SCHEMES
 
@@ -66,24 +67,35 @@ class Checker:
             raise self.fail(node, fieldname, f"expected true or false, got {val!r}")
         return val
 
-    def integer(self, node: Node, fieldname: str, minimum: int = 1) -> int:
+    def integer(self, node: Node, fieldname: str, minimum: int = 1,
+                limit: Limit | None = None) -> int:
         val = self.value(node, fieldname)
         if isinstance(val, bool) or not isinstance(val, int):
             raise self.fail(node, fieldname, f"expected a whole number, got {val!r}")
         if val < minimum:
             raise self.fail(node, fieldname, f"must be at least {minimum}, got {val}")
+        self._bounded(node, fieldname, val, val, limit)
         return val
 
     def parsed(self, node: Node, fieldname: str, parser: Callable[[Any], Any],
-               positive: bool = False) -> Any:
+               positive: bool = False, limit: Limit | None = None) -> Any:
         raw = self.value(node, fieldname)
         try:
             val = parser(raw)
         except UsageError as exc:
             raise self.fail(node, fieldname, str(exc)) from None
+        except (OverflowError, ValueError):         # '1e999': not a number we can use
+            raise self.fail(node, fieldname, "not a usable number") from None
         if positive and val <= 0:
             raise self.fail(node, fieldname, f"must be greater than zero, got {raw!r}")
+        self._bounded(node, fieldname, val, raw, limit)
         return val
+
+    def _bounded(self, node: Node, fieldname: str, val: float, raw: Any,
+                 limit: Limit | None) -> None:
+        msg = limit.above(val, raw) if limit is not None else None
+        if msg:
+            raise self.fail(node, fieldname, msg)
 
     def url(self, node: Node, fieldname: str, directory: bool = True) -> str:
         text = self.string(node, fieldname)

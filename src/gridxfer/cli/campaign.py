@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 from ..errors import Interrupted, PartialFailure, UsageError
+from ..limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
 from ..redact import redact, redact_obj
 from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
 
@@ -89,9 +90,12 @@ def _alerter(name: str, kw: dict[str, Any]):
     if floor is not None:
         text = str(floor).strip()
         floor_bps = float(text) * 1e6 if text.replace(".", "", 1).isdigit() else parse_byterate(text)
+        require(floor_bps, MAX_BYTERATE, "--alert-floor", text)
     from pathlib import Path
+    window = parse_within(kw.get("alert_window") or "60s", parse_duration, MAX_WINDOW,
+                          "--alert-window")
     return DropAlerter(campaign=name, floor_bytes_per_s=floor_bps, baseline_fraction=base,
-                       window=parse_duration(kw.get("alert_window") or "60s"),
+                       window=window,
                        cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
 
 

@@ -5,6 +5,8 @@ import json
 
 import click
 
+from ..limits import (IPERF3_MAX_DURATION, IPERF3_MAX_OMIT, IPERF3_MAX_STREAMS, MAX_BITRATE,
+                      parse_within)
 from ..units import parse_bitrate, parse_duration
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -12,6 +14,18 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result a
 
 def _mbit(bps: float | None) -> str:
     return "-" if bps is None else f"{bps / 1e6:.1f}"
+
+
+def _duration(raw: str) -> float:
+    return parse_within(raw, parse_duration, IPERF3_MAX_DURATION, "--duration")
+
+
+def _omit(raw: str) -> float:
+    return parse_within(raw, parse_duration, IPERF3_MAX_OMIT, "--omit")
+
+
+def _bitrate(raw: str, option: str) -> float:
+    return parse_within(raw, parse_bitrate, MAX_BITRATE, option)
 
 
 def _path_line(path) -> str:
@@ -62,7 +76,7 @@ def group() -> None:
 @group.command()
 @click.argument("src")
 @click.argument("dst")
-@click.option("--streams", "-P", type=click.IntRange(1, 128), default=1, show_default=True)
+@click.option("--streams", "-P", type=click.IntRange(1, IPERF3_MAX_STREAMS), default=1, show_default=True)
 @click.option("--duration", "-t", default="10s", show_default=True, help="Length of each run.")
 @click.option("--repeat", "-r", type=click.IntRange(1, 1000), default=1, show_default=True)
 @click.option("--omit", default="0s", show_default=True, help="Skip this much slow start.")
@@ -73,9 +87,9 @@ def group() -> None:
 def tcp(src, dst, streams, duration, repeat, omit, histogram_of, bin_width, as_json) -> None:
     """TCP throughput SRC -> DST: min/avg/max/stddev and a frequency distribution."""
     from ..netbench import bench
-    res = bench.tcp(src, dst, streams=streams, duration=parse_duration(duration), repeat=repeat,
-                    omit=parse_duration(omit), histogram_of=histogram_of,
-                    bin_width_bps=parse_bitrate(bin_width) if bin_width else None)
+    res = bench.tcp(src, dst, streams=streams, duration=_duration(duration), repeat=repeat,
+                    omit=_omit(omit), histogram_of=histogram_of,
+                    bin_width_bps=_bitrate(bin_width, "--bin-width") if bin_width else None)
     _emit(res, as_json, _tcp_lines)
 
 
@@ -90,7 +104,7 @@ def tcp(src, dst, streams, duration, repeat, omit, histogram_of, bin_width, as_j
 def udp(src, dst, rate, duration, length, as_json) -> None:
     """UDP datagrams sent and lost SRC -> DST at a given rate."""
     from ..netbench import bench
-    res = bench.udp(src, dst, rate_bps=parse_bitrate(rate), duration=parse_duration(duration),
+    res = bench.udp(src, dst, rate_bps=_bitrate(rate, "--rate"), duration=_duration(duration),
                     length=length)
 
     def render(r):
@@ -122,13 +136,13 @@ def rtt(src, dst, count, as_json) -> None:
 
 @group.command()
 @click.argument("hosts", nargs=-1)
-@click.option("--streams", "-P", type=click.IntRange(1, 128), default=1, show_default=True)
+@click.option("--streams", "-P", type=click.IntRange(1, IPERF3_MAX_STREAMS), default=1, show_default=True)
 @click.option("--duration", "-t", default="3s", show_default=True)
 @_JSON
 def matrix(hosts, streams, duration, as_json) -> None:
     """TCP throughput (Mbit/s) for every ordered pair of HOSTS (default: all)."""
     from ..netbench import bench
-    res = bench.matrix(list(hosts) or None, streams=streams, duration=parse_duration(duration))
+    res = bench.matrix(list(hosts) or None, streams=streams, duration=_duration(duration))
 
     def render(r):
         width = max(9, *(len(h) for h in r.hosts))
@@ -147,7 +161,7 @@ def matrix(hosts, streams, duration, as_json) -> None:
 @click.argument("dst")
 @click.option("--before", required=True, help="Tuning profile measured first (baseline).")
 @click.option("--after", required=True, help="Tuning profile measured second.")
-@click.option("--streams", "-P", type=click.IntRange(1, 128), default=1, show_default=True)
+@click.option("--streams", "-P", type=click.IntRange(1, IPERF3_MAX_STREAMS), default=1, show_default=True)
 @click.option("--duration", "-t", default="10s", show_default=True)
 @click.option("--repeat", "-r", type=click.IntRange(1, 1000), default=3, show_default=True)
 @click.option("--omit", default="0s", show_default=True)
@@ -175,8 +189,8 @@ def compare(src, dst, before, after, streams, duration, repeat, omit, png, dry_r
                                f"{it['expected']} ({it['status']})")
         return
     res = cmp.compare(src, dst, before=before, after=after, streams=streams,
-                      duration=parse_duration(duration), repeat=repeat,
-                      omit=parse_duration(omit), png=png)
+                      duration=_duration(duration), repeat=repeat,
+                      omit=_omit(omit), png=png)
 
     def render(r):
         b, a = r.before.result, r.after.result

@@ -18,6 +18,7 @@ import click
 from ..errors import UsageError
 from ..testbed import inventory as inv_mod
 from ..testbed.inventory import Inventory, TestbedError
+from ..limits import MAX_BYTERATE, MAX_SIZE, parse_within
 from ..units import fmt_bytes, fmt_rate, parse_byterate, parse_size
 
 
@@ -99,8 +100,10 @@ def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...]):
     import dataclasses
 
     from ..testbed.localgrid import DEFAULT_SERVERS, LocalGridSpec
-    rates = _pairs(throttles, "--throttle", parse_byterate)
-    sizes = _pairs(limits, "--size-limit", parse_size)
+    rates = _pairs(throttles, "--throttle",
+                   lambda v: parse_within(v, parse_byterate, MAX_BYTERATE, "--throttle"))
+    sizes = _pairs(limits, "--size-limit",
+                   lambda v: parse_within(v, parse_size, MAX_SIZE, "--size-limit"))
     names = {s.name for s in DEFAULT_SERVERS}
     for name in [*rates, *sizes]:
         if name not in names:

@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 
 from ..errors import GridxferError, PartialFailure, UsageError
+from ..limits import (MAX_BITRATE, MAX_BYTERATE, MAX_RTT, MAX_SIZE, MAX_STREAMS, parse_within,
+                      require)
 from ..units import parse_bitrate, parse_byterate, parse_duration, parse_size
 
 HOST_HELP = """Target host; repeat for several. local (default) | netns:NAME |
@@ -265,7 +267,9 @@ def rollback_cmd(hosts, ifaces, skip_global, as_json, target_args, dry_run) -> N
 def advise_cmd(bandwidth, rtt, streams, headroom, write_profile, dry_run, as_json) -> None:
     """Socket buffers from the bandwidth-delay product, with the arithmetic shown."""
     from ..tuning.advise import advice_profile, advise
-    a = advise(parse_bitrate(bandwidth), parse_duration(rtt), streams=streams, headroom=headroom)
+    a = advise(parse_within(bandwidth, parse_bitrate, MAX_BITRATE, "--bandwidth"),
+               parse_within(rtt, parse_duration, MAX_RTT, "--rtt"),
+               streams=int(require(streams, MAX_STREAMS, "--streams")), headroom=headroom)
     text = None
     if write_profile:
         if not write_profile.endswith(".conf"):
@@ -297,10 +301,16 @@ def advise_cmd(bandwidth, rtt, streams, headroom, write_profile, dry_run, as_jso
 def plan_cmd(rate, tape_drive_rate, tape_target, buffer_, as_json) -> None:
     """Service-challenge capacity arithmetic: link size, tape drives, buffer time-to-full."""
     from ..tuning.plan import parse_rate_range, plan
-    res = plan(parse_byterate(rate),
-               tape_target=parse_byterate(tape_target) if tape_target else None,
-               drive_rate=parse_rate_range(tape_drive_rate) if tape_drive_rate else None,
-               buffer_bytes=parse_size(buffer_) if buffer_ else None)
+    def rate_of(raw: str, option: str) -> float:
+        return parse_within(raw, parse_byterate, MAX_BYTERATE, option)
+    drive = parse_rate_range(tape_drive_rate) if tape_drive_rate else None
+    if drive:
+        require(drive[1], MAX_BYTERATE, "--tape-drive-rate", tape_drive_rate)
+    res = plan(rate_of(rate, "--rate"),
+               tape_target=rate_of(tape_target, "--tape-target") if tape_target else None,
+               drive_rate=drive,
+               buffer_bytes=parse_within(buffer_, parse_size, MAX_SIZE, "--buffer")
+               if buffer_ else None)
     if as_json:
         _emit_json(res)
     else:

@@ -28,6 +28,7 @@ import nagiosplugin
 
 from .. import __version__
 from ..errors import GridxferError
+from ..limits import MAX_WINDOW
 from ..redact import redact
 from ..units import parse_duration
 
@@ -106,8 +107,11 @@ def duration_arg(text: str) -> float:
         value = parse_duration(text)
     except GridxferError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    if not 0 < value < 10 * 365 * 86400:
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
+    too_long = MAX_WINDOW.above(value, text)
+    if too_long:
+        raise argparse.ArgumentTypeError(too_long)
     return value
 
 

@@ -13,6 +13,7 @@ import nagiosplugin
 from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       duration_arg, range_arg, run_plugin)
 from ..sources.iperf import run_iperf3
+from ...limits import IPERF3_MAX_DURATION, IPERF3_MAX_STREAMS
 
 NAME = "link"
 
@@ -58,8 +59,11 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
 
     if not 0 < args.port < 65536:
         raise PluginUsage(f"bad port {args.port}")
-    if not 1 <= args.parallel <= 128:
-        raise PluginUsage("--parallel must be 1..128")
+    if not 1 <= args.parallel <= IPERF3_MAX_STREAMS:
+        raise PluginUsage(f"--parallel must be 1..{IPERF3_MAX_STREAMS}")
+    too_long = IPERF3_MAX_DURATION.above(args.duration, f"{args.duration:g}s")
+    if too_long:
+        raise PluginUsage(f"--duration: {too_long}")
     if args.timeout and args.duration + 4 > args.timeout:
         raise PluginUsage(f"--duration {args.duration:g}s does not fit in -t {args.timeout}s "
                           "(needs duration + 4s)")
