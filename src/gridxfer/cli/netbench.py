@@ -9,6 +9,7 @@ from ..limits import (IPERF3_MAX_DURATION, IPERF3_MAX_OMIT, IPERF3_MAX_STREAMS, 
                       parse_within)
 from ..units import parse_bitrate, parse_duration
 
+_STREAMS = click.IntRange(1, IPERF3_MAX_STREAMS)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
@@ -76,7 +77,7 @@ def group() -> None:
 @group.command()
 @click.argument("src")
 @click.argument("dst")
-@click.option("--streams", "-P", type=click.IntRange(1, IPERF3_MAX_STREAMS), default=1, show_default=True)
+@click.option("--streams", "-P", type=_STREAMS, default=1, show_default=True)
 @click.option("--duration", "-t", default="10s", show_default=True, help="Length of each run.")
 @click.option("--repeat", "-r", type=click.IntRange(1, 1000), default=1, show_default=True)
 @click.option("--omit", default="0s", show_default=True, help="Skip this much slow start.")
@@ -136,7 +137,7 @@ def rtt(src, dst, count, as_json) -> None:
 
 @group.command()
 @click.argument("hosts", nargs=-1)
-@click.option("--streams", "-P", type=click.IntRange(1, IPERF3_MAX_STREAMS), default=1, show_default=True)
+@click.option("--streams", "-P", type=_STREAMS, default=1, show_default=True)
 @click.option("--duration", "-t", default="3s", show_default=True)
 @_JSON
 def matrix(hosts, streams, duration, as_json) -> None:
@@ -161,7 +162,7 @@ def matrix(hosts, streams, duration, as_json) -> None:
 @click.argument("dst")
 @click.option("--before", required=True, help="Tuning profile measured first (baseline).")
 @click.option("--after", required=True, help="Tuning profile measured second.")
-@click.option("--streams", "-P", type=click.IntRange(1, IPERF3_MAX_STREAMS), default=1, show_default=True)
+@click.option("--streams", "-P", type=_STREAMS, default=1, show_default=True)
 @click.option("--duration", "-t", default="10s", show_default=True)
 @click.option("--repeat", "-r", type=click.IntRange(1, 1000), default=3, show_default=True)
 @click.option("--omit", default="0s", show_default=True)
