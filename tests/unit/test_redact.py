@@ -82,7 +82,8 @@ def test_journal_writes_are_redacted(tmp_path):
     conn = journal.connect(path, create=True)
     journal.plan(conn, {"name": "j", "spec": json.dumps({"u": "root://b:hunter2@h//"})},
                  [("ok.root", "file:///s/ok.root", 1, "T1", None),
-                  ("x?authz=hunter2", "file:///s/x?authz=hunter2", 2, "T1", None)])
+                  ("x?authz=hunter2", "file:///s/x?authz=hunter2", 2, "T1", None),
+                  ("y%3Ftoken%3Dhunter2", "file:///s/y%253Ftoken%253Dhunter2", 3, "T1", None)])
     b = ledger.Batch()
     b.attempts.append((1, 1, "T1", "root://h//d/", "root://h//d/ok.root", 0.0, 1))
     b.att_rows.append(("failed", 1.0, 0, 0.0, 1, "x", "other",
@@ -92,7 +93,8 @@ def test_journal_writes_are_redacted(tmp_path):
     rows = {r["name"]: (r["state"], r["error_class"]) for r in
             conn.execute("SELECT name, state, error_class FROM files")}
     conn.close()
-    assert rows == {"ok.root": ("pending", None), "x?authz=***": ("failed", "permission")}
+    assert rows == {"ok.root": ("pending", None), "x?authz=***": ("failed", "permission"),
+                    "y%3Ftoken%3D***": ("failed", "permission")}
     for suffix in ("", "-wal"):
         data = (tmp_path / f"j.sqlite{suffix}").read_bytes() if (
             tmp_path / f"j.sqlite{suffix}").exists() else b""

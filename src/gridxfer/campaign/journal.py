@@ -34,6 +34,7 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+from urllib.parse import unquote
 
 from ..errors import UsageError
 from ..redact import redact, redact_obj
@@ -185,13 +186,21 @@ def plan(conn: sqlite3.Connection, meta: dict[str, str],
 
 
 def _masked(row: tuple, masked: list[str]) -> tuple:
-    """The row with its name and source URL redacted; a changed URL goes to ``masked``."""
-    src = row[1]
-    clean = redact(src)
-    if clean == src:
+    """The row with its name and source URL redacted; a changed row's URL goes to
+    ``masked``. Both are checked: a quoted URL (``%253F...``) may hide what the name shows."""
+    name, src = row[0], row[1]
+    clean_name, clean_src = redact(name), redact(src)
+    if clean_name == name and clean_src == src:
         return row
-    masked.append(clean)
-    return (redact(row[0]), clean, *row[2:])
+    for _ in range(3):                  # the URL quoted the name: redact it decoded
+        if clean_src != src:
+            break
+        src = unquote(src)
+        clean_src = redact(src)
+    else:
+        clean_src = f"redacted:{clean_name}"
+    masked.append(clean_src)
+    return (clean_name, clean_src, *row[2:])
 
 
 def _insert_files(conn: sqlite3.Connection, batch: list[tuple]) -> int:
