@@ -131,3 +131,15 @@ def test_perfdata_and_prometheus_names_are_redacted():
     assert "hunter2" not in one_line(RuntimeError("stat root://h//f?authz=hunter2: denied"))
     text = render([Sample("m", 1.0, {"endpoint": "root://bob:hunter2@h//d/"})])
     assert "hunter2" not in text and 'endpoint="root://bob:***@h//d/"' in text
+
+
+def test_inventory_with_a_credential_is_refused(tmp_path):
+    from gridxfer.testbed.inventory import Endpoint, Inventory, load_inventory
+    from gridxfer import state
+    ep = Endpoint("t1-xrd", "root://bob:hunter2@127.0.0.1:1094//data/", "root", "T1", "/d", 1, "l")
+    path = tmp_path / "inventory.json"
+    state.write_json(path, Inventory("local", {"t1-xrd": ep}, {}, str(tmp_path)).to_json())
+    with pytest.raises(SpecError) as err:
+        load_inventory(path)
+    assert str(err.value).startswith(f"{path}: endpoints.t1-xrd.url: the URL ")
+    assert err.value.exit_code == 2 and "hunter2" not in str(err.value)

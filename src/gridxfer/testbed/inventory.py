@@ -22,7 +22,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .. import state
-from ..errors import GridxferError
+from ..errors import GridxferError, SpecError
+from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 
 INVENTORY_NAME = "inventory.json"
 Mode = Literal["local", "netns"]
@@ -133,9 +134,16 @@ def load_inventory(path: Path | None = None) -> Inventory:
     if not path.exists():
         raise TestbedError(f"no testbed is up (no {path}); run `gridxfer testbed up` first")
     try:
-        return Inventory.from_json(state.read_json(path))
+        inv = Inventory.from_json(state.read_json(path))
     except (ValueError, KeyError, TypeError) as exc:
         raise TestbedError(f"unreadable testbed inventory {path}: {exc}") from exc
+    for name, ep in inv.endpoints.items():
+        what = credential_in_url(ep.url)
+        if what:
+            raise SpecError(f"the URL {redact(ep.url)!r} carries {what}: "
+                            f"{WHERE_CREDENTIALS_GO}", path=str(path),
+                            field=f"endpoints.{name}.url")
+    return inv
 
 
 def remove_inventory() -> None:
