@@ -1,7 +1,8 @@
 """Run the benchmark suite of issue 7: `python -m bench` (what `make bench` runs).
 
     python -m bench            every benchmark, in the configurations BENCHMARKS.md reports
-    python -m bench NAME ...   those only (bulk, bulk-wan, smallfiles, scale, blackhole),
+    python -m bench NAME ...   those only (bulk, bulk-wan, smallfiles, scale, blackhole,
+                               emulator),
                                each with its suite arguments
     python -m bench --list     the suite: each entry's command line
     python -m bench --summary  the latest record of each entry's goals (from bench/results/),
@@ -43,6 +44,7 @@ SUITE = (
     Entry("bulk-wan", "bulk", ("--wan", "--gx-streams", "1", "--rounds", "3"), needs_netns=True),
     Entry("smallfiles", "smallfiles", ("--rounds", "3")),
     Entry("scale", "scale"),
+    Entry("emulator", "emulator", needs_netns=True),
 )
 
 
