@@ -114,7 +114,7 @@ def test_duplicate_link_and_missing_parts():
 
 
 def test_not_yaml_and_unreadable(tmp_path):
-    with pytest.raises(SpecError, match=r"bad.yaml:3: not valid YAML"):
+    with pytest.raises(SpecError, match=r"bad.yaml:3: YAML syntax"):
         parse("name: x\ntiers: [\n", "bad.yaml")
     with pytest.raises(SpecError, match="must be a mapping"):
         parse("- just\n- a list\n", "bad.yaml")

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from ..errors import SpecError, TransferError, UsageError
+from ..inputs import check_utf8_line
 from ..limits import MAX_FILE_SIZE
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .spec import SourceSpec, _HEX8
@@ -50,9 +51,13 @@ def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
 
 def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
     path = source.list_file or ""
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            text = line.strip()
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            text = check_utf8_line(raw, path, lineno).strip()
             if not text or text.startswith("#"):
                 continue
             parts = text.split()
@@ -60,16 +65,17 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
                 raise SpecError("expected 'name size [adler32]'", path=path, line=lineno)
             name, size_text = parts[0], parts[1]
             if name.startswith("/") or ".." in name.split("/") or "://" in name:
-                raise SpecError(f"{redact(name)!r} must be relative", path=path, line=lineno,
+                raise SpecError(f"{_short(redact(name))} must be relative", path=path,
+                                line=lineno,
                                 field="name")
             what = credential_in_url(name)
             if what:
                 raise SpecError(f"the name carries {what}: {WHERE_CREDENTIALS_GO}", path=path,
                                 line=lineno, field="name")
             if not (size_text.isascii() and size_text.isdigit()):
-                raise SpecError(f"not a size in bytes: {size_text!r}", path=path, line=lineno,
-                                field="size")
-            too_big = MAX_FILE_SIZE.above(int(size_text), size_text)
+                raise SpecError(f"not a size in bytes: {_short(size_text)}", path=path,
+                                line=lineno, field="size")
+            too_big = MAX_FILE_SIZE.above(int(size_text), _short(size_text))
             if too_big:
                 raise SpecError(too_big, path=path, line=lineno, field="size")
             adler = None
@@ -79,6 +85,10 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
                                     field="adler32")
                 adler = parts[2].lower().zfill(8)
             yield DatasetEntry(name, join_url(source.url, name), int(size_text), adler)
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} chars)"
 
 
 def _listing(source: SourceSpec) -> Iterator[DatasetEntry]:

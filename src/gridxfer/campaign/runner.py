@@ -114,7 +114,7 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
                 "spec_path": spec.path, "created": repr(time.time()), "state": "planned"}
         count = journal.plan(conn, meta, rows)
         if count == 0:
-            raise UsageError(f"campaign {spec.name!r}: the source matched no files")
+            raise _no_files(spec)
     except BaseException:
         conn.close()
         for suffix in ("", "-wal", "-shm"):
@@ -134,11 +134,21 @@ def _refuse_credentials(spec: CampaignSpec) -> None:
                              f"{WHERE_CREDENTIALS_GO}")
 
 
+def _no_files(spec: CampaignSpec) -> UsageError:
+    src = spec.source
+    where = (f"the list file {src.list_file} names no files" if src.mode == "list-file" else
+             f"no file in {src.url}{' or below' if src.recursive else ''} matches "
+             f"{src.glob or '*'!r}" if src.mode != "list" else "the file list is empty")
+    return UsageError(f"campaign {spec.name!r}: the source matched no files ({where})")
+
+
 def dry_run(spec: CampaignSpec) -> CampaignResult:
     n = size = 0
     for e in expand(spec.source):
         n += 1
         size += e.size
+    if n == 0:
+        raise _no_files(spec)          # where `run` would stop, the dry run stops too
     k = len(spec.destinations)
     return CampaignResult(spec.name, str(journal.journal_path(spec.name)), "planned", n * k, 0, 0,
                           size * k, 0, 0.0, 0.0, dry_run=True)

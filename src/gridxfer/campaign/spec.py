@@ -31,6 +31,7 @@ import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ..errors import SpecError
+from ..inputs import parse_yaml, read_text
 from .. import limits, units
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .journal import _NAME_RE
@@ -50,18 +51,8 @@ def load_spec(path: str | os.PathLike, *,
               resolver: Callable[[str], str] | None = None) -> CampaignSpec:
     """Read and validate a campaign file. Raises SpecError (exit 2) naming file:line."""
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read: {_one_line(exc)}", path=shown) from None
-    try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise SpecError(f"YAML syntax: {exc.problem or exc.context}", path=shown,
-                        line=mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"YAML: {_one_line(exc)}", path=shown) from None
+    text = read_text(path, shown)
+    docs = parse_yaml(lambda t: list(yaml.compose_all(t, Loader=yaml.SafeLoader)), text, shown)
     docs = [d for d in docs if d is not None]
     if len(docs) != 1:
         raise SpecError("expected exactly one YAML document" if docs else "the file is empty",

@@ -52,8 +52,8 @@ class Checker:
             raise self.fail(node, fieldname, f"expected a single value, got {_kind(node)}")
         try:
             return self._con.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            raise self.fail(node, fieldname, f"bad value: {exc}") from None
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:   # !!float x
+            raise self.fail(node, fieldname, f"bad value: {_one_line(exc)}") from None
 
     def string(self, node: Node, fieldname: str) -> str:
         val = self.value(node, fieldname)

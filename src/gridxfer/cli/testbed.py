@@ -115,7 +115,14 @@ def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...]):
 
 def _dry_run_up(topology: str | None, spec) -> None:
     if topology:
-        click.echo(f"would start the network-namespace testbed described by {topology}")
+        from ..testbed.topology import load
+        topo = load(topology)          # a dry run validates what `up` would reject
+        click.echo(f"would start the network-namespace testbed {topo.name!r} described by "
+                   f"{topology}: {len(topo.tiers)} tiers, {len(topo.hosts)} hosts, "
+                   f"{len(topo.links)} links")
+        for tier in topo.tiers:
+            click.echo(f"  {tier.name:<12} {tier.subnet:<18} "
+                       + ", ".join(f"{h.name} ({h.address})" for h in tier.hosts))
         return
     click.echo("would start on 127.0.0.1 (plus a test CA and proxy):")
     for s in spec.servers:

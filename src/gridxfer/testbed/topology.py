@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError, UsageError
+from ..inputs import parse_yaml, read_text
 from ..units import parse_bitrate, parse_duration
 
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
@@ -175,12 +176,7 @@ def _opt_rate(raw: Any) -> float | None:
 def parse(text: str, path: str = "<topology>") -> Topology:
     """Validate a topology document; raises :class:`SpecError` with file:line."""
     ctx = _Ctx(path)
-    try:
-        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise SpecError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                        line=None if line is None else line + 1) from None
+    doc = parse_yaml(lambda t: yaml.load(t, Loader=_Loader), text, path)  # noqa: S506 - Safe
     if not isinstance(doc, dict):
         raise SpecError("a topology must be a mapping with 'tiers' and 'links'", path=path)
     ctx.mapping(doc, _TOP_KEYS, "")
@@ -206,7 +202,8 @@ def parse(text: str, path: str = "<topology>") -> Topology:
             subnet = ipaddress.ip_network(str(raw.get("subnet") or f"198.18.{ti + 1}.0/24"))
         except ValueError as exc:
             raise ctx.err(str(exc), raw, f"{where}.subnet") from None
-        if not subnet.subnet_of(BENCH_NET) or ROUTER_ADDR in subnet or subnet.num_addresses < 8:
+        if (subnet.version != 4 or not subnet.subnet_of(BENCH_NET) or ROUTER_ADDR in subnet
+                or subnet.num_addresses < 8):
             raise ctx.err("must be a /29 or larger inside 198.18.0.0/15, not holding 198.18.0.1",
                           raw, f"{where}.subnet")
         if any(subnet.overlaps(s) for s in subnets):
@@ -298,9 +295,4 @@ def _links(ctx: _Ctx, doc: _LDict, tier_names: set[str]) -> tuple[Link, ...]:
 
 
 def load(path: str | Path) -> Topology:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"cannot read: {exc.strerror}", path=str(p)) from None
-    return parse(text, str(p))
+    return parse(read_text(path), str(path))
