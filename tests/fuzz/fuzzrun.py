@@ -3,9 +3,9 @@
 The rule, per entry point:
 
 - ``gridxfer``: exit 0 (the input happened to be valid), 2 (bad input) or 1 (environment);
-  on a failure stdout is empty... of error text, stderr is exactly ONE line,
-  ``gridxfer: error: ...``, and no ``Traceback`` anywhere. Where the input is a file the
-  line names it (``path:`` or ``path:line:``).
+  on a failure stderr is exactly ONE line, ``gridxfer: error: ...``, and there is no
+  ``Traceback`` anywhere. When the input file is at fault (exit 2) the line names it
+  (``path:`` or ``path:line:``).
 - ``check_gridxfer_*`` (Nagios): exit 0-3, bad usage exits 3 (UNKNOWN), stdout's first
   line is the status line ``NAME STATE ...``, and no traceback.
 """
@@ -78,7 +78,7 @@ def judge_gx(o: Outcome, allowed: set[int], names: tuple[str, ...] = ()) -> str 
         return f"{len(lines)} lines on stderr, expected exactly one"
     if not lines[0].startswith("gridxfer: error: "):
         return "stderr line does not start with 'gridxfer: error: '"
-    if names and not any(n in lines[0] for n in names):
+    if names and o.code == 2 and not any(n in lines[0] for n in names):
         return f"the line names none of {names}"
     return None
 

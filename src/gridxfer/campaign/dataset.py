@@ -66,8 +66,7 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
             name, size_text = parts[0], parts[1]
             if name.startswith("/") or ".." in name.split("/") or "://" in name:
                 raise SpecError(f"{_short(redact(name))} must be relative", path=path,
-                                line=lineno,
-                                field="name")
+                                line=lineno, field="name")
             what = credential_in_url(name)
             if what:
                 raise SpecError(f"the name carries {what}: {WHERE_CREDENTIALS_GO}", path=path,

@@ -39,6 +39,7 @@ from urllib.parse import unquote
 from ..errors import UsageError
 from ..redact import redact, redact_obj
 from ..state import subdir
+from . import journalcheck
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -113,17 +114,21 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
     path = Path(path)
     if not create and not path.exists():
         raise UsageError(f"no such campaign journal: {path}")
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30,
-                               check_same_thread=False)
-    else:
-        fresh = not path.exists()
-        conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        if fresh:
-            os.chmod(path, 0o600)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA)
+    fresh = not path.exists()
+    if not fresh:
+        journalcheck.verify(path)       # refuse another program's file before writing to it
+    with journalcheck.reading(path):
+        if readonly:
+            conn = sqlite3.connect(journalcheck.ro_uri(path), uri=True, timeout=30,
+                                   check_same_thread=False)
+        else:
+            conn = sqlite3.connect(path, timeout=30, check_same_thread=False,
+                                   isolation_level=None)
+            if fresh:
+                os.chmod(path, 0o600)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(SCHEMA)
     conn.row_factory = sqlite3.Row
     return conn
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import GridxferError, UsageError
 from ..redact import redact
-from . import journal
+from . import journal, journalcheck
 from .intervals import overlap
 from .share import ShareReport, endpoint_share
 
@@ -70,9 +71,11 @@ class Report:
 
 
 def build_report(name: str, *, buckets: int = 12, bins: int = 10) -> Report:
-    conn = journal.connect(journal.journal_path(name), readonly=True)
+    path = journal.journal_path(name)
+    conn = journal.connect(path, readonly=True)
     try:
-        return _build(conn, name, buckets, bins)
+        with journalcheck.reading(path):
+            return _build(conn, name, buckets, bins)
     finally:
         conn.close()
 
@@ -169,9 +172,11 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
     """Throughput over time: {'t': seconds, 'aggregate': B/s, 'links': {tier: B/s},
     'sessions': {endpoint: mean sessions}} from every ended attempt's bytes spread
     evenly over its duration."""
-    conn = journal.connect(journal.journal_path(name), readonly=True)
+    path = journal.journal_path(name)
+    conn = journal.connect(path, readonly=True)
     try:
-        a = _load_attempts(conn)
+        with journalcheck.reading(path):
+            a = _load_attempts(conn)
     finally:
         conn.close()
     if not a:
@@ -193,6 +198,9 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
 
 
 def write_png(name: str, path: str | Path) -> Path:
+    out = Path(path)
+    if not out.parent.is_dir():          # checked before drawing; never created
+        raise UsageError(f"--png {path}: no such directory: {out.parent}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -217,9 +225,12 @@ def write_png(name: str, path: str | Path) -> Path:
     ax2.legend(loc="upper right", fontsize=7)
     ax2.set_ylim(bottom=0)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    try:
+        fig.savefig(out, dpi=100, format="png")
+    except OSError as exc:
+        raise GridxferError(f"--png {path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
     return out
 
 

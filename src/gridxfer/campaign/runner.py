@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import UsageError
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from . import journal
+from .journalcheck import JournalUnusable
 from .dataset import expand
 from .recovery import recover
 from .scheduler import Observer, Scheduler, SchedulerResult
@@ -171,7 +172,7 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
     conn = journal.connect(path)
     try:
         meta = journal.get_meta(conn)
-        spec = spec_from_dict(json.loads(meta["spec"]))
+        spec = _journal_spec(path, meta)
         prepare_environment(spec)
         if meta.get("state") == "running" and _alive(meta.get("pid")):
             raise UsageError(f"campaign {name!r} is running (pid {meta['pid']})")
@@ -185,6 +186,18 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
         conn.close()
     return _execute(path, spec, recovered=recovered, mover_factory=mover_factory,
                     ops_factory=ops_factory, **kw)
+
+
+def _journal_spec(path: Path, meta: dict[str, str]) -> CampaignSpec:
+    """The campaign spec stored in a journal, or one line saying why there is none."""
+    if "spec" not in meta:
+        raise JournalUnusable(f"{path}: the journal holds no campaign spec; "
+                              f"start it again with `gridxfer campaign run FILE --replace`")
+    try:
+        return spec_from_dict(json.loads(meta["spec"]))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise JournalUnusable(f"{path}: the journal's campaign spec is damaged "
+                              f"({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
 def _execute(path: Path, spec: CampaignSpec, *, recovered: int,

@@ -3,12 +3,14 @@ files), the list of campaigns, and whether a journal's owning process still live
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import journal
+from ..errors import GridxferError
+from . import journal, journalcheck
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,15 @@ class CampaignStatus:
     updated: float | None = None
     links: tuple[dict, ...] = field(default=())
     excluded: tuple[dict, ...] = field(default=())      # endpoints out of rotation (--links)
+    error: str | None = None                # state "unreadable": why (campaign list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def _alive(pid: str | None) -> bool:
-    if not pid or not pid.isdigit() or int(pid) == os.getpid():
+    if not pid or not (pid.isascii() and pid.isdigit()) or len(pid) > 9 \
+            or int(pid) == os.getpid():
         return False
     try:
         os.kill(int(pid), 0)
@@ -50,39 +54,54 @@ def campaign_status(name: str, *, links: bool = False) -> CampaignStatus:
 def _status(path: Path, *, links: bool = False) -> CampaignStatus:
     conn = journal.connect(path, readonly=True)
     try:
-        meta = journal.get_meta(conn)
-        counts = journal.tally(conn)
-        files: dict[str, int] = {}
-        nbytes: dict[str, int] = {}
-        tiers: dict[str, dict[str, int]] = {}
-        for tier, by in counts.items():
-            for st, (n, b) in by.items():
-                files[st] = files.get(st, 0) + n
-                nbytes[st] = nbytes.get(st, 0) + b
-                tiers.setdefault(tier, {})[st] = n
-        state = meta.get("state", "?")
-        if state == "running" and not _alive(meta.get("pid")):
-            state = "interrupted"          # killed: resume recovers it
-        link_rows: tuple[dict, ...] = ()
-        excluded: tuple[dict, ...] = ()
-        if links:
-            from .exclusions import current_exclusions
-            from .optimizer import link_status
-            link_rows = tuple(asdict(s) for s in link_status(conn))
-            excluded = tuple(asdict(e) for e in current_exclusions(conn))
-        return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
-                              _float(meta.get("created")), _float(meta.get("updated")), link_rows,
-                              excluded)
+        with journalcheck.reading(path):
+            return _read_status(conn, path, links)
     finally:
         conn.close()
 
 
+def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
+    meta = journal.get_meta(conn)
+    counts = journal.tally(conn)
+    files: dict[str, int] = {}
+    nbytes: dict[str, int] = {}
+    tiers: dict[str, dict[str, int]] = {}
+    for tier, by in counts.items():
+        for st, (n, b) in by.items():
+            files[st] = files.get(st, 0) + n
+            nbytes[st] = nbytes.get(st, 0) + b
+            tiers.setdefault(tier, {})[st] = n
+    state = "".join(c if c.isprintable() else "?" for c in meta.get("state", "?"))[:20]
+    if state == "running" and not _alive(meta.get("pid")):
+        state = "interrupted"          # killed: resume recovers it
+    link_rows: tuple[dict, ...] = ()
+    excluded: tuple[dict, ...] = ()
+    if links:
+        from .exclusions import current_exclusions
+        from .optimizer import link_status
+        link_rows = tuple(asdict(s) for s in link_status(conn))
+        excluded = tuple(asdict(e) for e in current_exclusions(conn))
+    return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
+                          _float(meta.get("created")), _float(meta.get("updated")), link_rows,
+                          excluded)
+
+
 def list_campaigns() -> list[CampaignStatus]:
-    return [_status(p) for p in journal.list_journals()]
+    """Every journal; one that cannot be read is listed as "unreadable" with the reason."""
+    out = []
+    for path in journal.list_journals():
+        try:
+            out.append(_status(path))
+        except GridxferError as exc:
+            reason = str(exc).removeprefix(f"{path}: ")
+            out.append(CampaignStatus(path.stem, str(path), "unreadable", {}, {}, {},
+                                      error=reason))
+    return out
 
 
 def _float(text: str | None) -> float | None:
     try:
-        return float(text) if text else None
-    except ValueError:
+        value = float(text) if text else None
+    except (TypeError, ValueError):
         return None
+    return value if value is None or math.isfinite(value) else None

@@ -110,8 +110,11 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
             from ..campaign.progress import LiveProgress      # rich: only when shown
             live = stack.enter_context(LiveProgress(name))
             observers.append(live)
+        from ..campaign.journal import journal_path
+        from ..campaign.journalcheck import reading
         try:
-            result = start(observers=observers, selector_name=selector)
+            with reading(journal_path(name)):      # a full disk, a damaged journal: one line
+                result = start(observers=observers, selector_name=selector)
         finally:
             if alerter is not None:
                 alerter.close()
@@ -297,6 +300,9 @@ def list_cmd(as_json: bool) -> None:
     if not items:
         _echo("no campaigns")
     for s in items:
+        if s.state == "unreadable":
+            click.echo(f"{s.name:24} {s.state:12} {s.error}")
+            continue
         total = sum(s.files.values())
         _echo(f"{s.name:24} {s.state:12} {s.files.get('done', 0)}/{total} done, "
                    f"{s.files.get('failed', 0)} failed  {s.journal}")
