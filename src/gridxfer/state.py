@@ -6,6 +6,7 @@ crash leaves either the old or the new content, never half of one.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -27,10 +28,15 @@ def subdir(name: str) -> Path:
     return path
 
 
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``path`` atomically with the given mode."""
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o600, *,
+                 make_parents: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically with the given mode. ``make_parents=False``
+    for a path the user named: a missing directory is an error (ENOENT), not created."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if make_parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such directory", str(path.parent))
     raw = data.encode() if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

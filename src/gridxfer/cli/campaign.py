@@ -89,7 +89,8 @@ def _alerter(name: str, kw: dict[str, Any]):
     floor_bps = None
     if floor is not None:
         text = str(floor).strip()
-        floor_bps = float(text) * 1e6 if text.replace(".", "", 1).isdigit() else parse_byterate(text)
+        plain = text.isascii() and text.replace(".", "", 1).isdigit()      # MB/s
+        floor_bps = parse_byterate(f"{text}MB/s" if plain else text)
         require(floor_bps, MAX_BYTERATE, "--alert-floor", text)
     from pathlib import Path
     window = parse_within(kw.get("alert_window") or "60s", parse_duration, MAX_WINDOW,

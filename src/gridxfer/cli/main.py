@@ -64,14 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("gridxfer: interrupted", err=True)
         code = exit_code_for(KeyboardInterrupt())
-    except click.ClickException as exc:   # click's own usage errors: exit 2
-        exc.message = redact(exc.message)
+    except click.exceptions.NoArgsIsHelpError as exc:   # `gridxfer campaign`: the help
         exc.show()
+        code = exc.exit_code
+    except click.ClickException as exc:   # click's own usage errors: exit 2, one line
+        click.echo(one_line(f"gridxfer: error: {click_line(exc)}"), err=True)
         code = exc.exit_code
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except GridxferError as exc:
-        click.echo(redact(f"gridxfer: error: {exc}"), err=True)
+        click.echo(one_line(f"gridxfer: error: {exc}"), err=True)
         code = exit_code_for(exc)
     except KeyboardInterrupt as exc:
         click.echo("gridxfer: interrupted", err=True)
@@ -81,6 +83,23 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         leave(code)
     return code
+
+
+def one_line(text: str) -> str:
+    """The error line as printed: credentials redacted, and a newline, a terminal escape
+    or an undecodable byte from the user's input shown escaped (``\\n``, ``\\x1b``,
+    ``\\udcff``), so the line stays one line, cannot drive the terminal, and can always
+    be encoded."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in redact(text))
+
+
+def click_line(exc: click.ClickException) -> str:
+    """click's usage error (normally Usage + Try + Error lines) as one line."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{ctx.command_path}: {message} (see '{ctx.command_path} --help')"
 
 
 # Native client libraries whose exit-time teardown runs after gridxfer's work is done.

@@ -60,8 +60,9 @@ def render(samples: Iterable[Sample]) -> str:
 
 
 def write_textfile(path: Path, samples: Iterable[Sample]) -> None:
-    """Atomically replace ``path`` (must end in .prom for node_exporter)."""
-    write_atomic(Path(path), render(samples), mode=0o644)
+    """Atomically replace ``path`` (must end in .prom for node_exporter). Its directory
+    must exist: node_exporter's textfile directory is never created by a check."""
+    write_atomic(Path(path), render(samples), mode=0o644, make_parents=False)
 
 
 def check_samples(check_name: str, check: Any) -> list[Sample]:

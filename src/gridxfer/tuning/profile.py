@@ -84,11 +84,19 @@ def search_path() -> list[Path]:
     return dirs
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False where it cannot be a file (a name too long: ENAMETOOLONG)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def find_profile(name: str) -> Path:
     """The ``.conf`` file of profile ``name`` (or ``name`` itself if it is a path)."""
     if "/" in name or name.endswith(".conf"):
         path = Path(name)
-        if not path.is_file():
+        if not _is_file(path):
             raise UsageError(f"no such profile file: {name}")
         if not _NAME_RE.fullmatch(path.stem):
             raise UsageError(f"{name}: a profile's file name must be letters, digits, '_', '.' "
@@ -98,7 +106,7 @@ def find_profile(name: str) -> Path:
         raise UsageError(f"not a profile name: {name!r}")
     for d in search_path():
         candidate = d / f"{name}.conf"
-        if candidate.is_file():
+        if _is_file(candidate):
             return candidate
     raise UsageError(f"unknown profile {name!r} (see `gridxfer tune list`)")
 

@@ -11,7 +11,7 @@ from .base import RunResult, TuningTarget, WriteFailed, proc_path
 def run_local(argv: Sequence[str], *, input: str | None = None, timeout: float = 120) -> RunResult:
     try:
         proc = subprocess.run(list(argv), input=input, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+                              errors="replace", timeout=timeout, check=False)   # ip echoes bytes
     except FileNotFoundError:
         return RunResult(tuple(argv), 127, "", f"{argv[0]}: command not found")
     except subprocess.TimeoutExpired:
