@@ -185,7 +185,8 @@ def plan(conn: sqlite3.Connection, meta: dict[str, str],
         add_event(conn, "planned", files=count)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:      # SQLite already rolled back after SQLITE_FULL / IOERR
+            conn.execute("ROLLBACK")
         raise
     return count
 

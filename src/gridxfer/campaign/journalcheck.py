@@ -72,6 +72,10 @@ def verify(path: Path) -> None:
 def error(path: Path | str, exc: sqlite3.Error) -> GridxferError:
     """One line for a SQLite error on journal ``path``, exit 1 or 2 as the module says."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if "full" in text.lower():
+        return JournalEnvironmentError(f"{path}: {text}; the journal is consistent: free "
+                                       f"some space, then `gridxfer campaign resume "
+                                       f"{Path(path).stem}`")
     if any(k in text.lower() for k in _ENVIRONMENT):
         return JournalEnvironmentError(f"{path}: {text}")
     return JournalUnusable(f"{path}: damaged or not a gridxfer journal: {text}")

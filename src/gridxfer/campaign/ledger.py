@@ -66,7 +66,8 @@ def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
             journal.add_event(c, kind, ts=now, **detail)
         c.execute("COMMIT")
     except BaseException:
-        c.execute("ROLLBACK")
+        if c.in_transaction:      # SQLite already rolled back after SQLITE_FULL / IOERR
+            c.execute("ROLLBACK")
         raise
 
 

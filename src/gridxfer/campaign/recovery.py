@@ -50,7 +50,8 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
             journal.add_event(conn, "recovered", ts=now, **e)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:      # SQLite already rolled back after SQLITE_FULL / IOERR
+            conn.execute("ROLLBACK")
         raise
     return len(rows) + len(orphans)
 
