@@ -64,6 +64,7 @@ class ErrorClass(str, enum.Enum):
     CONNECTION = "connection"              # refused/reset/unreachable: retried
     CHECKSUM = "checksum"                  # mismatch: bad copy deleted, then retried
     CANCELLED = "cancelled"                # interrupted by the user: resumed later
+    BAD_NAME = "bad_name"                  # name unsafe in a URL or path: never retried
     OTHER = "other"                        # unknown: retried
 
     @property

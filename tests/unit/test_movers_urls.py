@@ -67,13 +67,23 @@ def test_plain_urls_do_not_go_through_urlsplit(monkeypatch):
 
 
 def _reference_local_path(url: str) -> str:
+    """urlsplit's reading, except that a local path is never cut: '?' and '#' are part of
+    it (movers/names.py), and nothing is decoded."""
     from gridxfer.errors import UsageError
-    parts = urlsplit(url)
+    parts = urlsplit(url.replace("?", "\ue000").replace("#", "\ue001"))
     if parts.scheme not in ("", "file"):
         raise UsageError("not local")
     if parts.netloc not in ("", "localhost"):
         raise UsageError("remote host")
-    return parts.path or "/"
+    return parts.path.replace("\ue000", "?").replace("\ue001", "#") or "/"
+
+
+@pytest.mark.parametrize("url, path", [
+    ("file:///d/a?b", "/d/a?b"), ("file:///d/a#b", "/d/a#b"), ("/d/x?oss.asize=5", "/d/x?oss.asize=5"),
+    ("file:///d/a%2f..%2fb", "/d/a%2f..%2fb"), ("file:///d/a b", "/d/a b"), ("file:///d/ü", "/d/ü")])
+def test_local_path_is_never_cut_nor_decoded(url, path):
+    from gridxfer.movers.urls import local_path
+    assert local_path(url) == path
 
 
 LOCAL = ["file:///dev/shm/src/f000001.dat", "file:////double/x", "file:///", "file://localhost/x",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import ErrorClass, TransferError
+from ..movers import names
 from ..movers.base import TransferParams, normalise_adler32
 from .jobs import Job, Result
 from .spec import CampaignSpec, TierSpec
@@ -18,6 +19,7 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
     """Copy ``job.src_url`` to ``job.dst_url``; never raises."""
     mover = None
     try:
+        names.check_transfer(job.name, spec.source.url, job.src_url, job.endpoint, job.dst_url)
         mover = mover_for(job.src_url, job.dst_url)
         params = TransferParams(
             streams=tier.streams, tcp_buffer=tier.tcp_buffer, timeout=spec.timeout,

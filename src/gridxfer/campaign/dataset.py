@@ -5,22 +5,26 @@ mover's ``stat``); globs and recursive listings ask the mover for a listing with
 (``gridxfer.movers.registry.mover_for(url).listdir``). ``file://`` sources are listed
 directly so that the planner works without any mover installed. Entries are yielded
 lazily, so a list of a million files never sits in memory twice.
+
+Every name goes through the one rule of ``gridxfer.movers.names``: it is quoted for the
+source's protocol, and a name the rule refuses becomes an entry with ``bad`` set (the
+file fails alone with class ``bad_name``; nothing is read).
 """
 from __future__ import annotations
 
 import fnmatch
 import functools
 import os
-import posixpath
 import stat as stat_mod
 from dataclasses import dataclass
 from typing import Callable, Iterator
-from urllib.parse import unquote, urlsplit
 
 from ..errors import SpecError, TransferError, UsageError
 from ..inputs import check_utf8_line
 from ..limits import MAX_FILE_SIZE
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
+from ..movers import names
+from ..movers.urls import local_path
 from .spec import SourceSpec, _HEX8
 
 
@@ -30,19 +34,33 @@ class DatasetEntry:
     src_url: str
     size: int
     adler32: str | None = None    # expected checksum, if known
+    bad: str | None = None        # why the name is refused (movers/names.py), if it is
 
 
 def join_url(base: str, name: str) -> str:
-    return base.rstrip("/") + "/" + name.lstrip("/")
+    """The URL of ``name`` under ``base``, quoted for base's protocol (never raises)."""
+    return names.join_url(base, name, check=False)
+
+
+def entry(base: str, name: str, size: int | None, adler32: str | None = None, *,
+          component: str | None = None) -> DatasetEntry:
+    """The entry of ``name`` under ``base``; a bad name gives an entry with ``bad`` set
+    (and ``size`` None is looked up only for a good name)."""
+    try:
+        if component is not None:
+            names.check_component(component)
+        url = names.join_url(base, name)
+    except TransferError as exc:
+        return DatasetEntry(name, join_url(base, name), size or 0, adler32,
+                            bad=str(exc).partition(": ")[2])
+    return DatasetEntry(name, url, size if size is not None else _stat_size(url), adler32)
 
 
 def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
     """Every file of the source, with its size. Raises UsageError if the source is unusable."""
     if source.mode == "list":
         for item in source.files:
-            url = join_url(source.url, item.name)
-            size = item.size if item.size is not None else _stat_size(url)
-            yield DatasetEntry(item.name, url, size, item.adler32)
+            yield entry(source.url, item.name, item.size, item.adler32)
     elif source.mode == "list-file":
         yield from _list_file(source)
     else:
@@ -83,7 +101,7 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
                     raise SpecError(f"not an adler32: {parts[2]!r}", path=path, line=lineno,
                                     field="adler32")
                 adler = parts[2].lower().zfill(8)
-            yield DatasetEntry(name, join_url(source.url, name), int(size_text), adler)
+            yield entry(source.url, name, int(size_text), adler)
 
 
 def _short(text: str) -> str:
@@ -93,16 +111,16 @@ def _short(text: str) -> str:
 def _listing(source: SourceSpec) -> Iterator[DatasetEntry]:
     pattern = source.glob or "*"
     walk = _walk_local if source.url.startswith("file:") else _walk_mover
-    for rel, size in walk(source.url, source.recursive):
-        if fnmatch.fnmatchcase(posixpath.basename(rel), pattern):
-            yield DatasetEntry(rel, join_url(source.url, rel), size)
+    for rel, size, component in walk(source.url, source.recursive):
+        if fnmatch.fnmatchcase(component, pattern):
+            yield entry(source.url, rel, size, component=component)
 
 
 def _local_path(url: str) -> str:
-    return unquote(urlsplit(url).path)
+    return local_path(url)
 
 
-def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
+def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
     root = _local_path(base)
     if not os.path.isdir(root):
         raise UsageError(f"source is not a directory: {base}")
@@ -121,7 +139,7 @@ def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
             if stat_mod.S_ISDIR(st.st_mode):
                 subdirs.append(rel)
             elif stat_mod.S_ISREG(st.st_mode) and not _is_temp(e.name):
-                yield rel, st.st_size
+                yield rel, st.st_size, e.name
         if recursive:
             stack.extend(reversed(subdirs))
 
@@ -146,7 +164,7 @@ def _mover(url: str):
     return mover_for(url)
 
 
-def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
+def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
     mover = _mover(base)
     if not hasattr(mover, "listdir"):
         raise UsageError(f"{getattr(mover, 'name', mover)} cannot list {base}")
@@ -160,16 +178,27 @@ def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int]]:
             raise UsageError(f"cannot list {url}: {exc}") from None
         subdirs = []
         for e in sorted(entries, key=lambda x: x.url):
-            name = posixpath.basename(urlsplit(e.url).path.rstrip("/"))
+            name = names.listed_name(e.url)
             if not name or name in (".", ".."):
                 continue
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if e.is_dir:
+            if e.is_dir and _good_dir(base, name):
                 subdirs.append(rel)
+            elif e.is_dir:          # never listed through a URL that names another place:
+                yield rel, 0, name  # one bad_name entry for the whole directory
             elif not _is_temp(name):
-                yield rel, e.size
+                yield rel, e.size, name
         if recursive:
             stack.extend(reversed(subdirs))
+
+
+def _good_dir(base: str, name: str) -> bool:
+    try:
+        names.check_component(name)
+        names.join_url(base, name)
+    except TransferError:
+        return False
+    return True
 
 
 def _stat_size(url: str) -> int:

@@ -152,17 +152,22 @@ def get_meta(conn: sqlite3.Connection) -> dict[str, str]:
 FILE_COLUMNS = ("name", "src_url", "size", "tier", "expected_checksum")
 
 
-_PLAN_SQL = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum) "
-             "SELECT value->>0, value->>1, value->>2, value->>3, value->>4 FROM json_each(?)")
+# A row with a 6th item (why its name is refused, movers/names.py) is planned failed with
+# class bad_name: it is never dispatched, and status and report list it.
+_PLAN_SQL = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum, state, "
+             "error_class, error_msg) "
+             "SELECT value->>0, value->>1, value->>2, value->>3, value->>4, "
+             "iif(value->>5 IS NULL, 'pending', 'failed'), "
+             "iif(value->>5 IS NULL, NULL, 'bad_name'), value->>5 FROM json_each(?)")
 CREDENTIAL_FAILURE = ("the source URL carries a credential, which gridxfer neither stores nor "
                       "sends: not copied (rename the file; give credentials as a grid proxy "
                       "or a bearer token)")
 
 
 def plan(conn: sqlite3.Connection, meta: dict[str, str],
-         rows: Iterable[tuple[str, str, int, str, str | None]], *, chunk: int = 20_000) -> int:
-    """Insert meta and every (name, src_url, size, tier, expected_checksum) row in ONE
-    transaction. Rows go in as one JSON array per ``chunk`` (``json_each``): SQLite walks
+         rows: Iterable[tuple], *, chunk: int = 20_000) -> int:
+    """Insert meta and every (name, src_url, size, tier, expected_checksum[, bad_name
+    reason]) row in ONE transaction. Rows go in as one JSON array per ``chunk`` (``json_each``): SQLite walks
     the array itself, where ``executemany`` binds each row from Python (measured: 5,000
     rows 40-49 ms vs 54-72 ms). Returns the number of rows inserted (duplicates, the same
     source for the same tier, are ignored)."""
@@ -206,7 +211,7 @@ def _masked(row: tuple, masked: list[str]) -> tuple:
     else:
         clean_src = f"redacted:{clean_name}"
     masked.append(clean_src)
-    return (clean_name, clean_src, *row[2:])
+    return (clean_name, clean_src, *row[2:5], *(r and redact(r) for r in row[5:]))
 
 
 def _insert_files(conn: sqlite3.Connection, batch: list[tuple]) -> int:

@@ -107,7 +107,7 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{path}{suffix}")
     tiers = [t.name for t in spec.destinations]
-    rows = ((e.name, e.src_url, e.size, tier, e.adler32) for e in expand(spec.source)
+    rows = ((e.name, e.src_url, e.size, tier, e.adler32, e.bad) for e in expand(spec.source)
             for tier in tiers)
     conn = journal.connect(path, create=True)
     try:

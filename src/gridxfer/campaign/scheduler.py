@@ -19,6 +19,7 @@ import time
 from typing import Callable, Sequence
 
 from ..errors import ErrorClass
+from ..movers import names
 from . import (exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod,
                outcomes, selection, watchdog)
 from .attempt import run_attempt
@@ -196,7 +197,7 @@ class Scheduler:
                                          stats)
                 else:
                     ep = eligible[0]
-                dst = ep.rstrip("/") + "/" + name
+                dst = names.join_url(ep, name, check=False)   # checked in attempt.py
                 job = Job(self._attempt_id, fid, tier, name, src, dst, ep, size, n_att + 1,
                           expected, avoid, now, self.acct.start(tier, ep, size, now))
                 self._attempt_id += 1

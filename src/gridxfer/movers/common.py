@@ -13,6 +13,7 @@ from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
                                   normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.names import check_url, join_url
 from gridxfer.movers.urls import local_path, split_dir, temp_url
 
 if TYPE_CHECKING:
@@ -52,8 +53,7 @@ class LocalOps:
             names = sorted(os.listdir(base))
         except OSError as exc:
             raise transfer_error(exc, url) from None
-        prefix = url.rstrip("/") + "/"
-        return [self.stat(prefix + n) for n in names]
+        return [self.stat(join_url(url, n, check=False)) for n in names]
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         require_adler32(algorithm)
@@ -198,6 +198,8 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     overwrite is off (before it sends more than a first flight: gridxfer's GridFTP client
     asks in the same flight as its STOR), so no stat round trip comes before the copy."""
     start = time.monotonic()
+    check_url(src)          # no tool ever sees a path that leaves its directory
+    check_url(dst)
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{src} -> {dst}: cancelled before start")
     entry = src_ops.stat(src)

@@ -22,7 +22,10 @@ from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutco
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import verified_copy
+from gridxfer.movers import names
 from gridxfer.movers.urls import scheme_of
+
+_g = names.gfal_url     # root:// as gfal2 reads it (it decodes %XX; XrdCl does not)
 
 GRIDFTP = routes.GRIDFTP
 NO_SPACE_RETRY = 120.0                              # s before a failed space query is retried
@@ -100,7 +103,7 @@ class GfalMover:
     # -- metadata ---------------------------------------------------------------
     def stat(self, url: str) -> Entry:
         try:
-            st = context(url).stat(url)
+            st = context(url).stat(_g(url))
         except gfal2.GError as exc:
             raise transfer_error(exc, url) from None
         return Entry(url=url, size=int(st.st_size), is_dir=pystat.S_ISDIR(st.st_mode))
@@ -109,7 +112,7 @@ class GfalMover:
         ctx = context(url)
         base = url.rstrip("/") + "/"
         try:
-            handle = ctx.opendir(url)
+            handle = ctx.opendir(_g(url))
             out = []
             while True:
                 dirent, st = handle.readpp()
@@ -117,7 +120,7 @@ class GfalMover:
                     break
                 if dirent.d_name in (".", ".."):
                     continue
-                out.append(Entry(url=base + dirent.d_name, size=int(st.st_size),
+                out.append(Entry(url=names.join_url(base, dirent.d_name, check=False), size=int(st.st_size),
                                  is_dir=pystat.S_ISDIR(st.st_mode)))
         except gfal2.GError as exc:
             raise transfer_error(exc, url) from None
@@ -126,7 +129,7 @@ class GfalMover:
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         require_adler32(algorithm)
         try:
-            value = context(url).checksum(url, "adler32")
+            value = context(url).checksum(_g(url), "adler32")
         except gfal2.GError as exc:
             raise transfer_error(exc, url) from None
         from gridxfer.movers.base import normalise_adler32
@@ -134,20 +137,20 @@ class GfalMover:
 
     def unlink(self, url: str) -> None:
         try:
-            context(url).unlink(url)
+            context(url).unlink(_g(url))
         except gfal2.GError as exc:
             raise transfer_error(exc, url, side="destination") from None
 
     def mkdir(self, url: str) -> None:
         try:
-            context(url).mkdir_rec(url.rstrip("/") or url, 0o755)
+            context(url).mkdir_rec(_g(url.rstrip("/") or url), 0o755)
         except gfal2.GError as exc:
             if exc.code != 17:  # EEXIST
                 raise transfer_error(exc, url, side="destination") from None
 
     def rename(self, src: str, dst: str) -> None:
         try:
-            context(dst).rename(src, dst)
+            context(dst).rename(_g(src), _g(dst))
         except gfal2.GError as exc:
             raise transfer_error(exc, dst, side="destination") from None
 
@@ -164,7 +167,7 @@ class GfalMover:
         if known is not None and time.monotonic() < known[0]:
             raise TransferError(ErrorClass.OTHER, f"{url}: no space information ({known[1]})")
         try:
-            info = json.loads(context(url).getxattr(url, "spacetoken"))
+            info = json.loads(context(url).getxattr(_g(url), "spacetoken"))
         except (gfal2.GError, ValueError) as exc:
             # A GridFTP server without the query ("500 Invalid command") answers the same
             # every time, and each failed query costs a new GSI session (0.25-0.3 s of CPU,
@@ -222,7 +225,7 @@ class GfalMover:
         watcher = threading.Thread(target=watch, name="gfal-cancel", daemon=True)
         watcher.start()
         try:
-            ctx.filecopy(tp, src, tmp)
+            ctx.filecopy(tp, _g(src), _g(tmp))
         except gfal2.GError as exc:
             if cancelled.is_set():
                 raise TransferError(ErrorClass.CANCELLED, f"{src} -> {tmp}: cancelled") from None

@@ -26,6 +26,7 @@ from gridxfer.movers.gfal import GfalMover
 from gridxfer.movers.gridftp import NativeGridFTP
 from gridxfer.movers.gridftpops import GridFTPOps
 from gridxfer.movers.ftpcontrol import NativeUnavailable
+from gridxfer.movers import names
 from gridxfer.movers.urls import local_path, scheme_of
 from gridxfer.redact import credential_in_url, redact
 
@@ -36,8 +37,9 @@ _SESSIONS = os.environ.get("GRIDXFER_GUC_ALWAYS", "") not in ("1", "true", "yes"
 
 
 def _gx_url(url: str) -> str:
-    """globus-url-copy wants file:///abs/path for local files."""
-    return "file://" + os.path.abspath(local_path(url)) if scheme_of(url) == "file" else url
+    """globus-url-copy wants file:///abs/path for local files, percent-encoded: it decodes
+    them (a local 'a%2fb' would be read as 'a/b'). gsiftp:// URLs are already encoded."""
+    return names.tool_url(url) if scheme_of(url) == "file" else url
 
 
 def _native_upload(src: str, dst: str, params: TransferParams) -> bool:

@@ -29,6 +29,7 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import destination_exists
 from gridxfer.movers.ftpcontrol import REPLY_TIMEOUT as REPLY_WAIT
 from gridxfer.movers.ftpcontrol import FtpError, GsiControl, NativeUnavailable, Reply
+from gridxfer.movers import names
 from gridxfer.movers.urls import local_path, scheme_of
 
 IDLE_CHECK = 30.0                 # s idle after which a session is probed before a STOR
@@ -43,7 +44,8 @@ def enabled() -> bool:
 
 
 def _path(url: str) -> str:
-    return urlsplit(url).path or "/"
+    """The path sent in a command: decoded (movers/names.py), never with a CR or LF."""
+    return names.server_path(url)
 
 
 class NativeGridFTP:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from gridxfer.errors import UsageError
 
@@ -36,26 +36,32 @@ def scheme_of(url: str) -> str:
 
 
 def local_path(url: str) -> str:
-    """The filesystem path of a file:// URL or a bare path.
+    """The filesystem path of a file:// URL or a bare path, never decoded and never cut:
+    ``file:///d/a?b#c`` is the file ``/d/a?b#c`` (movers/names.py).
 
-    ``file:///path`` and ``/path`` without ``?`` or ``#`` (which urlsplit would cut off)
-    are read without urlsplit: every local source file of a campaign comes through here."""
-    if "?" not in url and "#" not in url and _plain(url):
+    ``file:///path`` and ``/path`` are read without urlsplit: every local source file of a
+    campaign comes through here."""
+    if _plain(url):
         if url.startswith("file:///"):
             return url[7:]
         if url[:1] == "/" and url[1:2] != "/":
             return url
-    parts = urlsplit(url)
+    # urlsplit for the scheme and host checks; '%', '?' and '#' escaped so that the path
+    # comes back whole (urlsplit itself never decodes).
+    parts = urlsplit(url.replace("%", "%25").replace("?", "%3F").replace("#", "%23"))
     if parts.scheme not in ("", "file"):
         raise UsageError(f"not a local URL: {url}")
     if parts.netloc not in ("", "localhost"):
         raise UsageError(f"file:// URL with a remote host: {url}")
-    return parts.path or "/"
+    return unquote(parts.path) or "/"
 
 
 def url_path(url: str) -> str:
-    """Path part of a URL, with XRootD's leading double slash collapsed."""
-    path = urlsplit(url).path
+    """Path part of a root:// URL as XRootD reads it: up to the CGI ('?'), '#' kept,
+    never decoded; the leading double slash collapsed."""
+    rest = url.partition("://")[2]
+    slash = rest.find("/")
+    path = rest[slash:].partition("?")[0] if slash >= 0 else ""
     while path.startswith("//"):
         path = path[1:]
     return path or "/"

@@ -31,6 +31,7 @@ from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutco
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import LocalOps, check_destination_sum, checksum_policy, verified_copy
+from gridxfer.movers.names import check_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
@@ -131,6 +132,8 @@ class XRootDMover:
         pair = (scheme_of(src), scheme_of(dst))
         if pair not in self.pairs:
             raise UsageError(f"xrootd mover cannot copy {src} -> {dst}")
+        check_url(src)
+        check_url(dst)
         if params.third_party and pair not in self.tpc_pairs:
             raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
 
@@ -185,8 +188,8 @@ class XRootDMover:
         if scheme_of(src) == "root" and scheme_of(tmp) == "file":
             return _parallel_download(src, local_path(tmp), max(1, int(params.streams)), params,
                                       progress), "xrdcl"
-        target = tmp if scheme_of(tmp) == "root" else local_path(tmp)
-        source = src if scheme_of(src) == "root" else local_path(src)
+        target = tmp if scheme_of(tmp) == "root" else xrdcl_local(tmp)
+        source = src if scheme_of(src) == "root" else xrdcl_local(src)
         # No byte for stall_timeout() s -> cancel (xrdwatch.py); a TPC copy reports no
         # progress while the destination pulls, so only its deadline applies.
         stall = params.timeout if tpc else stall_timeout()

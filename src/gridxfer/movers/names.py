@@ -1,0 +1,217 @@
+"""File names in URLs: ONE rule, per protocol.
+
+A campaign's file names (spec lists, list files, globs, listings) are *raw* names: the
+characters of the name as the file system or the server has it, ``/`` between
+directories. They enter URLs only through ``join_url`` and leave listings only through
+``listed_name``; a mover turns a URL back into the path a server or file system sees only
+through ``server_path`` (or ``urls.local_path``), and refuses, through ``check_url``, a URL
+whose path would leave its directory.
+
+A name is bad (``ErrorClass.BAD_NAME``: the file fails alone, never retried) if it
+
+- is empty, or has an empty, ``.`` or ``..`` component (``a//b``, ``/a``, ``a/``,
+  ``a/../b``);
+- has a control character (NUL, C0, DEL, C1) or a line/paragraph separator;
+- cannot be carried by the protocol (table below), or a listed component holds ``/``
+  once decoded (``a%2fb`` on a protocol that decodes);
+- is a local file whose real path (symbolic links resolved) is outside the campaign's
+  source or destination directory (``check_within``).
+
+How each protocol carries a name (measured with xrootd 5.5.3, globus-url-copy 10.12,
+gfal2 2.21; tests/integration/test_hostile_names.py):
+
+=============== ====================== ==============================================
+scheme          in the URL             why
+=============== ====================== ==============================================
+file, bare path as is, never decoded   gridxfer, XrdCl and gfal2's file plugin read a
+                                       local path literally; globus-url-copy decodes
+                                       file:// URLs, so ``tool_url`` quotes for it
+root            as is; ``?`` refused   XrdCl never decodes ``%XX`` (``a%3Fb`` is the
+                                       file ``a%3Fb``) and reads all after the first
+                                       ``?`` as CGI: ``data.root?oss.asize=5`` opens
+                                       ``data.root``. No escape exists
+gsiftp, ftp     percent-encoded        globus_url_parse and gfal2 decode ``%XX`` and
+                                       refuse a raw ``#`` or non-ASCII byte
+anything else   percent-encoded        RFC 3986 (https, davs): ``register`` a scheme
+                                       whose tools read it differently
+=============== ====================== ==============================================
+
+Percent-encoding keeps ASCII letters, digits, ``-._~+=,@`` and ``/``: a plain name
+(``run1/f000001.root``) is the same in every protocol and takes the fast path.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, unquote, urlsplit
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.urls import local_path, scheme_of, url_path
+
+
+@dataclass(frozen=True)
+class Protocol:
+    decodes: bool               # the protocol's tools percent-decode the path
+    refuses: str = ""           # characters no escape can carry
+
+
+LITERAL = Protocol(decodes=False)
+ENCODED = Protocol(decodes=True)
+PROTOCOLS: dict[str, Protocol] = {"file": LITERAL, "root": Protocol(False, "?"),
+                                  "gsiftp": ENCODED, "ftp": ENCODED}
+
+_PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*(?:/[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*)*")
+_PLAIN_URL = re.compile(r"[A-Za-z0-9+.-]+://[A-Za-z0-9._~:@\[\]-]*[A-Za-z0-9._~+=,@/-]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def register(scheme: str, protocol: Protocol) -> None:
+    """How the tools of a new scheme read paths (unknown schemes are percent-encoded)."""
+    PROTOCOLS[scheme] = protocol
+
+
+def protocol(scheme: str) -> Protocol:
+    return PROTOCOLS.get(scheme, ENCODED)
+
+
+def bad_name(name: str, why: str) -> TransferError:
+    return TransferError(ErrorClass.BAD_NAME, f"bad file name {name!r}: {why}")
+
+
+def check_name(name: str) -> None:
+    """The protocol-free part of the rule (module docstring); raises ``bad_name``."""
+    if _PLAIN.fullmatch(name):
+        return
+    if not name:
+        raise bad_name(name, "empty")
+    if _CONTROL.search(name):
+        raise bad_name(name, "control character")
+    for part in name.split("/"):
+        if part in ("", ".", ".."):
+            raise bad_name(name, "empty, '.' or '..' path component")
+
+
+def quote_name(scheme: str, name: str, *, check: bool = True) -> str:
+    """``name`` as it goes into a URL of ``scheme``. ``check=False`` never raises: for
+    listings and journal rows whose name the transfer checks again (``check_transfer``)."""
+    if _PLAIN.fullmatch(name):
+        return name
+    if check:
+        check_name(name)
+    proto = protocol(scheme)
+    if proto.decodes:
+        return quote(name, safe="/+=,@")
+    if check:
+        for ch in proto.refuses:
+            if ch in name:
+                raise bad_name(name, f"{scheme}:// cannot carry {ch!r} in a path")
+    return name
+
+
+def join_url(base: str, name: str, *, check: bool = True) -> str:
+    """The URL of ``name`` under the directory URL ``base``."""
+    return base.rstrip("/") + "/" + quote_name(scheme_of(base), name, check=check)
+
+
+def listed_name(url: str) -> str:
+    """The raw name of a listing entry's URL (its last component, decoded as its
+    protocol's tools decode it). May hold '/' if a server sent one: ``check_component``."""
+    last = url.rstrip("/").rpartition("/")[2]
+    return unquote(last) if protocol(scheme_of(url)).decodes else last
+
+
+def check_component(name: str) -> None:
+    if "/" in name:
+        raise bad_name(name, "'/' inside a listed name")
+    check_name(name)
+
+
+def server_path(url: str) -> str:
+    """The path the server (or the file system) sees for ``url``: local paths as is,
+    root:// up to the CGI, others percent-decoded. Raises ``bad_name`` on control
+    characters (a CR/LF would end a GridFTP command)."""
+    if _CONTROL.search(url):
+        raise bad_name(url, "control character")
+    scheme = scheme_of(url)
+    if scheme == "file":
+        path = local_path(url)
+    elif protocol(scheme).decodes:
+        path = unquote(urlsplit(url).path) or "/"
+    else:
+        path = url_path(url)
+    if _CONTROL.search(path):
+        raise bad_name(path, "control character")
+    return path
+
+
+def check_url(url: str) -> None:
+    """A mover's last check before a tool sees ``url``: the path the tool reads has no
+    control character, no ``.``/``..`` component, no component that decodes to one with
+    a '/' in it, and no CGI on root://. Raises ``bad_name``."""
+    scheme = scheme_of(url)
+    proto = protocol(scheme)
+    if scheme == "file":
+        raw = local_path(url)
+    else:
+        raw = urlsplit(url.replace("?", "%3F").replace("#", "%23")).path \
+            if not proto.decodes else urlsplit(url).path
+        if proto.refuses and any(ch in url.partition("://")[2] for ch in proto.refuses):
+            raise bad_name(url, f"{scheme}:// URL with {proto.refuses!r}")
+    if _CONTROL.search(url):
+        raise bad_name(url, "control character")
+    for part in raw.split("/"):
+        name = unquote(part) if proto.decodes else part
+        if name in (".", "..") or (proto.decodes and "/" in name):
+            raise bad_name(url, "path component escapes its directory")
+        if proto.decodes and _CONTROL.search(name):
+            raise bad_name(url, "control character")
+
+
+def check_within(base: str, url: str) -> None:
+    """``url`` lies under the directory URL ``base``: for local files the real paths
+    (symbolic links resolved) are compared; remote paths lexically. Raises ``bad_name``."""
+    check_url(url)
+    if scheme_of(url) == "file" and scheme_of(base) == "file":
+        root = os.path.realpath(local_path(base))
+        path = os.path.realpath(local_path(url))
+    else:
+        root, path = _collapse(server_path(base)), _collapse(server_path(url))
+    if path == root or not path.startswith(root.rstrip("/") + "/"):
+        raise bad_name(url, f"resolves outside {base}")
+
+
+def _collapse(path: str) -> str:
+    return re.sub("/+", "/", path)
+
+
+def gfal_url(url: str) -> str:
+    """A root:// URL as gfal2 must get it: gfal2 decodes ``%XX`` before XrdCl (which
+    does not) sees the path. Other schemes are already in gfal2's form."""
+    if scheme_of(url) != "root" or _PLAIN_URL.fullmatch(url):
+        return url
+    head, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{head}{sep}{host}{slash}{quote(path, safe='/+=,@')}"
+
+
+def xrdcl_local(url: str) -> str:
+    """A local path for XrdCl's CopyProcess, which cuts it at a '?' as it cuts URLs."""
+    path = local_path(url)
+    if "?" in path:
+        raise bad_name(path, "XRootD cannot carry '?' in a local path")
+    return path
+
+
+def tool_url(url: str) -> str:
+    """A file:// URL for a tool that percent-decodes it (globus-url-copy)."""
+    return "file://" + quote(os.path.abspath(local_path(url)), safe="/")
+
+
+def check_transfer(name: str, src_base: str, src: str, dst_base: str, dst: str) -> None:
+    """Before a campaign's copy: both URLs are exactly ``join_url`` of the name (so a
+    journal row cannot smuggle another path in) and lie under their directories."""
+    for base, url in ((src_base, src), (dst_base, dst)):
+        if url != join_url(base, name):
+            raise bad_name(name, f"{url} is not its URL under {base}")
+        check_within(base, url)
