@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from ..errors import Interrupted, PartialFailure, UsageError
 from ..limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
 from ..redact import redact, redact_obj
+from ..movers.names import printable
 from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
 
 
@@ -138,7 +139,7 @@ def _render_result(r, as_json: bool) -> None:
                + ("" if r.dry_run else f" in {fmt_duration(r.seconds)} ({fmt_rate(r.mean_rate)})")
                + (f", {r.recovered} recovered after a crash" if r.recovered else ""))
     for f in r.failures[:20]:
-        _echo(f"  FAILED {f.tier} {f.name}: {f.error_class}: {f.error_msg} "
+        _echo(f"  FAILED {f.tier} {printable(f.name)}: {f.error_class}: {f.error_msg} "
                    f"({f.attempts} attempts)")
     if len(r.failures) > 20:
         _echo(f"  ... and {len(r.failures) - 20} more")
@@ -285,7 +286,8 @@ def _render_report(rep) -> None:
         con.print("[bold]share per destination endpoint[/]")
         con.print(redact(render_share(rep.share)), markup=False, highlight=False)
     for f in rep.failed_files[:20]:
-        con.print(redact(f"FAILED {f['tier']} {f['name']}: {f['error_class']}: {f['error_msg']}"),
+        con.print(redact(f"FAILED {f['tier']} {printable(f['name'])}: {f['error_class']}: "
+                         f"{f['error_msg']}"),
                   markup=False)
 
 

@@ -3,6 +3,7 @@ integrity path (temp name -> copy -> verify size + zero-padded adler32 -> rename
 temp removed on any failure)."""
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -14,7 +15,7 @@ from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferPa
                                   normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import check_url, join_url
-from gridxfer.movers.urls import local_path, split_dir, temp_url
+from gridxfer.movers.urls import local_path, scheme_of, split_dir, temp_url
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -222,6 +223,8 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     try:
         report = None if progress is None else _sized(progress, entry.size)
         streams_used, mode = raw_copy(src, tmp, report)
+        if scheme_of(tmp) == "file":
+            normal_mode(local_path(tmp))
         if early_release:
             params.data_done()
         got = dst_ops.stat(tmp).size
@@ -257,6 +260,28 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     return TransferOutcome(bytes=entry.size, seconds=time.monotonic() - start,
                            checksum=dst_sum or src_sum or expected, streams_used=streams_used,
                            mode=mode)
+
+
+def normal_mode(path: str) -> None:
+    """A local destination file gets a normal file's mode, 0644 minus the umask: gfal2's
+    file plugin and globus-url-copy create theirs 0755."""
+    try:
+        os.chmod(path, 0o644 & ~_umask())
+    except OSError as exc:
+        raise transfer_error(exc, path, side="destination") from None
+
+
+@functools.cache
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would, for every thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 def _sized(progress: ProgressFn, size: int) -> ProgressFn:

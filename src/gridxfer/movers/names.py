@@ -79,6 +79,11 @@ def bad_name(name: str, why: str) -> TransferError:
     return TransferError(ErrorClass.BAD_NAME, f"bad file name {name!r}: {why}")
 
 
+def printable(text: str) -> str:
+    """``text`` on one terminal line: control characters as ``\\xNN`` escapes."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+
+
 def check_name(name: str) -> None:
     """The protocol-free part of the rule (module docstring); raises ``bad_name``."""
     if _PLAIN.fullmatch(name):
