@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 from ..errors import Interrupted, PartialFailure, UsageError
 from ..limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
-from ..redact import redact, redact_obj
 from ..movers.names import printable
+from ..redact import redact, redact_obj
 from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
 
 
