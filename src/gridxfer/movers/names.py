@@ -41,6 +41,7 @@ Percent-encoding keeps ASCII letters, digits, ``-._~+=,@`` and ``/``: a plain na
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -154,6 +155,8 @@ def check_url(url: str) -> None:
     """A mover's last check before a tool sees ``url``: the path the tool reads has no
     control character, no ``.``/``..`` component, no component that decodes to one with
     a '/' in it, and no CGI on root://. Raises ``bad_name``."""
+    if "/." not in url and _PLAIN_URL.fullmatch(url):
+        return                      # nothing to decode, no dot component: most URLs
     scheme = scheme_of(url)
     proto = protocol(scheme)
     if scheme == "file":
@@ -178,12 +181,20 @@ def check_within(base: str, url: str) -> None:
     (symbolic links resolved) are compared; remote paths lexically. Raises ``bad_name``."""
     check_url(url)
     if scheme_of(url) == "file" and scheme_of(base) == "file":
-        root = os.path.realpath(local_path(base))
+        root = _real_dir(local_path(base))
         path = os.path.realpath(local_path(url))
+    elif url.startswith(base.rstrip("/") + "/") and _PLAIN_URL.fullmatch(url):
+        return                      # checked above: no dot component, nothing decoded
     else:
         root, path = _collapse(server_path(base)), _collapse(server_path(url))
     if path == root or not path.startswith(root.rstrip("/") + "/"):
         raise bad_name(url, f"resolves outside {base}")
+
+
+@functools.lru_cache(maxsize=64)
+def _real_dir(path: str) -> str:
+    """A campaign's source or destination directory, resolved once per process."""
+    return os.path.realpath(path)
 
 
 def _collapse(path: str) -> str:
