@@ -64,6 +64,14 @@ def test_success_resets_the_count_and_foreign_faults_do_not_count():
     assert eligible(p, stats(), 5.0)[0] == POOL
 
 
+def test_bad_names_never_exclude_an_endpoint():
+    """A pool of files with hostile names must not take the endpoint out for the others."""
+    p = DefaultExclusions(failure_threshold=3)
+    for _ in range(10):
+        p.record("a", False, "bad_name", 4.0)
+    assert eligible(p, stats(), 5.0)[0] == POOL
+
+
 def test_enospc_excludes_for_a_cooldown_that_doubles():
     p = DefaultExclusions(space_cooldown=30.0)
     p.record("b", False, "no_space", 100.0)

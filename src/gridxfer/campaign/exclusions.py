@@ -49,7 +49,7 @@ from .space import SpaceWatcher
 REFRESH_HEADROOM = 100      # typical writes: with less room than this, each write brings a reading
 # failures that say nothing about the destination endpoint
 NOT_ENDPOINT_FAULT = frozenset({ErrorClass.SOURCE_MISSING.value, ErrorClass.EXISTS.value,
-                                ErrorClass.CANCELLED.value})
+                                ErrorClass.CANCELLED.value, ErrorClass.BAD_NAME.value})
 
 
 @dataclass

@@ -31,7 +31,7 @@ from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutco
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.common import LocalOps, check_destination_sum, checksum_policy, verified_copy
-from gridxfer.movers.names import check_url, xrdcl_local
+from gridxfer.movers.names import check_url, join_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrdparallel import _SLOTS
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
@@ -90,8 +90,7 @@ class XRootDMover:
         status, listing = self._fs(url).dirlist(url_path(url), DirListFlags.STAT,
                                                 timeout=_CONNECT_TIMEOUT * 6)
         self._check(status, url)
-        prefix = url.rstrip("/") + "/"
-        return [Entry(url=prefix + e.name, size=int(e.statinfo.size),
+        return [Entry(url=join_url(url, e.name, check=False), size=int(e.statinfo.size),
                       is_dir=bool(e.statinfo.flags & StatInfoFlags.IS_DIR))
                 for e in sorted(listing, key=lambda e: e.name)]
 
