@@ -30,6 +30,8 @@ root            as is; ``?`` refused   XrdCl never decodes ``%XX`` (``a%3Fb`` is
                                        file ``a%3Fb``) and reads all after the first
                                        ``?`` as CGI: ``data.root?oss.asize=5`` opens
                                        ``data.root``. No escape exists
+                                       (XrdClURL.cc, ``URL::ParsePath``: splits at the
+                                       first ``?``, decodes nothing)
 gsiftp, ftp     percent-encoded        globus_url_parse and gfal2 decode ``%XX`` and
                                        refuse a raw ``#`` or non-ASCII byte
 anything else   percent-encoded        RFC 3986 (https, davs): ``register`` a scheme
