@@ -2,6 +2,8 @@
 values are read back from /proc/sys inside the namespace (ip netns exec)."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import stat
@@ -197,6 +199,8 @@ def test_persist_writes_a_sysctl_d_file_that_sysctl_p_accepts(ns, tmp_path, monk
     text = out.read_text()
     assert "net.ipv4.tcp_rmem = 4096 87380 33554432" in text and "-net.core.default_qdisc = fq" in text
     rollback(t)
+    assert not out.exists()                 # rollback removes what --persist wrote
+    out.write_text(text)
     # the file is deployable as-is: only per-namespace keys fail here, no syntax errors
     p = subprocess.run(["ip", "netns", "exec", ns.name, "sysctl", "-p", str(out)],
                        capture_output=True, text=True)
@@ -268,7 +272,8 @@ def test_cli_several_hosts_and_json_keys(ns, capsys):
         assert set(v[0]) == {"profile", "host", "checked", "drifted", "skipped", "ok"}
         assert main(["tune", "rollback", "--json", *hosts[:4]]) == 0
         assert set(json.loads(capsys.readouterr().out)[0]) == {"host", "dry_run", "restored",
-                                                               "failed", "profile", "ok"}
+                                                               "failed", "profile", "ok",
+                                                               "files"}
         assert [snapshot(ns), snapshot(other)] == before
 
 
@@ -333,3 +338,99 @@ def test_namespace_scope_is_asked_of_the_kernel(ns):
                             "net.ipv4.tcp_mem", "fs.file-max", "net.ipv4.no_such_key_gx"])
     assert set(scope) == {"net.core.rmem_max", "net.ipv4.tcp_mem", "fs.file-max"}
     assert all(r.startswith("global") for r in scope.values())
+
+
+def test_rollback_undoes_the_persisted_files(ns, tmp_path, monkeypatch, gridxfer_home, capsys):
+    """A file --persist created is removed; one that existed before gets its old text back,
+    also when the second apply changed no value; a failed apply leaves no file behind."""
+    from gridxfer.cli.main import main
+    conf_dir = tmp_path / "sysctl.d"
+    conf_dir.mkdir()
+    monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(conf_dir))
+    mine = write_profile(tmp_path, "mine", "net.ipv4.tcp_sack = 0\n")
+    theirs = conf_dir / "90-gridxfer-legacy.conf"
+    theirs.write_text("# kept by the admin\nnet.ipv4.tcp_sack = 1\n")
+    ns.exec("sysctl", "-q", "-w", "net.ipv4.tcp_sack=1")
+    before = snapshot(ns)
+    host = ["--host", f"netns:{ns.name}"]
+    assert main(["tune", "apply", mine, "--persist", *host]) == 0
+    legacy = write_profile(tmp_path, "legacy", "net.ipv4.tcp_sack = 0\n")   # nothing to change
+    assert main(["tune", "apply", legacy, "--persist", *host]) == 0
+    assert (conf_dir / "90-gridxfer-mine.conf").exists()
+    assert "net.ipv4.tcp_sack = 0" in theirs.read_text()
+    capsys.readouterr()
+    assert main(["tune", "rollback", *host]) == 0
+    assert f"undid {conf_dir / '90-gridxfer-mine.conf'}" in capsys.readouterr().out
+    assert sorted(p.name for p in conf_dir.iterdir()) == ["90-gridxfer-legacy.conf"]
+    assert theirs.read_text() == "# kept by the admin\nnet.ipv4.tcp_sack = 1\n"
+    assert snapshot(ns) == before
+    # a failed apply leaves neither values nor a file behind
+    bad = write_profile(tmp_path, "bad", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_syn_retries = 500\n")
+    assert main(["tune", "apply", bad, "--persist", *host]) == 1
+    assert not (conf_dir / "90-gridxfer-bad.conf").exists() and snapshot(ns) == before
+
+
+@contextlib.contextmanager
+def tiny_tmpfs(path):
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "gxfull", str(path)],
+                   check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(path):
+    fd = os.open(path / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+def test_full_disk_under_gridxfer_home(ns, tmp_path, monkeypatch, capsys):
+    """One line, exit 1, no traceback; the saved originals survive; a disk that fills up
+    during the apply restores the values and keeps the originals for rollback."""
+    from gridxfer.cli.main import main
+    from gridxfer.errors import GridxferError
+    before = snapshot(ns)
+    host = ["--host", f"netns:{ns.name}"]
+    first = write_profile(tmp_path, "first", "net.ipv4.tcp_sack = 0\n")
+    second = write_profile(tmp_path, "second", "net.ipv4.tcp_mtu_probing = 2\n"
+                                               "net.ipv4.tcp_sack = 1\n")
+    with tiny_tmpfs(tmp_path / "full") as home:
+        monkeypatch.setenv("GRIDXFER_HOME", str(home))
+        assert main(["tune", "apply", first, *host]) == 0
+        state = next((home / "tuning").glob("*.json"))
+        saved = state.read_bytes()
+        fill(home)
+        capsys.readouterr()
+        assert main(["tune", "apply", second, *host]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1, err
+        assert "No space left on device" in err and "nothing written" in err
+        assert state.read_bytes() == saved                      # the originals are intact
+        assert sorted(p.name for p in (home / "tuning").iterdir()) == sorted(
+            [state.name, state.with_suffix(".lock").name])      # no temporary file left
+        assert ns.sysctl("net.ipv4.tcp_sack") == "0"
+        assert ns.sysctl("net.ipv4.tcp_mtu_probing") == before["net.ipv4.tcp_mtu_probing"]
+
+        class FillsTheDisk(NetnsTarget):
+            def write(self, values):
+                super().write(values)
+                fill(home)
+
+        (home / "filler").unlink()
+        with pytest.raises(GridxferError, match="No space left on device.*restored 2 value"):
+            apply(load_profile(second), FillsTheDisk(ns.name))
+        assert ns.sysctl("net.ipv4.tcp_sack") == "0"
+        assert ns.sysctl("net.ipv4.tcp_mtu_probing") == before["net.ipv4.tcp_mtu_probing"]
+        originals = {o["key"]: o["value"] for o in json.loads(state.read_text())["originals"]}
+        assert originals["net.ipv4.tcp_sack"] == before["net.ipv4.tcp_sack"]
+        (home / "filler").unlink()
+        assert main(["tune", "rollback", *host]) == 0
+        assert snapshot(ns) == before

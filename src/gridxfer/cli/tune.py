@@ -248,6 +248,8 @@ def rollback_cmd(hosts, ifaces, skip_global, as_json, target_args, dry_run) -> N
             click.echo(f"{r.host}: {verb} {len(r.restored)} value(s) saved before {r.profile}")
             for o in r.restored:
                 click.echo(f"  {o.key} = {' '.join(o.value.split())}")
+            for path in r.files:
+                click.echo(f"  {'would undo' if r.dry_run else 'undid'} {path} (written by --persist)")
             for key, msg in r.failed:
                 click.echo(f"  FAILED {key}: {msg}")
     if any(not r.ok for r in results):

@@ -96,6 +96,7 @@ class RollbackResult:
     restored: tuple[tstate.Original, ...]
     failed: tuple[tuple[str, str], ...] = ()
     profile: str = ""
+    files: tuple[str, ...] = ()      # sysctl.d files written by --persist: removed or put back
 
     @property
     def ok(self) -> bool:
@@ -196,9 +197,15 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
         return ApplyResult(profile.name, target.label, True, tuple(items), dest)
     originals = {i.key: i.current or "" for i in changes}
     path = tstate.state_path(target.state_id)
-    if changes:
-        tstate.save(target.state_id, tstate.HostState(
-            target.label, tstate.APPLYING, profile.name, tstate.merge_originals(old, originals)))
+    file_now = tstate.PersistedFile(dest, _file_content(target, dest)) if dest else None
+    recorded = bool(changes or dest)
+    if recorded:        # before the first write; a full disk stops here, nothing written
+        try:
+            tstate.save(target.state_id, tstate.HostState(
+                target.label, tstate.APPLYING, profile.name,
+                tstate.merge_originals(old, originals), files=tstate.merge_files(old, file_now)))
+        except tstate.StateWriteError as exc:
+            raise tstate.StateWriteError(f"{exc}; nothing written") from None
     try:
         write_values(target, {i.key: i.expected for i in changes})
         back = read_values(target, [i.key for i in changes])
@@ -207,24 +214,57 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
                 raise WriteFailed(i.key, f"read back {back.get(i.key)!r}, expected {i.expected!r}")
         if dest:
             target.put_file(dest, render_sysctl_d(profile, header=f"written by gridxfer for {target.label}"))
+        if recorded:
+            tstate.save(target.state_id, tstate.HostState(
+                target.label, tstate.APPLIED, profile.name, tstate.merge_originals(old, originals),
+                files=tstate.merge_files(old, file_now)))
     except BaseException as exc:
         failed = _restore(target, [(k, v) for k, v in reversed(originals.items())])
+        failed += _restore_files(target, [file_now] if file_now else [])
         if failed:
             raise ApplyFailed(f"{target.label}: apply failed ({exc}); restoring also failed for "
                               f"{', '.join(k for k, _ in failed)}; originals kept in {path}") from None
-        if old:
-            tstate.save(target.state_id, old)
-        elif changes:
-            tstate.save(target.state_id, tstate.HostState(target.label, tstate.RESTORED, profile.name))
+        try:
+            if old:
+                tstate.save(target.state_id, old)
+            elif recorded:
+                tstate.save(target.state_id, tstate.HostState(target.label, tstate.RESTORED, profile.name))
+        except tstate.StateWriteError:
+            pass        # the state still holds the originals, now equal to the values in force
         if not isinstance(exc, (WriteFailed, TargetError, GridxferError)):
             raise
         raise ApplyFailed(f"{target.label}: apply of {profile.name} failed at {exc}; restored "
                           f"{len(originals)} value(s) in reverse order, nothing changed") from None
-    if changes:
-        tstate.save(target.state_id, tstate.HostState(
-            target.label, tstate.APPLIED, profile.name, tstate.merge_originals(old, originals)))
     return ApplyResult(profile.name, target.label, False, tuple(items), dest,
-                       str(path) if changes else None)
+                       str(path) if recorded else None)
+
+
+def _file_content(target: TuningTarget, path: str) -> str | None:
+    """What ``path`` holds on the target now; None when it does not exist."""
+    res = target.run(["cat", "--", path])
+    if res.ok:
+        return res.stdout
+    exists = target.run(["test", "-e", path])
+    if exists.ok:
+        raise TargetError(f"{target.label}: cannot read {path}: {res.first_error_line()}")
+    return None
+
+
+def _restore_files(target: TuningTarget, files: Sequence[tstate.PersistedFile]
+                   ) -> list[tuple[str, str]]:
+    """Put back what each file held before gridxfer wrote it (remove it if nothing)."""
+    failed: list[tuple[str, str]] = []
+    for f in reversed(files):
+        try:
+            if f.previous is None:
+                res = target.run(["rm", "-f", "--", f.path])
+                if not res.ok:
+                    failed.append((f.path, res.first_error_line()))
+            else:
+                target.put_file(f.path, f.previous)
+        except TargetError as exc:
+            failed.append((f.path, str(exc)))
+    return failed
 
 
 def _restore(target: TuningTarget, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -257,16 +297,19 @@ def verify(profile: Profile, target: TuningTarget, *, ifaces: Sequence[str] = ()
 
 def rollback(target: TuningTarget, *, dry_run: bool = False) -> RollbackResult:
     st = tstate.load(target.state_id)
-    if st is None or st.status == tstate.RESTORED or not st.originals:
+    if st is None or st.status == tstate.RESTORED or not (st.originals or st.files):
         raise UsageError(f"{target.label}: nothing to roll back (no saved originals)")
     pairs = [(o.key, o.value) for o in reversed(st.originals)]
+    paths = tuple(f.path for f in reversed(st.files))
     if dry_run:
-        return RollbackResult(target.label, True, tuple(reversed(st.originals)), (), st.profile)
+        return RollbackResult(target.label, True, tuple(reversed(st.originals)), (), st.profile,
+                              paths)
     with tstate.host_lock(target.state_id, target.label):
-        failed = _restore(target, pairs)
+        failed = _restore(target, pairs) if pairs else []
+        failed += _restore_files(target, st.files)
         if not failed:
             tstate.save(target.state_id, replace(st, status=tstate.RESTORED))
     bad = {k for k, _ in failed}
     return RollbackResult(target.label, False,
                           tuple(o for o in reversed(st.originals) if o.key not in bad),
-                          tuple(failed), st.profile)
+                          tuple(failed), st.profile, tuple(p for p in paths if p not in bad))
