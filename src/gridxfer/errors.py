@@ -102,4 +102,4 @@ def exit_code_for(exc: BaseException) -> int:
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
-    return EXIT_ERROR
+    return EXIT_ERROR           # OSError (full disk, permissions...) and anything else

@@ -60,3 +60,21 @@ def test_full_disk_exit_1_one_line_then_resume_finishes(tmp_path, tiny_home):
     assert o.code == 0, o
     assert "300/300 files done, 0 failed" in o.out
     assert sorted(p.name for p in dst.glob("*.dat")) == [f"f{i:03d}.dat" for i in range(300)]
+
+
+def test_tune_apply_on_a_full_disk_exit_1_one_line_and_writes_nothing(tmp_path, tiny_home,
+                                                                       monkeypatch):
+    """`tune apply` saves the originals under $GRIDXFER_HOME before it writes a key: on a
+    full disk it stops there, with one line, and the namespace keeps its values."""
+    from gridxfer.tuning.testing import scratch_netns
+    monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(tmp_path / "sysctl.d"))
+    filler = tiny_home / "filler"
+    st = os.statvfs(tiny_home)
+    subprocess.run(["fallocate", "-l", str(st.f_bavail * st.f_frsize), str(filler)], check=True)
+    keys = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mtu_probing"]
+    with scratch_netns() as ns:
+        before = {k: ns.sysctl(k) for k in keys}
+        o = run_gx(["tune", "apply", "dtn-10g", "--host", f"netns:{ns.name}", "--skip-global"])
+        assert judge_gx(o, {1}) is None, o
+        assert "No space left on device" in o.err
+        assert {k: ns.sysctl(k) for k in keys} == before

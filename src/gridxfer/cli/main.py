@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     except GridxferError as exc:
         click.echo(one_line(f"gridxfer: error: {exc}"), err=True)
         code = exit_code_for(exc)
+    except OSError as exc:                # the environment: a full disk, a permission...
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(one_line(f"gridxfer: error: {where}{exc.strerror or exc}"), err=True)
+        code = exit_code_for(exc)
     except KeyboardInterrupt as exc:
         click.echo("gridxfer: interrupted", err=True)
         code = exit_code_for(exc)
