@@ -73,7 +73,7 @@ def test_list_file_size_bound(tmp_path):
     (tmp_path / "list.txt").write_text(f"a {16 * 2**40}\n")
     assert [e.size for e in expand(load_spec(path).source)] == [16 * 2**40]
     (tmp_path / "list.txt").write_text(f"a 1\nb {16 * 2**40 + 1}\n")
-    with pytest.raises(SpecError, match=r"list.txt:2: size: 17592186044417 is above the lim"):
+    with pytest.raises(SpecError, match=r"list.txt:2: size: '?17592186044417'? is above the lim"):
         list(expand(load_spec(path).source))
 
 
