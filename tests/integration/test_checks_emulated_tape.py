@@ -56,6 +56,7 @@ def test_emulated_tape_drives_the_checks(tmp_path, gridxfer_home, fmt):
         r = run_check("tape", *tape_args)
         assert r.returncode == 1, r.stdout
         assert perf(r.stdout)["drives"] == 3 and "EMU-LTO-03" in r.stdout
+        assert "drive(s) down (killed or put down): EMU-LTO-03" in r.stdout
     assert (buf / ".partial.part").exists()
     assert not list((buf / ".tape-staging").rglob("*.dat")), "claimed files were not returned"
     sessions = [cta.parser()(line, log) for line in log.read_text().splitlines()]

@@ -13,7 +13,8 @@ from monfixtures import cta_json, cta_text, dcache_store, make_journal  # noqa: 
 
 from gridxfer.monitoring.sources import cta, dcache, jsonl  # noqa: E402
 from gridxfer.monitoring.sources.journal import window_throughput  # noqa: E402
-from gridxfer.monitoring.sources.tapelog import TapeSession, aggregate, read_sessions  # noqa: E402
+from gridxfer.monitoring.sources.tapelog import TapeSession, aggregate  # noqa: E402
+from gridxfer.monitoring.sources.taperead import read_sessions  # noqa: E402
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "monitoring"
 
@@ -54,9 +55,11 @@ def test_cta_text_and_json_give_the_same_session():
 def test_cta_filters_and_garbage():
     p = cta.parser()
     assert p('LVL="INFO" MSG="Tape session statistics" tapeDrive="D1"', Path("x")) is None
-    assert p(cta_text(1e9, "D1", "V", 10**9, 10.0, mount="Retrieve"), Path("x")) is None
+    # a Retrieve session is not a write, but it is kept: it tells whether the drive works
+    read = p(cta_text(1e9, "D1", "V", 10**9, 10.0, mount="Retrieve"), Path("x"))
+    assert read is not None and not read.write and read.ok
     assert cta.parser(kinds=None)(cta_text(1e9, "D1", "V", 10**9, 10.0, mount="Retrieve"),
-                                  Path("x")) is not None
+                                  Path("x")).write
     with pytest.raises(ValueError):
         p('MSG="Tape session finished" mountType="ArchiveForUser" dataVolume="1"',
           Path("x"))                                                 # no timestamp
@@ -79,9 +82,12 @@ def test_dcache_store_records(tmp_path):
     ts = time.mktime((2026, 11, 21, 13, 45, 1, 0, 0, -1))
     line = dcache_store(ts, "pool_t1", 2_000_000_000, 100_000)
     s = dcache.parse(line, Path("billing-2026.11.21"))
-    assert s == TapeSession(end=ts, duration=100.0, bytes=2_000_000_000, unit="pool_t1",
-                            vid="atlas:raw@osm", files=1, kind="store")
-    assert dcache.parse(dcache_store(ts, "p", 10, 10, rc=41), Path("b")) is None  # failed flush
+    # the date is when the flush was queued: it ended queuingTime (17 ms) + 100 s later
+    assert s == TapeSession(end=ts + 100.017, duration=100.0, bytes=2_000_000_000,
+                            unit="pool_t1", vid="atlas:raw@osm", files=1, kind="store",
+                            per_file=True)
+    failed = dcache.parse(dcache_store(ts, "p", 10, 10, rc=41), Path("b"))
+    assert not failed.ok and failed.bytes == 0                                   # failed flush
     transfer = line.replace(":store]", ":transfer]")
     assert dcache.parse(transfer, Path("b")) is None
     with pytest.raises(ValueError):
@@ -132,7 +138,7 @@ def test_logtail_resume_and_rotation(tmp_path):
     log.write_text(lines[4] + "\n" + lines[5] + "\n")
     got, garbage = read_sessions([(log, parse)], cookie, keep_after=0)
     assert sorted(s.end for s in got) == pytest.approx([t0 + 100 * i for i in range(6)])
-    assert garbage == 0          # 'garbage line' has no session marker: ignored, not garbage
+    assert garbage == 1          # 'garbage line' is not a cta-taped line: counted
     # a damaged cookie starts again from the beginning of the current file
     cookie.write_text("{not json")
     got, _ = read_sessions([(log, parse)], cookie, keep_after=0)
@@ -143,6 +149,8 @@ def test_fixture_files_parse():
     parse = cta.parser()
     for name in ("cta-taped-4x18.log", "cta-taped-4x18.json"):
         sessions, garbage = read_sessions([(FIX / name, parse)], None, keep_after=0)
-        assert len(sessions) == 17 and garbage == 0       # 16 + one short session
+        writes = [s for s in sessions if s.write]
+        assert len(writes) == 17 and garbage == 0         # 16 + one short session
+        assert [s.kind for s in sessions if not s.write] == ["Retrieve"]
         assert {s.unit for s in sessions} == {"IBM-LTO9-01", "IBM-LTO9-02", "IBM-LTO9-03",
                                               "IBM-LTO9-04", "IBM-LTO9-05"}

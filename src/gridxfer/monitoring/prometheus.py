@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..units import parse_duration, parse_size
     from .sources import cta, dcache, jsonl
     from .sources.journal import journal_paths
-    from .sources.tapelog import aggregate, read_sessions
+    from .sources.tapelog import aggregate
+    from .sources.taperead import read_sessions
     p = argparse.ArgumentParser(prog="python -m gridxfer.monitoring.prometheus",
                                 description="Write gridxfer metrics for node_exporter.")
     p.add_argument("--prom-file", type=Path, required=True)

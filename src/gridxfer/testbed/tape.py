@@ -166,6 +166,7 @@ class EmulatedTape:
         while not self._stop.is_set():
             if self._fail[i].is_set():
                 st.down = True                 # failed while idle: just goes down
+                self._log_down(i)
                 return
             first = self._claim(i)
             if first is None:
@@ -186,6 +187,7 @@ class EmulatedTape:
             st.sessions += 1
             self._log(i, s)
             if st.down:
+                self._log_down(i)
                 return
 
     def _write_files(self, i: int, s: _Session, path: Path | None) -> None:
@@ -222,6 +224,12 @@ class EmulatedTape:
             pass
 
     # --- CTA-format log ----------------------------------------------------------------
+    def _log_down(self, i: int) -> None:
+        """What cta-taped logs when it puts a drive down (DriveHandler::puttingDriveDown)."""
+        self._write("Drive failed (EMULATED): putting the drive down", "ERROR", {
+            "tapeDrive": self.stats[i].name, "event_name": "putting_tape_drive_down",
+            "emulated": "true"})
+
     def _log(self, i: int, s: _Session) -> None:
         now = time.time()
         write = max(s.write_time, 1e-9)
@@ -234,17 +242,21 @@ class EmulatedTape:
             "readWriteTime": round(s.write_time, 3), "totalTime": round(now - s.started, 3),
             "driveTransferSpeedMBps": round((s.bytes + headers) / write / 1e6, 2),
             "payloadTransferSpeedMBps": round(s.bytes / write / 1e6, 2), **s.extra}
+        self._write("Tape session finished", "INFO", fields)
+
+    def _write(self, msg: str, level: str, fields: dict[str, object]) -> None:
+        now = time.time()
         if self.cfg.log_format == "json":
             line = json.dumps({"epoch_time": round(now, 6), "hostname": "emulated-tape",
-                               "program": "cta-taped", "log_level": "INFO",
+                               "program": "cta-taped", "log_level": level,
                                "pid": os.getpid(), "tid": threading.get_native_id(),
-                               "message": "Tape session finished", **fields})
+                               "message": msg, **fields})
         else:
             iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
             kv = " ".join(f'{k}="{v}"' for k, v in fields.items())
             line = (f"{iso}.{int(now % 1 * 1e6):06d}+00:00 emulated-tape cta-taped: "
-                    f'LVL="INFO" PID="{os.getpid()}" TID="{threading.get_native_id()}" '
-                    f'MSG="Tape session finished" thread="MainThread" {kv}')
+                    f'LVL="{level}" PID="{os.getpid()}" TID="{threading.get_native_id()}" '
+                    f'MSG="{msg}" thread="MainThread" {kv}')
         with self._lock, open(self.cfg.log, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 

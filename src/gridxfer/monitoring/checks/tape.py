@@ -1,9 +1,13 @@
 """check_gridxfer_tape: write-to-tape throughput from CTA, dCache billing or JSON-lines logs.
 
-Logs are read incrementally (nagiosplugin LogTail + Cookie, rotation handled); the
-sessions that finished in the window give the aggregate rate (sum over drives of
-bytes / busy time), the active drives and the per-drive rate. Sessions smaller than
---min-volume are left out so that short sessions do not distort the rate.
+Logs are read incrementally (complete lines only, positions in a nagiosplugin Cookie,
+rotation into old/ followed); the write sessions that finished in the window give the
+aggregate rate (sum over drives of bytes / busy time), the active drives and the
+per-drive rate. CTA sessions smaller than --min-volume are left out so that short
+sessions do not distort the rate. A drive is down when its latest record in the window
+is a killed session or a "putting drive down" event; a failed session alone does not
+put it down. Records in the future (beyond 5 min) make the check UNKNOWN: the log's time
+zone is probably not the checker's (--log-tz).
 """
 from __future__ import annotations
 
@@ -20,7 +24,9 @@ from .. import baseline as bl
 from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       StateContext, duration_arg, perf_label, range_arg, run_plugin, typed)
 from ..sources import cta, dcache, jsonl
-from ..sources.tapelog import Parser, TapeWindow, aggregate, read_sessions
+from ..sources.logtime import FUTURE_TOLERANCE, LogClock, zone_arg
+from ..sources.taperead import LogSource, TapeRead, read_series
+from ..sources.tapelog import Parser, TapeWindow, aggregate
 
 NAME = "tape"
 
@@ -29,18 +35,27 @@ def add_source_args(p: PluginParser, *, required: bool = True) -> None:
     """--cta/--dcache/--jsonl and the options shaping them (shared with the buffer check)."""
     g = p.add_argument_group("tape sources (repeatable, read incrementally)")
     g.add_argument("--cta", action="append", type=Path, default=[], metavar="LOG",
-                   help="cta-taped log (key=\"value\" text or JSON lines)")
+                   help="cta-taped log (key=\"value\" text or JSON lines); rotation into "
+                        "old/ is followed")
     g.add_argument("--dcache", action="append", type=Path, default=[], metavar="BILLING",
-                   help="dCache billing file (store records)")
+                   help="dCache billing file, or the billing directory (billing-yyyy.MM.dd "
+                        "under yyyy/MM, text or JSON): store records")
     g.add_argument("--jsonl", action="append", type=Path, default=[], metavar="FILE",
-                   help="generic JSON-lines sessions (end, bytes, duration|rate_MBps, drive)")
+                   help="generic JSON-lines sessions (end, bytes, duration|rate_MBps, drive, "
+                        "kind)")
     g.add_argument("--rate-basis", choices=cta.BASES, default="payload",
-                   help="CTA rate: payload (default), drive (with headers) or session "
-                        "(dataVolume/totalTime, with mounts)")
+                   help="CTA rate: payload (default; on real cta-taped lines the same as "
+                        "session), session (dataVolume/totalTime, mount to unmount), drive "
+                        "(with headers) or transfer (dataVolume/transferTime, without mount "
+                        "and positioning)")
     g.add_argument("--mount-types", default=",".join(sorted(cta.ARCHIVE_KINDS)),
-                   help="CTA mountType values counted (default: %(default)s; 'all')")
+                   help="CTA mountType values that are writes (default: %(default)s; 'all')")
     g.add_argument("--min-volume", type=typed(parse_size, "size"), default=parse_size("1GB"),
-                   metavar="SIZE", help="ignore sessions smaller than this (default 1GB)")
+                   metavar="SIZE", help="ignore CTA/JSONL sessions smaller than this (default "
+                   "1GB); not applied to dCache store records (one file each)")
+    g.add_argument("--log-tz", type=typed(zone_arg, "time zone"), metavar="ZONE",
+                   help="zone of timestamps written without one (CTA text, syslog headers, "
+                        "dCache billing dates), e.g. Europe/Zurich (default: the checker's)")
     g.add_argument("--state-file", type=Path, help="cookie with log positions and recent "
                    "sessions (default under $GRIDXFER_HOME/checks/)")
     g.add_argument("--no-state", action="store_true",
@@ -48,29 +63,55 @@ def add_source_args(p: PluginParser, *, required: bool = True) -> None:
     g.add_argument("--at", type=float, help=argparse.SUPPRESS)
 
 
-def source_parsers(args: argparse.Namespace) -> list[tuple[Path, Parser]]:
+def sources(args: argparse.Namespace, now: float) -> list[LogSource]:
     kinds = None if args.mount_types.strip() == "all" else frozenset(
         k.strip() for k in args.mount_types.split(",") if k.strip())
-    cta_parse = cta.parser(args.rate_basis, kinds)
-    out: list[tuple[Path, Parser]] = [(p, cta_parse) for p in args.cta]
-    out += [(p, dcache.parse) for p in args.dcache]
-    out += [(p, jsonl.parse) for p in args.jsonl]
+    clock = LogClock(args.log_tz, now)
+    cta_parse, dc_parse = cta.parser(args.rate_basis, kinds, clock), dcache.parser(clock)
+    out = [LogSource(p, cta_parse, "cta") for p in args.cta]
+    out += [LogSource(f, dc_parse, "dcache") for p in args.dcache
+            for f in dcache.billing_files(p, now, args.window)]
+    out += [LogSource(p, jsonl.parse, "jsonl") for p in args.jsonl]
     return out
 
 
-def read_window(args: argparse.Namespace, kind: str) -> tuple[TapeWindow, int]:
-    """The tape window for a check's args, and the number of garbage lines seen."""
+def source_parsers(args: argparse.Namespace) -> list[tuple[Path, Parser]]:
     now = args.at if args.at is not None else time.time()
-    sources = source_parsers(args)
+    return [(s.path, s.parse) for s in sources(args, now)]
+
+
+def _future(read: TapeRead, now: float, zone: str) -> str:
+    ahead = [s.end - now for s in read.sessions if s.end > now + FUTURE_TOLERANCE]
+    if not ahead:
+        return ""
+    return (f"{len(ahead)} log record(s) up to {fmt_duration(max(ahead))} in the future, "
+            f"read in {zone}: is the log written in another time zone? (--log-tz)")
+
+
+def read_window(args: argparse.Namespace, kind: str) -> tuple[TapeWindow, TapeRead]:
+    """The tape window for a check's args, and what the read saw (garbage, rotations)."""
+    now = args.at if args.at is not None else time.time()
+    srcs = sources(args, now)
     if args.no_state:
         cookie = None
     elif args.state_file:
         cookie = args.state_file
     else:
-        key = "\n".join(sorted(os.path.abspath(p) for p, _ in sources))
+        names = [*args.cta, *args.dcache, *args.jsonl]
+        key = "\n".join(sorted(os.path.abspath(p) for p in names))
         cookie = bl.state_path(kind, hashlib.sha1(key.encode()).hexdigest()[:16])
-    sessions, garbage = read_sessions(sources, cookie, keep_after=now - 2 * args.window)
-    return aggregate(sessions, now=now, window=args.window, min_volume=args.min_volume), garbage
+    read = read_series(srcs, cookie, keep_after=now - 2 * args.window)
+    if (problem := _future(read, now, LogClock(args.log_tz).zone_name)):
+        raise nagiosplugin.CheckError(problem)
+    tw = aggregate(read.sessions, now=now, window=args.window, min_volume=args.min_volume)
+    return tw, read
+
+
+def garbage_note(read: TapeRead) -> str:
+    if not read.garbage_total:
+        return ""
+    per = ", ".join(f"{fmt} {n}" for fmt, n in sorted(read.garbage.items()))
+    return f", {read.garbage_total} unparsable line(s) ({per})"
 
 
 class Tape(GxResource):
@@ -80,21 +121,31 @@ class Tape(GxResource):
 
     def collect(self):
         a = self.args
-        tw, garbage = read_window(a, NAME)
+        tw, read = read_window(a, NAME)
         head = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
                 f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} session(s), "
                 f"{fmt_bytes(tw.bytes)} in {fmt_duration(a.window)}")
         if tw.emulated:
             head = "[EMULATED tape] " + head
         if tw.down:
-            head += f", {len(tw.down)} drive(s) down (last session failed): {', '.join(tw.down)}"
+            head += (f", {len(tw.down)} drive(s) down (killed or put down): "
+                     f"{', '.join(tw.down)}")
+        if tw.failing:
+            head += (f", last session not successful on {', '.join(tw.failing)} "
+                     f"(not down)")
+        if tw.failed:
+            head += f", {tw.failed} failed session(s)"
+        if tw.reads:
+            head += f", {tw.reads} read session(s) not counted"
         if tw.filtered:
             head += f", {tw.filtered} short session(s) ignored"
-        if garbage:
-            head += f", {garbage} unparsable line(s)"
+        head += garbage_note(read)
+        for note in read.lost:
+            head += f", {note}"
         self.headline = head
         if tw.sessions == 0 and a.idle != "evaluate":
-            self.headline = f"no tape sessions in the last {fmt_duration(a.window)}"
+            self.headline = (f"no tape sessions in the last {fmt_duration(a.window)}"
+                             + garbage_note(read))
             yield nagiosplugin.Metric(self.headline, {"ok": 0, "warning": 1, "critical": 2,
                                                       "unknown": 3}[a.idle], context="idle")
             yield nagiosplugin.Metric("write_MBps", 0, min=0, context="info")
@@ -108,6 +159,10 @@ class Tape(GxResource):
                                   context="info")
         yield nagiosplugin.Metric("sessions", tw.sessions, min=0, context="info")
         yield nagiosplugin.Metric("short_sessions", tw.filtered, min=0, context="info")
+        yield nagiosplugin.Metric("failed_sessions", tw.failed, min=0, context="info")
+        yield nagiosplugin.Metric("drives_failing", len(tw.failing), min=0, context="info")
+        yield nagiosplugin.Metric("unparsable_lines", read.garbage_total, min=0,
+                                  context="info")
         if a.per_drive:
             for unit, rate in tw.per_unit.items():
                 yield nagiosplugin.Metric(perf_label(f"drive_{unit}_MBps"),

@@ -1,111 +1,150 @@
-"""CTA ``cta-taped`` logs: "Tape session finished" events, key="value" text or JSON.
+"""CTA ``cta-taped`` logs: "Tape session finished" lines, key="value" text or JSON.
 
-Text (CTA's default, usually behind a syslog or ISO timestamp)::
+What cta-taped writes (cern-cta/CTA, ``common/log/Logger.cpp``)::
 
-    2026-11-21T13:45:01.123456+00:00 tpsrv01 cta-taped: LVL="INFO" PID="41" TID="41"
-      MSG="Tape session finished" tapeDrive="LTO9-01" tapeVid="L90001"
-      mountType="ArchiveForUser" status="success" dataVolume="64424509440"
-      filesCount="30" totalTime="3812.5" driveTransferSpeedMBps="18.1"
-      payloadTransferSpeedMBps="18.0" ...
+    Nov 21 14:45:01.123456789 tpsrv01 cta-taped: LVL="INFO" PID="41" TID="41"
+      MSG="Tape session finished" dataVolume="64424509440" driveTransferSpeedMBps="16.9"
+      event_name="tape_session_finished" killSignal="0" mountType="ArchiveForUser"
+      payloadTransferSpeedMBps="16.9" status="success" tapeDrive="LTO9-01" totalTime="3812.5" ...
 
-JSON (``log format json``): one object per line with ``"message": "Tape session
-finished"``, ``"epoch_time"`` and the same fields (numbers or strings).
+The header is local time without year or zone (read with :class:`.logtime.LogClock`);
+through rsyslog it may carry a traditional or an RFC 3339 header instead. The JSON format
+(``log format json``) has ``epoch_time``, ``local_time`` (``%FT%T%z``), ``message`` and the
+parameters, as strings in older releases and typed since "JSON logging with correct field
+types"; ``event_name`` came later ("Add event_name to important CTA log messages").
 
-Rate basis: ``payload`` (payloadTransferSpeedMBps, user data only), ``drive``
-(driveTransferSpeedMBps, with tape headers) or ``session`` (dataVolume / totalTime, with
-mount and positioning). MB are 10^6 bytes.
+The parent process (``taped/daemon/DriveHandler.cpp``) logs "Tape session finished" when a
+session child ends, with the figures the child's watchdog sent it
+(``taped/session/TaskWatchDog.hpp``: ``payloadTransferSpeedMBps`` = dataVolume / 1e6 /
+totalTime, ``driveTransferSpeedMBps`` adds headerVolume; totalTime runs from mount to
+unmount). A child killed by a signal gets two lines: one with ``Error_sessionKilled``,
+``killSignal`` and ``status="failure"``, then one with ``killSignal`` and the same figures
+but no status (the *echo*). A session killed early may have no figures at all.
+
+Rate basis: ``payload`` (default: duration = dataVolume / payloadTransferSpeedMBps, which
+on real cta-taped lines is totalTime, i.e. the same as ``session``), ``session``
+(dataVolume / totalTime), ``drive`` (driveTransferSpeedMBps: also dataVolume / totalTime
+plus the headers, a few kB per file) and ``transfer`` (dataVolume / transferTime: the time
+the drive spent on files, without mount, positioning and unmount). MB are 10^6 bytes.
 """
 from __future__ import annotations
 
 import json
 import re
-import time
-from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from .logtime import LogClock
 from .tapelog import TapeSession
 
 FINISHED = "Tape session finished"
 ARCHIVE_KINDS = frozenset({"ArchiveForUser", "ArchiveForRepack"})
-BASES = ("payload", "drive", "session")
+BASES = ("payload", "session", "drive", "transfer")
+DOWN_EVENTS = {"putting_tape_drive_down": "down", "putting_tape_drive_up": "up"}
+DESIRED = "Updating desired drive state"
+_MARKERS = (FINISHED, "putting_tape_drive", DESIRED)
 
 _KV = re.compile(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"')   # lookbehind: linear on junk
-_ISO = re.compile(r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s")
-_SYSLOG = re.compile(r"^([A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)(?:\.(\d+))?\s")
 
 
-def _iso_ts(text: str) -> float:
-    dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return dt.timestamp()
-
-
-def _syslog_ts(text: str, frac: str | None, now: float) -> float:
-    year = time.localtime(now).tm_year
-    ts = time.mktime(time.strptime(f"{year} {text}", "%Y %b %d %H:%M:%S"))
-    if ts > now + 86400:            # December lines read in January
-        ts = time.mktime(time.strptime(f"{year - 1} {text}", "%Y %b %d %H:%M:%S"))
-    return ts + (float(f"0.{frac}") if frac else 0.0)
-
-
-def _fields_text(line: str) -> tuple[dict[str, str], float | None]:
+def _fields_text(line: str, clock: LogClock) -> tuple[dict[str, str], float | None]:
     fields = {k: v.replace('\\"', '"') for k, v in _KV.findall(line)}
-    ts: float | None = None
-    if "epoch_time" in fields:
+    ts = clock.header(line)
+    if ts is None and "epoch_time" in fields:
         ts = float(fields["epoch_time"])
-    elif (m := _ISO.match(line)):
-        ts = _iso_ts(m.group(1))
-    elif (m := _SYSLOG.match(line)):
-        ts = _syslog_ts(m.group(1), m.group(2), time.time())
     return fields, ts
 
 
-def _fields_json(line: str) -> tuple[dict[str, str], float | None]:
+def _fields_json(line: str, clock: LogClock) -> tuple[dict[str, str], float | None]:
     obj = json.loads(line)
     if not isinstance(obj, dict):
         raise ValueError("JSON log line is not an object")
-    fields = {str(k): str(v) for k, v in obj.items() if not isinstance(v, (dict, list))}
+    fields = {str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+              for k, v in obj.items() if v is not None and not isinstance(v, (dict, list))}
     if "message" in fields and "MSG" not in fields:
         fields["MSG"] = fields["message"]
     ts: float | None = None
     if "epoch_time" in fields:
         ts = float(fields["epoch_time"])
     elif "local_time" in fields:
-        ts = _iso_ts(fields["local_time"])
+        ts = clock.iso(fields["local_time"])
     return fields, ts
 
 
-def parser(basis: str = "payload", kinds: frozenset[str] | None = ARCHIVE_KINDS
-           ) -> Callable[[str, Path], TapeSession | None]:
-    """A line parser; ``kinds`` keeps only these mountTypes (None: all)."""
+def _num(fields: dict[str, str], key: str) -> float:
+    value = float(fields.get(key) or 0)
+    if value != value or value < 0:
+        raise ValueError(f"bad {key}")
+    return value
+
+
+def _duration(fields: dict[str, str], basis: str, volume: float) -> float:
+    total = _num(fields, "totalTime")
+    if volume <= 0:
+        return total
+    if basis == "transfer":
+        return _num(fields, "transferTime") or total
+    if basis in ("payload", "drive"):
+        speed = _num(fields, f"{basis}TransferSpeedMBps")
+        if speed > 0:
+            return volume / (speed * 1e6)
+    return total
+
+
+def _state_event(fields: dict[str, str], ts: float, clock: LogClock) -> TapeSession | None:
+    event = DOWN_EVENTS.get(fields.get("event_name", ""))
+    if fields.get("MSG") == DESIRED and fields.get("up") in ("up", "down"):
+        event = fields["up"]
+    unit = fields.get("tapeDrive") or fields.get("drive_name")
+    if event is None or not unit:
+        return None
+    return TapeSession(end=ts, duration=0.0, bytes=0, unit=unit, event=event, write=False)
+
+
+def parser(basis: str = "payload", kinds: frozenset[str] | None = ARCHIVE_KINDS,
+           clock: LogClock | None = None) -> Callable[[str, Path], TapeSession | None]:
+    """A line parser; ``kinds``: the mountTypes that are writes (None: every session).
+
+    Returns a sample for every "Tape session finished" line (reads too, with
+    ``write=False``: they tell whether a drive works) and for drives put down or up; None
+    for the other cta-taped lines; ValueError for a line that is not cta-taped's format.
+    """
     if basis not in BASES:
         raise ValueError(f"rate basis must be one of {', '.join(BASES)}")
+    clk = clock or LogClock()
 
     def parse(line: str, path: Path) -> TapeSession | None:
-        if FINISHED not in line:
-            return None
-        fields, ts = _fields_json(line) if line.startswith("{") else _fields_text(line)
-        if fields.get("MSG") != FINISHED:
-            return None
-        if kinds is not None and fields.get("mountType") not in kinds:
-            return None
-        if ts is None:
-            raise ValueError("session line without a timestamp")
-        volume = int(float(fields.get("dataVolume", 0)))
-        total = float(fields.get("totalTime", 0))
-        speed = {"payload": fields.get("payloadTransferSpeedMBps"),
-                 "drive": fields.get("driveTransferSpeedMBps")}.get(basis)
-        if speed is not None and float(speed) > 0 and volume > 0:
-            duration = volume / (float(speed) * 1e6)
+        if line.startswith("{"):
+            if not line.endswith("}"):
+                raise ValueError("truncated JSON line")
+            if not any(m in line for m in _MARKERS):
+                return None
+            fields, ts = _fields_json(line, clk)
         else:
-            duration = total
-        if volume < 0 or not duration > 0 or duration > 30 * 86400:
-            return None            # nothing written (failed mount, killed session)
-        return TapeSession(end=ts, duration=duration, bytes=volume,
-                           unit=fields.get("tapeDrive", "?"), vid=fields.get("tapeVid", ""),
-                           files=int(float(fields.get("filesCount", 0))),
-                           kind=fields.get("mountType", ""),
-                           ok=fields.get("status", "success") == "success",
-                           emulated=fields.get("emulated") == "true")
+            if 'MSG="' not in line:
+                raise ValueError("not a cta-taped line")
+            if not any(m in line for m in _MARKERS):
+                return None
+            fields, ts = _fields_text(line, clk)
+        if ts is None:
+            raise ValueError("cta-taped line without a timestamp")
+        if fields.get("MSG") != FINISHED:
+            return _state_event(fields, ts, clk)
+        unit = fields.get("tapeDrive")
+        if not unit:
+            raise ValueError("session line without tapeDrive")
+        status = fields.get("status")
+        killed = "Error_sessionKilled" in fields or fields.get("killSignal", "0") not in ("0", "")
+        mount = fields.get("mountType", "")
+        volume = _num(fields, "dataVolume")
+        duration = _duration(fields, basis, volume)
+        if duration > 30 * 86400:
+            raise ValueError("session longer than 30 days")
+        return TapeSession(end=ts, duration=duration, bytes=int(volume), unit=unit,
+                           vid=fields.get("tapeVid", ""),
+                           files=int(_num(fields, "filesCount")), kind=mount,
+                           ok=status == "success", emulated=fields.get("emulated") == "true",
+                           write=kinds is None or mount in kinds, killed=killed,
+                           echo=killed and status is None and "Error_sessionKilled" not in fields)
 
     return parse

@@ -1,42 +1,60 @@
-"""Write-to-tape sessions read incrementally from logs, and their window aggregates.
+"""Tape sessions (typed samples read from logs) and their window aggregate.
 
 Each source format (``cta``, ``dcache``, ``jsonl``) turns one log line into a
-:class:`TapeSession` or None. :func:`read_sessions` reads only the lines that are new
-since the last run with ``nagiosplugin.LogTail`` + ``Cookie``; when the log was rotated
-since then, the rest of the rotated file (``<log>.1``, ``<log>-*``, found by inode) is
-read first, so nothing written just before the rotation is lost. Sessions seen in
-earlier runs are kept in the same cookie for as long as the window needs them.
+:class:`TapeSession` (a frozen sample), or None for a line that is not about tape
+sessions, or raises ValueError for an unparsable line. :mod:`.logtail` reads the lines
+incrementally; :func:`aggregate` judges nothing: it only sums a window (the check compares
+the figures with thresholds).
+
+Rules of the aggregate (checks/README.md says the same):
+
+- the write rate is the sum over units (drive, or dCache pool) of the bytes of the write
+  sessions that finished in the window, divided by the unit's busy time (the union of
+  its session intervals, so concurrent flushes of one pool are not double counted);
+- ``--min-volume`` leaves out CTA sessions (and JSONL records) that wrote less; it does
+  not apply to dCache ``store`` records, which are one file each;
+- a CTA child killed by a signal logs "Tape session finished" twice (see cta.py): the
+  second line (``echo``) adds nothing when the first one was seen;
+- a unit is *down* when its latest record in the window is a killed session or a
+  "putting drive down" event; a unit whose latest session failed or has no status is
+  *failing* (CTA: a failure does not by itself make the drive unusable) and still counts.
 """
 from __future__ import annotations
 
-import glob
-import os
-import stat
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-import nagiosplugin
-
-MAX_LINE = 16384          # a CTA session line is a few kB; longer lines are garbage
 Parser = Callable[[str, Path], "TapeSession | None"]
+ECHO_SECONDS = 60.0       # a kill line and its echo are logged within the same second
 
 
 @dataclass(frozen=True)
 class TapeSession:
+    """One sample: a tape session (CTA), one file flush (dCache) or a drive state event."""
+
     end: float               # unix time the session (or file flush) finished
-    duration: float          # seconds of tape I/O attributed to it (> 0)
+    duration: float          # seconds of tape I/O attributed to it (0: no rate from it)
     bytes: int
     unit: str                # tape drive (CTA, JSON) or pool (dCache billing)
     vid: str = ""
     files: int = 0
-    kind: str = ""           # ArchiveForUser / ArchiveForRepack / store ...
-    ok: bool = True
+    kind: str = ""           # ArchiveForUser / ArchiveForRepack / Retrieve / store / restore
+    ok: bool = True          # the session reported success
     emulated: bool = False   # written by gridxfer.testbed.tape (EMULATED tape)
+    write: bool = True       # a write to tape (counts in the rate); False: reads, labels
+    killed: bool = False     # CTA: the session process was killed by a signal
+    echo: bool = False       # CTA: the second line logged for a killed session
+    event: str = "session"   # session | down | up (a drive put down or up, no data)
+    per_file: bool = False   # one record per file (dCache): --min-volume does not apply
 
     @property
     def start(self) -> float:
         return self.end - self.duration
+
+    @property
+    def moves_data(self) -> bool:
+        return self.event == "session" and self.bytes > 0 and self.duration > 0
 
 
 @dataclass(frozen=True)
@@ -49,8 +67,12 @@ class TapeWindow:
     filtered: int                   # sessions dropped by the minimum-volume filter
     bytes: float                    # prorated to the window
     per_unit: dict[str, float]      # unit -> bytes/s while busy (units not down)
-    down: tuple[str, ...] = ()      # units whose last session in the window failed
+    down: tuple[str, ...] = ()      # units killed or put down (latest record in the window)
     emulated: bool = False          # some sessions came from the EMULATED tape
+    failing: tuple[str, ...] = ()   # units whose latest session failed or has no status
+    failed: int = 0                 # write sessions in the window that did not succeed
+    reads: int = 0                  # read (Retrieve / restore) sessions in the window
+    per_unit_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -71,7 +93,8 @@ class TapeWindow:
         return self.bytes / span if span > 0 else 0.0
 
 
-def _busy_time(intervals: list[tuple[float, float]]) -> float:
+def busy_time(intervals: Iterable[tuple[float, float]]) -> float:
+    """Length of the union of the intervals."""
     total, cur_s, cur_e = 0.0, None, None
     for s, e in sorted(intervals):
         if cur_e is None or s > cur_e:
@@ -85,127 +108,72 @@ def _busy_time(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+def drop_echoes(sessions: Iterable[TapeSession]) -> list[TapeSession]:
+    """Sessions in time order without the echo line of a kill already seen."""
+    out: list[TapeSession] = []
+    last_kill: dict[str, float] = {}
+    for s in sorted(sessions, key=lambda s: (s.end, s.echo)):
+        if s.killed and not s.echo:
+            last_kill[s.unit] = s.end
+        elif s.echo and s.end - last_kill.get(s.unit, float("-inf")) <= ECHO_SECONDS:
+            continue
+        out.append(s)
+    return out
+
+
+def _state(s: TapeSession) -> str:
+    if s.event in ("down", "up"):
+        return s.event
+    if s.killed:
+        return "down"
+    return "up" if s.ok else "failing"
+
+
 def aggregate(sessions: Iterable[TapeSession], *, now: float, window: float,
               min_volume: int = 0, kinds: frozenset[str] | None = None) -> TapeWindow:
-    """Sessions that finished inside ``[now - window, now]``, per unit and in total.
-
-    A unit whose latest session in the window failed (CTA ``status="failure"``: the
-    drive went down) is reported in ``down`` and left out of the rates.
-    """
+    """Records that finished inside ``[now - window, now]``, per unit and in total."""
     start = now - window
     chosen: list[TapeSession] = []
-    last: dict[str, TapeSession] = {}
-    filtered = 0
+    state: dict[str, str] = {}
+    filtered = failed = reads = 0
     prorated = 0.0
-    for s in sessions:
+    for s in drop_echoes(sessions):
         if kinds is not None and s.kind not in kinds:
             continue
-        if s.end > now or s.end < start:
-            # a long session that ended later still wrote partly inside the window
-            if s.end > now and s.start < now:
-                prorated += s.bytes * (now - max(s.start, start)) / s.duration
+        inside = start <= s.end <= now
+        if inside:
+            state[s.unit] = _state(s)
+        if s.event != "session":
             continue
-        if s.unit not in last or s.end >= last[s.unit].end:
-            last[s.unit] = s
-        if s.bytes < min_volume:
+        if not s.write:
+            reads += inside
+            continue
+        if s.moves_data and s.end > now and s.start < now:
+            # a long session that ended later still wrote partly inside the window
+            prorated += s.bytes * (now - max(s.start, start)) / s.duration
+        if not inside:
+            continue
+        failed += not s.ok
+        if not s.per_file and s.bytes < min_volume:
             filtered += 1
             continue
         chosen.append(s)
-        prorated += s.bytes * (s.end - max(s.start, start)) / s.duration
-    down = tuple(sorted(u for u, s in last.items() if not s.ok))
-    per_unit: dict[str, float] = {}
+        if s.moves_data:
+            prorated += s.bytes * (s.end - max(s.start, start)) / s.duration
+    down = tuple(sorted(u for u, st in state.items() if st == "down"))
+    failing = tuple(sorted(u for u, st in state.items() if st == "failing"))
     by_unit: dict[str, list[TapeSession]] = {}
     for s in chosen:
-        if s.unit in down:
-            continue
-        by_unit.setdefault(s.unit, []).append(s)
+        if s.unit not in down and s.moves_data:
+            by_unit.setdefault(s.unit, []).append(s)
+    per_unit: dict[str, float] = {}
+    per_unit_bytes: dict[str, int] = {}
     for unit, items in sorted(by_unit.items()):
-        busy = _busy_time([(s.start, s.end) for s in items])
+        busy = busy_time((s.start, s.end) for s in items)
         if busy > 0:
-            per_unit[unit] = sum(s.bytes for s in items) / busy
+            per_unit_bytes[unit] = sum(s.bytes for s in items)
+            per_unit[unit] = per_unit_bytes[unit] / busy
     return TapeWindow(start=start, end=now, sessions=len(chosen), filtered=filtered,
                       bytes=prorated, per_unit=per_unit, down=down,
-                      emulated=any(s.emulated for s in chosen))
-
-
-def _rotated_remainder(path: Path, saved: dict) -> list[bytes]:
-    """Lines appended to the previous file (same inode) after our last position."""
-    inode, pos = saved.get("inode"), saved.get("pos", 0)
-    if inode is None:
-        return []
-    try:
-        if os.stat(path).st_ino == inode:
-            return []
-    except FileNotFoundError:
-        pass
-    pattern = glob.escape(str(path))
-    for cand in sorted(set(glob.glob(pattern + ".*") + glob.glob(pattern + "-*"))):
-        try:
-            if os.stat(cand).st_ino != inode or cand.endswith((".gz", ".bz2", ".xz", ".zst")):
-                continue
-            with open(cand, "rb") as fh:
-                fh.seek(pos if os.fstat(fh.fileno()).st_size >= pos else 0)
-                return fh.readlines()
-        except OSError:
-            continue
-    return []
-
-
-def _require_regular(path: Path) -> None:
-    """A FIFO, socket or device would block ``open`` (or never end): refuse it up front."""
-    mode = os.stat(path).st_mode          # FileNotFoundError etc. become UNKNOWN upstream
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"{path}: not a regular file")
-
-
-def read_sessions(paths: list[tuple[Path, Parser]], cookie_path: Path | None, *,
-                  keep_after: float) -> tuple[list[TapeSession], int]:
-    """New sessions from every log plus those remembered; returns (sessions, garbage lines).
-
-    ``cookie_path`` None reads every log from the start and remembers nothing.
-    """
-    cookie = nagiosplugin.Cookie(str(cookie_path) if cookie_path else None)
-    try:
-        with cookie:
-            remembered = list(cookie.get("sessions", []))
-            saved = {k: v for k, v in cookie.items() if k != "sessions"}
-    except ValueError:          # damaged cookie: nagiosplugin truncated it; start again
-        remembered, saved = [], {}
-    sessions = [TapeSession(**item) for item in remembered if isinstance(item, dict)]
-    garbage = 0
-
-    def feed(raw_lines: Iterable[bytes], path: Path, parse: Parser) -> None:
-        nonlocal garbage
-        for raw in raw_lines:
-            if len(raw) > MAX_LINE:
-                garbage += 1
-                continue
-            line = raw.decode("utf-8", "replace").strip()
-            if not line:
-                continue
-            try:
-                session = parse(line, path)
-            except (ValueError, KeyError, TypeError, ArithmeticError):
-                garbage += 1
-                continue
-            if session is not None:
-                sessions.append(session)
-
-    for path, parse in paths:
-        abspath = Path(os.path.abspath(path))
-        _require_regular(abspath)
-        if not cookie_path:
-            with open(abspath, "rb") as fh:
-                feed(fh, abspath, parse)
-            continue
-        feed(_rotated_remainder(abspath, saved.get(str(abspath), {})), abspath, parse)
-        with open(abspath, "rb"):   # fail cleanly here: LogTail's __exit__ cannot
-            pass
-        tail = nagiosplugin.LogTail(str(abspath), cookie)
-        with tail as lines:
-            feed(lines, abspath, parse)
-    keep = sorted({s for s in sessions if s.end >= keep_after}, key=lambda s: s.end)
-    if cookie_path:
-        with cookie:
-            cookie["sessions"] = [asdict(s) for s in keep]
-    return keep, garbage
+                      emulated=any(s.emulated for s in chosen), failing=failing,
+                      failed=failed, reads=reads, per_unit_bytes=per_unit_bytes)
