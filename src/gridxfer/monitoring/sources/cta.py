@@ -130,7 +130,7 @@ def parser(basis: str = "payload", kinds: frozenset[str] | None = ARCHIVE_KINDS,
             raise ValueError("cta-taped line without a timestamp")
         if fields.get("MSG") != FINISHED:
             return _state_event(fields, ts, clk)
-        unit = fields.get("tapeDrive")
+        unit = fields.get("tapeDrive") or fields.get("drive_name")   # static param since 5.x
         if not unit:
             raise ValueError("session line without tapeDrive")
         status = fields.get("status")
