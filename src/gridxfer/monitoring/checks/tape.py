@@ -70,7 +70,7 @@ def sources(args: argparse.Namespace, now: float) -> list[LogSource]:
     cta_parse, dc_parse = cta.parser(args.rate_basis, kinds, clock), dcache.parser(clock)
     out = [LogSource(p, cta_parse, "cta") for p in args.cta]
     out += [LogSource(f, dc_parse, "dcache") for p in args.dcache
-            for f in dcache.billing_files(p, now, args.window)]
+            for f in dcache.billing_files(p, now, args.window, args.log_tz)]
     out += [LogSource(p, jsonl.parse, "jsonl") for p in args.jsonl]
     return out
 
@@ -136,7 +136,7 @@ class Tape(GxResource):
         if tw.failed:
             head += f", {tw.failed} failed session(s)"
         if tw.reads:
-            head += f", {tw.reads} read session(s) not counted"
+            head += f", {tw.reads} read or label session(s) not counted"
         if tw.filtered:
             head += f", {tw.filtered} short session(s) ignored"
         head += garbage_note(read)

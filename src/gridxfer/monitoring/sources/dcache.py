@@ -33,6 +33,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable
+from zoneinfo import ZoneInfo
 
 from .logtime import LogClock
 from .tapelog import TapeSession
@@ -111,7 +112,8 @@ def parse(line: str, path: Path) -> TapeSession | None:
     return parser(LogClock(now=time.time()))(line, path)
 
 
-def billing_files(path: Path, now: float, window: float) -> list[Path]:
+def billing_files(path: Path, now: float, window: float,
+                  zone: str | None = None) -> list[Path]:
     """``path`` itself, or for a billing directory the files of the window's days.
 
     Records are written to the file of the day they are logged (or, with flat-dir, of
@@ -121,8 +123,9 @@ def billing_files(path: Path, now: float, window: float) -> list[Path]:
     if not path.is_dir():
         return [path]
     out: list[Path] = []
-    day = datetime.fromtimestamp(now - window - 2 * 86400).date()
-    last = datetime.fromtimestamp(now).date()
+    tz = ZoneInfo(zone) if zone else None
+    day = datetime.fromtimestamp(now - window - 2 * 86400, tz).date()
+    last = datetime.fromtimestamp(now, tz).date()
     while day <= last:
         name = f"billing-{day:%Y.%m.%d}"
         for cand in (path / f"{day:%Y}" / f"{day:%m}" / name, path / name):
