@@ -42,6 +42,19 @@ def test_one_failed_session_is_not_a_drive_down(gridxfer_home):
     assert p["failed_sessions"] == 1
 
 
+def test_one_drive_killed_is_down_and_warning(gridxfer_home):
+    # the kill is logged twice (the second line without status): once a failure, not a
+    # success after it; the drive is down and left out of the rate
+    r = run_check("tape", "--cta", str(FIX / "cta-taped-1-drive-killed.log"), "--at", AT,
+                  "-w", "60:", "-c", "40:", "--drives-warning", "4:")
+    assert r.returncode == 1, r.stdout
+    assert r.stdout.startswith("TAPE WARNING - ")
+    assert "1 drive(s) down (killed or put down): IBM-LTO9-04" in r.stdout
+    p = perf(r.stdout)
+    assert p["write_MBps"] == 54.0 and p["drives"] == 3 and p["drives_down"] == 1
+    assert p["failed_sessions"] == 1
+
+
 def test_min_volume_filter_changes_the_rate(gridxfer_home):
     # a 200 MB session at 2 MB/s on a fifth drive drags the per-drive rate down unfiltered
     r = run_check("tape", "--cta", str(FIX / "cta-taped-4x18.log"), "--at", AT,

@@ -47,7 +47,7 @@ def services_for(root: Path) -> tuple[str, dict[str, tuple[str, int]]]:
     buf.mkdir()
     (buf / "f").write_bytes(b"\0" * 1000)
     cta = root / "cta-taped.log"
-    shutil.copy(FIX / "cta-taped-1-drive-failing.log", cta)
+    shutil.copy(FIX / "cta-taped-1-drive-killed.log", cta)
     expected = {
         "throughput_ok": ("check_gridxfer_throughput!10m!100:!50:!-C camp --baseline none", 0),
         "throughput_crit": ("check_gridxfer_throughput!10m!300:!200:!-C camp --baseline none", 2),
