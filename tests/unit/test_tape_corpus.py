@@ -210,3 +210,11 @@ def test_utc_checker_reading_zurich_log_is_unknown(gridxfer_home):
     out, got = check(sc, FIX / "tape" / sc.source, sc.now, "--no-state",
                      tz="Europe/Zurich")
     assert got["write_MBps"] == pytest.approx(expect(sc, sc.now)["write_MBps"], rel=ACCEPT)
+
+
+def test_billing_directory_without_files_for_the_window_is_unknown(tmp_path, gridxfer_home):
+    (tmp_path / "2025" / "01").mkdir(parents=True)
+    (tmp_path / "2025" / "01" / "billing-2025.01.01").write_text("")
+    sc = SCENARIOS["dcache-backlog"]
+    r = run_check("tape", "--dcache", str(tmp_path), "--at", repr(sc.now), "--no-state")
+    assert r.returncode == 3 and "no billing-yyyy.MM.dd file for the window" in r.stdout

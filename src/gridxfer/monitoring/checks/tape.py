@@ -69,8 +69,12 @@ def sources(args: argparse.Namespace, now: float) -> list[LogSource]:
     clock = LogClock(args.log_tz, now)
     cta_parse, dc_parse = cta.parser(args.rate_basis, kinds, clock), dcache.parser(clock)
     out = [LogSource(p, cta_parse, "cta") for p in args.cta]
-    out += [LogSource(f, dc_parse, "dcache") for p in args.dcache
-            for f in dcache.billing_files(p, now, args.window, args.log_tz)]
+    for p in args.dcache:
+        files = dcache.billing_files(p, now, args.window, args.log_tz)
+        if not files:
+            raise ValueError(f"{p}: no billing-yyyy.MM.dd file for the window "
+                             f"(looked in yyyy/MM/ and flat)")
+        out += [LogSource(f, dc_parse, "dcache") for f in files]
     out += [LogSource(p, jsonl.parse, "jsonl") for p in args.jsonl]
     return out
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -111,7 +112,7 @@ def parser(basis: str = "payload", kinds: frozenset[str] | None = ARCHIVE_KINDS,
     """
     if basis not in BASES:
         raise ValueError(f"rate basis must be one of {', '.join(BASES)}")
-    clk = clock or LogClock()
+    clk = clock or LogClock(now=time.time())
 
     def parse(line: str, path: Path) -> TapeSession | None:
         if line.startswith("{"):

@@ -83,7 +83,7 @@ def _parse_json(line: str, clock: LogClock) -> TapeSession | None:
 
 def parser(clock: LogClock | None = None) -> Callable[[str, Path], TapeSession | None]:
     """A billing line parser: a sample for store/restore, None for other records."""
-    clk = clock or LogClock()
+    clk = clock or LogClock(now=time.time())
 
     def parse(line: str, path: Path) -> TapeSession | None:
         if line.startswith("##"):
