@@ -175,8 +175,8 @@ def test_list_shows_unreadable_journals_and_goes_on(good_journal, tmp_path):
     assert not tally.problems, tally.report("list")
 
 
-def test_throughput_check_on_damaged_journals(good_journal, tmp_path):
-    from gridxfer.monitoring.checks import throughput
+def test_checks_on_damaged_journals(good_journal, tmp_path):
+    from gridxfer.monitoring.checks import buffer, throughput
     home = good_journal.parent.parent
     paths = _write(home, good_journal, random.Random(31))
     tally = Tally()
@@ -184,7 +184,10 @@ def test_throughput_check_on_damaged_journals(good_journal, tmp_path):
         for argv in (["-J", str(path)], ["-C", path.stem, "-W", "1h"]):
             o = run_check(throughput, argv)
             tally.add(f"{name}: throughput {argv[0]}", o, judge_check(o, {0, 1, 2, 3}))
+        o = run_check(buffer, ["--capacity", "10GB", "--used", "1GB", "--outflow", "1MB/s",
+                               "--inflow-journal", str(path)])
+        tally.add(f"{name}: buffer --inflow-journal", o, judge_check(o, {0, 1, 2, 3}))
     o = run_check(throughput, [])          # every journal of $GRIDXFER_HOME at once
     tally.add("throughput (all journals)", o, judge_check(o, {0, 1, 2, 3}))
-    print(tally.report("damaged journals (check_gridxfer_throughput)"))
-    assert not tally.problems, tally.report("throughput check")
+    print(tally.report("damaged journals (check_gridxfer_throughput, _buffer)"))
+    assert tally.cases >= 170 and not tally.problems, tally.report("checks")
