@@ -187,7 +187,7 @@ def test_symlink_out_of_the_source_is_not_followed(gridxfer_home, tmp_path):
     subdirectory that is a link out of the destination: both fail with bad_name."""
     os.chmod(tmp_path, 0o755)
     src, dst = tmp_path / "src", tmp_path / "dst"
-    make_tree(src, ["ok"])
+    make_tree(src, ["ok", "bad\nname"])
     make_tree(src / "sub", ["x"])
     (tmp_path / "secret").write_bytes(CANARY)
     os.symlink(tmp_path / "secret", src / "link")
@@ -206,3 +206,11 @@ def test_symlink_out_of_the_source_is_not_followed(gridxfer_home, tmp_path):
         assert "resolves outside" in by[n]["error_msg"]
     assert list((tmp_path / "elsewhere").iterdir()) == []
     assert not (dst / "link").exists()
+    assert (by["bad\nname"]["state"], by["bad\nname"]["error_class"]) == ("failed", "bad_name")
+    # --retry-failed dispatches them again: the check before every copy refuses them again
+    assert main(["campaign", "resume", "--quiet", "--retry-failed", "hn-link"]) == 3
+    again = {r["name"]: r for r in rows(gridxfer_home, "hn-link")}
+    for n in ("link", "sub/x", "bad\nname"):
+        assert (again[n]["state"], again[n]["error_class"]) == ("failed", "bad_name"), n
+    assert again["bad\nname"]["attempts"] == 1        # dispatched, and refused by attempt.py
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and sorted(os.listdir(dst)) == ["ok", "sub"]
