@@ -218,3 +218,13 @@ def test_billing_directory_without_files_for_the_window_is_unknown(tmp_path, gri
     sc = SCENARIOS["dcache-backlog"]
     r = run_check("tape", "--dcache", str(tmp_path), "--at", repr(sc.now), "--no-state")
     assert r.returncode == 3 and "no billing-yyyy.MM.dd file for the window" in r.stdout
+
+
+def test_idle_window_still_names_drives_down(tmp_path, gridxfer_home):
+    f = tmp_path / "tape.jsonl"
+    f.write_text('{"end": 1000, "event": "down", "drive": "D9"}\n')
+    r = run_check("tape", "--jsonl", str(f), "-W", "1h", "--at", "2000", "--idle", "warning",
+                  "--no-state")
+    assert r.returncode == 1, r.stdout
+    assert "no tape sessions in the last 1h" in r.stdout and "down (killed or put down): D9" \
+        in r.stdout

@@ -126,11 +126,7 @@ class Tape(GxResource):
     def collect(self):
         a = self.args
         tw, read = read_window(a, NAME)
-        head = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
-                f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} session(s), "
-                f"{fmt_bytes(tw.bytes)} in {fmt_duration(a.window)}")
-        if tw.emulated:
-            head = "[EMULATED tape] " + head
+        head = ""
         if tw.down:
             head += (f", {len(tw.down)} drive(s) down (killed or put down): "
                      f"{', '.join(tw.down)}")
@@ -146,10 +142,14 @@ class Tape(GxResource):
         head += garbage_note(read)
         for note in read.lost:
             head += f", {note}"
-        self.headline = head
+        self.headline = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
+                         f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} "
+                         f"session(s), {fmt_bytes(tw.bytes)} in {fmt_duration(a.window)}"
+                         + head)
+        if tw.emulated:
+            self.headline = "[EMULATED tape] " + self.headline
         if tw.sessions == 0 and a.idle != "evaluate":
-            self.headline = (f"no tape sessions in the last {fmt_duration(a.window)}"
-                             + garbage_note(read))
+            self.headline = f"no tape sessions in the last {fmt_duration(a.window)}" + head
             yield nagiosplugin.Metric(self.headline, {"ok": 0, "warning": 1, "critical": 2,
                                                       "unknown": 3}[a.idle], context="idle")
             yield nagiosplugin.Metric("write_MBps", 0, min=0, context="info")
