@@ -198,6 +198,7 @@ def test_recover_after_kill(gridxfer_home):
     mover.files["root://b.invalid:1//d/f1"] = (50, "0000abcd")        # partial at the final name
     mover.files["root://b.invalid:1//d/.f1.gxpart-0123abcd"] = (20, "0")   # a mover's temp file
     mover.files["root://b.invalid:1//d/.f10.gxpart-0123abcd"] = (20, "0")  # another file's: kept
+    mover.files["root://b.invalid:1//d/.f1.part"] = (30, "0")           # the journalled temp
     now = time.time()
     conn.execute("UPDATE files SET state='active', attempts=1 WHERE id IN (1, 2, 3)")
     conn.executemany("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, tmp_url)"

@@ -26,7 +26,7 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
             checksum=spec.checksum.algorithm, expected_checksum=job.expected,
             verify=spec.checksum.verify if spec.checksum.algorithm else "none",
             overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel,
-            on_data_done=on_data_done)
+            temp_url=job.tmp_url, on_data_done=on_data_done)
         flight = job.flight
         out = mover.copy(job.src_url, job.dst_url, params=params,
                          progress=lambda done, total: acct.progress(flight, done))

@@ -25,6 +25,7 @@ class Job:
     avoid: frozenset
     started: float
     flight: Flight
+    tmp_url: str | None = None                   # journalled temporary name (the mover's)
     cancel: CancelFlag = field(default_factory=CancelFlag)
     timed_out: bool = False
     thread: threading.Thread | None = None       # the worker running it

@@ -8,9 +8,17 @@ Tables (column names are a contract: ``gridxfer.monitoring.sources.journal`` rea
 - ``meta(key, value)``: campaign name, spec (JSON), created, state.
 - ``files``: one row per (source file, destination tier). ``state`` is one of
   pending | active | done | failed. ``endpoint``/``dst_url`` are set once placed.
+  A file taken out by ``gridxfer campaign cancel`` is ``state='failed'`` with
+  ``error_class='cancelled'`` (``CANCELLED``; no other path fails a file with that
+  class): every reader keeps working, ``resume`` leaves it alone and says so, and
+  ``resume --retry-cancelled`` (or ``--retry-failed``) brings it back.
 - ``attempts``: one row per transfer attempt: started/ended (unix seconds), bytes,
   rate (bytes/s), endpoint, tier, streams, status (active|ok|failed|cancelled),
-  error_class (``gridxfer.errors.ErrorClass`` value), error_msg.
+  error_class (``gridxfer.errors.ErrorClass`` value), error_msg. ``tmp_url``: the
+  temporary name the mover must write to, chosen and committed with the row BEFORE the
+  transfer starts; set while that name may exist at the destination, NULL once it was
+  renamed into place (ok), never created, or removed by ``resume``/``cancel``
+  (``recovery.sweep``). Index ``attempts_tmp`` finds the ended attempts still holding one.
 - ``events``: campaign events (started, interrupted, resumed, excluded endpoint,
   optimizer decisions...), ``detail`` is JSON.
 
@@ -18,8 +26,9 @@ Event kinds written by the scheduler (``detail`` keys in brackets):
 ``planned`` {files, tiers}, ``started`` {selector, pid}, ``resumed`` {recovered},
 ``recovered`` {file_id, attempt_id, outcome}, ``optimizer`` (optimizer.decision_event),
 ``excluded`` {tier, url, reason, until}, ``readmitted`` {tier, url} (exclusions.exclusion_event),
-``interrupted`` {signal, in_flight}, ``finished`` {done, failed, seconds}.
-``meta.state`` is one of planned | running | interrupted | done | partial.
+``interrupted`` {signal, in_flight}, ``finished`` {done, failed, seconds},
+``cancelled`` {files, pid} (``campaign cancel``: files marked, or the runner signalled).
+``meta.state`` is one of planned | running | interrupted | done | partial | cancelled.
 
 No credential is ever stored: every text written here and by ``ledger`` passes through
 ``gridxfer.redact.redact``. A source whose URL carries one (a listed name such as
@@ -83,6 +92,8 @@ CREATE TABLE IF NOT EXISTS attempts (
 CREATE INDEX IF NOT EXISTS attempts_ended ON attempts (ended);
 CREATE INDEX IF NOT EXISTS attempts_file ON attempts (file_id);
 CREATE INDEX IF NOT EXISTS attempts_active ON attempts (id) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS attempts_tmp ON attempts (id)
+    WHERE tmp_url IS NOT NULL AND status <> 'active';
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY,
     ts REAL NOT NULL,
@@ -91,6 +102,8 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_kind ON events (kind, id);
 """
+
+CANCELLED = "cancelled"     # files.error_class of a file `campaign cancel` took out
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -260,6 +273,19 @@ def active_attempts(conn: sqlite3.Connection) -> list[sqlite3.Row]:
         "f.src_url, f.size, f.expected_checksum, f.state AS file_state FROM attempts a "
         "INDEXED BY attempts_active JOIN files f ON f.id = a.file_id "
         "WHERE a.status = 'active'").fetchall()
+
+
+def leftover_temps(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Ended attempts whose temporary name may still exist (index attempts_tmp)."""
+    return conn.execute(
+        "SELECT id, endpoint, dst_url, tmp_url FROM attempts INDEXED BY attempts_tmp "
+        "WHERE tmp_url IS NOT NULL AND status <> 'active'").fetchall()
+
+
+def count_cancelled(conn: sqlite3.Connection) -> int:
+    """Files `campaign cancel` took out (index files_state, then failed rows only)."""
+    return conn.execute("SELECT count(*) FROM files WHERE state = 'failed' AND error_class = ?",
+                        (CANCELLED,)).fetchone()[0]
 
 
 def orphan_active_files(conn: sqlite3.Connection) -> list[sqlite3.Row]:

@@ -19,7 +19,7 @@ class Batch:
     attempts 'active', which recovery settles by checking the destination); a dispatch
     never waits: its attempt rows are committed before the transfers start."""
     file_updates: list = field(default_factory=list)   # (endpoint, dst_url, updated, id)
-    attempts: list = field(default_factory=list)       # (id, file_id, tier, endpoint, dst_url, started, streams)
+    attempts: list = field(default_factory=list)       # (id, file_id, tier, endpoint, dst_url, started, streams, tmp_url)
     events: list = field(default_factory=list)         # (kind, detail)
     att_rows: list = field(default_factory=list)       # finished attempts
     done_rows: list = field(default_factory=list)
@@ -36,7 +36,8 @@ class Batch:
 # file retried at once goes pending, then active again, in the same transaction).
 _STATEMENTS = (
     ("att_rows", "UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
-                 "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=? WHERE id=?"),
+                 "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=?, tmp_url=? "
+                 "WHERE id=?"),
     ("done_rows", "UPDATE files SET state='done', checksum=?, error_class=NULL, "
                   "error_msg=NULL, updated=? WHERE id=?"),
     ("pend_rows", "UPDATE files SET state='pending', error_class=?, error_msg=?, "
@@ -47,8 +48,8 @@ _STATEMENTS = (
                     "updated=? WHERE id=?"),
     ("file_updates", "UPDATE files SET state='active', endpoint=?, dst_url=?, "
                      "attempts=attempts+1, updated=? WHERE id=?"),
-    ("attempts", "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, streams) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?)"),
+    ("attempts", "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, streams, "
+                 "tmp_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
 )
 
 

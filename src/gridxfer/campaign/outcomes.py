@@ -38,7 +38,7 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
             out = res.outcome
             rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
             att_rows.append(("ok", now, out.bytes, rate, out.streams_used, out.mode,
-                             None, None, job.attempt_id))
+                             None, None, None, job.attempt_id))      # temp renamed into place
             done_rows.append((normalise_adler32(out.checksum) if out.checksum else None, now,
                               job.file_id))
             acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
@@ -51,7 +51,7 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
         nbytes = job.flight.done
         if res.requeue or (ec is ErrorClass.CANCELLED and stop.is_set()):
             att_rows.append(("cancelled", now, nbytes, nbytes / secs, None, None, ec.value,
-                             res.message, job.attempt_id))
+                             res.message, _left(job), job.attempt_id))
             cancel_rows.append((now, job.file_id))
             acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
                         outcome="cancelled", now=now)
@@ -64,7 +64,7 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
             ec = ErrorClass.OTHER
         exclusions.record(job.endpoint, False, ec.value, now)
         att_rows.append(("failed", now, nbytes, nbytes / secs, None, None, ec.value,
-                         res.message, job.attempt_id))
+                         res.message, _left(job), job.attempt_id))
         avoid = job.avoid | {job.endpoint} if ec is ErrorClass.NO_SPACE else job.avoid
         retry = ec.retryable and job.attempt_no <= retries.max
         if ec is ErrorClass.NO_SPACE and avoid >= set(tiers[job.tier].pool):
@@ -79,3 +79,10 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
             fail_rows.append((ec.value, res.message, now, job.file_id))
         acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
                     outcome="retry" if retry else "failed", now=now)
+
+
+def _left(job: Job) -> str | None:
+    """The temporary name a failed or cancelled attempt may have left: the mover removes
+    it on failure, but that can fail too; ``resume`` sweeps what stays journalled. A job
+    that never reached the mover created nothing."""
+    return job.tmp_url if job.running else None

@@ -1,23 +1,110 @@
-"""Crash recovery: attempts a killed process left 'active' are settled before a resume
-(temporary files removed, a verified final file kept as done, anything else redone)."""
+"""What an earlier run left behind, settled before a resume (and by ``campaign cancel``):
+
+* attempts left 'active' (the process was killed, or stopped while a transfer was still
+  in its mover): their temporary files removed, a verified final file kept as done,
+  anything else (a partial or POSC-pending final file included) deleted and redone;
+* ended attempts whose journalled temporary name may still exist (``journal.leftover_temps``:
+  the mover's own clean-up failed, or a transfer was abandoned): removed.
+
+Every temporary name is journalled before the transfer starts (scheduler), so this finds
+all of them; for attempts left active the destination directory is listed as well, once
+per directory, for ``.<name>.gxpart-*`` names of those files (older journals, other movers).
+An endpoint that does not answer keeps its temporary names for the next resume.
+"""
 from __future__ import annotations
 
-import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import TransferError
+from ..errors import ErrorClass, TransferError
 from ..movers.base import normalise_adler32
 from . import journal
 from .factories import ops_factory_for
 from .spec import CampaignSpec
 
+_DOWN = (ErrorClass.CONNECTION, ErrorClass.TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Swept:
+    recovered: int      # attempts left active (and orphan active files), settled
+    removed: int        # temporary or partial files deleted at the destinations
+    kept: int = 0       # temporary names an unreachable endpoint kept: the next resume
+
+
+def sweep(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
+          ops_factory: Callable | None = None) -> Swept:
+    ops_for = ops_factory_for(mover_factory, ops_factory)
+    cleaner = _Cleaner(ops_for)
+    recovered = _recover(conn, spec, ops_for, cleaner)
+    _leftovers(conn, cleaner)
+    return Swept(recovered, cleaner.removed, cleaner.kept)
+
 
 def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
             ops_factory: Callable | None = None) -> int:
-    """Attempts left 'active' by a killed process: remove its temporary files, keep a
-    verified final file (right size and adler32) as done, otherwise delete it and redo."""
-    ops_for = ops_factory_for(mover_factory, ops_factory)
+    """``sweep``, returning the number of attempts recovered."""
+    return sweep(conn, spec, mover_factory, ops_factory).recovered
+
+
+class _Cleaner:
+    """Removes destination files, counting them; stops asking an endpoint that is down."""
+
+    def __init__(self, ops_for: Callable[[str], Any]) -> None:
+        self.ops_for, self.removed, self.kept = ops_for, 0, 0
+        self.down: set[str] = set()
+
+    def ops(self, url: str) -> Any:
+        try:
+            return self.ops_for(url)
+        except Exception:
+            return None
+
+    def remove(self, url: str, *, known: bool = False) -> bool:
+        """Make sure ``url`` is gone; False if it may still be there. ``known``: it was
+        just listed (no stat first)."""
+        server = url.split("/", 3)[:3]
+        key = "/".join(server)
+        ops = self.ops(url)
+        if ops is None or key in self.down:
+            self.kept += 1
+            return False
+        stat = getattr(ops, "stat", None)
+        if not known and stat is not None:
+            try:
+                stat(url)
+            except TransferError as exc:
+                if exc.error_class is ErrorClass.SOURCE_MISSING:
+                    return True                 # never created, or already removed
+                return self._failed(key, exc)
+            except Exception as exc:  # noqa: BLE001 - a mover bug must not stop a resume
+                return self._failed(key, exc)
+        unlink = getattr(ops, "unlink", None)
+        if unlink is None:
+            self.kept += 1
+            return False
+        try:
+            unlink(url)
+        except Exception as exc:  # noqa: BLE001
+            return self._failed(key, exc)
+        self.removed += 1
+        return True
+
+    def _failed(self, key: str, exc: BaseException) -> bool:
+        if isinstance(exc, TransferError) and exc.error_class in _DOWN:
+            self.down.add(key)
+        self.kept += 1
+        return False
+
+
+def _leftovers(conn, cleaner: _Cleaner) -> None:
+    gone = [(r["id"],) for r in journal.leftover_temps(conn) if cleaner.remove(r["tmp_url"])]
+    if gone:
+        conn.executemany("UPDATE attempts SET tmp_url=NULL WHERE id=?", gone)
+
+
+def _recover(conn, spec: CampaignSpec, ops_for: Callable, cleaner: _Cleaner) -> int:
     rows = journal.active_attempts(conn)
     orphans = journal.orphan_active_files(conn)
     if not rows and not orphans:
@@ -26,13 +113,13 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
     att, done, pending, events = [], [], [], []
     listings: dict[str, list[str]] = {}
     for r in rows:
-        try:
-            mover, src_ops = ops_for(r["dst_url"]), ops_for(r["src_url"])
-        except Exception:       # no mover: the file is simply redone (overwrite permitting)
-            mover = src_ops = None
-        verdict, checksum = (_check_destination(mover, src_ops, r, spec, listings) if mover
-                             else ("redo", None))
-        att.append((now, f"process died; recovered: {verdict}", r["id"]))
+        mover, src_ops = cleaner.ops(r["dst_url"]), cleaner.ops(r["src_url"])
+        if mover is None or src_ops is None:    # the file is simply redone
+            verdict, checksum, tmp_left = "redo", None, r["tmp_url"]
+        else:
+            tmp_left = _remove_temps(cleaner, mover, r, listings)
+            verdict, checksum = _check_destination(cleaner, mover, src_ops, r, spec)
+        att.append((now, f"process died; recovered: {verdict}", tmp_left, r["id"]))
         if verdict == "done":
             done.append((checksum, now, r["file_id"]))
         else:
@@ -42,7 +129,7 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany("UPDATE attempts SET status='cancelled', ended=?, error_class='cancelled',"
-                         " error_msg=? WHERE id=?", att)
+                         " error_msg=?, tmp_url=? WHERE id=?", att)
         conn.executemany("UPDATE files SET state='done', checksum=?, updated=? WHERE id=?", done)
         conn.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
                          "not_before=0, updated=? WHERE id=? AND state='active'", pending)
@@ -56,10 +143,21 @@ def recover(conn, spec: CampaignSpec, mover_factory: Callable | None = None,
     return len(rows) + len(orphans)
 
 
-def _check_destination(mover: Any, src_ops: Any, r: Any, spec: CampaignSpec,
-                       listings: dict[str, list[str]]) -> tuple[str, str | None]:
-    for tmp in filter(None, (r["tmp_url"], *_temp_names(mover, r["dst_url"], listings))):
-        _quiet(getattr(mover, "unlink", None), tmp)
+def _remove_temps(cleaner: _Cleaner, mover: Any, r: Any,
+                  listings: dict[str, list[str]]) -> str | None:
+    """Remove the attempt's journalled temporary name and any other temporary name of its
+    file in the directory; the journalled name if it may still exist, else None."""
+    tmp = r["tmp_url"]
+    listed = _temp_names(mover, r["dst_url"], listings)
+    left = tmp if tmp and not cleaner.remove(tmp, known=tmp in listed) else None
+    for name in listed:
+        if name != tmp:
+            cleaner.remove(name, known=True)
+    return left
+
+
+def _check_destination(cleaner: _Cleaner, mover: Any, src_ops: Any, r: Any,
+                       spec: CampaignSpec) -> tuple[str, str | None]:
     stat = getattr(mover, "stat", None)
     if stat is None:
         return "redo", None
@@ -79,7 +177,7 @@ def _check_destination(mover: Any, src_ops: Any, r: Any, spec: CampaignSpec,
             have = want = None
         if have and have == want:
             return "done", have
-    _quiet(getattr(mover, "unlink", None), r["dst_url"])
+    cleaner.remove(r["dst_url"], known=True)
     return "redo", None
 
 
@@ -96,10 +194,3 @@ def _temp_names(mover: Any, dst: str, listings: dict[str, list[str]]) -> list[st
             listings[parent] = []
     prefix = f".{name}{TEMP_MARK}"
     return [parent + "/" + n for n in listings[parent] if n.startswith(prefix)]
-
-
-def _quiet(fn: Callable | None, *args: Any) -> None:
-    if fn is None:
-        return
-    with contextlib.suppress(Exception):
-        fn(*args)

@@ -4,6 +4,10 @@ The CLI only parses and renders; these functions return typed, frozen results.
 
     run_campaign(path, ...) -> CampaignResult      # load spec, plan journal, schedule
     resume_campaign(name, ...) -> CampaignResult   # recover a killed run, schedule the rest
+    cancel_campaign(name) -> CancelResult          # stop the runner, or cancel pending files
+
+run, resume and cancel hold the campaign's lock (lock.py) from before the journal is
+touched to the end: one runner per campaign.
     campaign_status(name) -> CampaignStatus        # indexed counts only (< 1 s on 1 M files)
     list_campaigns() -> list[CampaignStatus]
 """
@@ -24,9 +28,12 @@ from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from . import journal
 from .journalcheck import JournalUnusable
 from .dataset import expand
-from .recovery import recover
+from .journal import CANCELLED
+from .lock import CampaignLock
+from .recovery import recover, sweep  # noqa: F401  (recover re-exported for callers)
 from .scheduler import Observer, Scheduler, SchedulerResult
 from .spec import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
+from .cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 from .status import (  # noqa: F401  (re-exported: callers import them from here)
     CampaignStatus, _alive, campaign_status, list_campaigns)
 
@@ -57,6 +64,8 @@ class CampaignResult:
     recovered: int = 0          # attempts recovered after a crash (resume)
     failures: tuple[FileFailure, ...] = ()
     dry_run: bool = False
+    cleaned: int | None = None  # resume: temporary/partial files of earlier runs removed
+    cancelled: int = 0          # files `campaign cancel` took out (failed, class cancelled)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -161,31 +170,40 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     prepare_environment(spec)
     if dry:
         return dry_run(spec)
-    path, _ = plan(spec, replace=replace)
-    return _execute(path, spec, recovered=0, **kw)
+    with CampaignLock(spec.name):           # before plan: --replace deletes the journal
+        path, _ = plan(spec, replace=replace)
+        return _execute(path, spec, recovered=0, **kw)
 
 
 def resume_campaign(name: str, *, mover_factory: Callable | None = None,
                     ops_factory: Callable | None = None, retry_failed: bool = False,
-                    **kw: Any) -> CampaignResult:
+                    retry_cancelled: bool = False, **kw: Any) -> CampaignResult:
+    """Recover what a killed or interrupted run left (attempts, temporary files), then run
+    what is pending. ``retry_failed``: failed files again (cancelled ones included);
+    ``retry_cancelled``: the files `campaign cancel` marked."""
     path = journal.journal_path(name)
-    conn = journal.connect(path)
-    try:
-        meta = journal.get_meta(conn)
-        spec = _journal_spec(path, meta)
-        prepare_environment(spec)
-        if meta.get("state") == "running" and _alive(meta.get("pid")):
-            raise UsageError(f"campaign {name!r} is running (pid {meta['pid']})")
-        recovered = recover(conn, spec, mover_factory, ops_factory)
-        again = 0
-        if retry_failed:
-            again = conn.execute("UPDATE files SET state='pending', attempts=0, not_before=0 "
-                                 "WHERE state='failed'").rowcount
-        journal.add_event(conn, "resumed", recovered=recovered, retry_failed=again)
-    finally:
-        conn.close()
-    return _execute(path, spec, recovered=recovered, mover_factory=mover_factory,
-                    ops_factory=ops_factory, **kw)
+    if not path.exists():
+        raise UsageError(f"no such campaign journal: {path}")
+    with CampaignLock(name):                # before recovery: one recovers, not two
+        conn = journal.connect(path)
+        try:
+            meta = journal.get_meta(conn)
+            spec = _journal_spec(path, meta)
+            prepare_environment(spec)
+            swept = sweep(conn, spec, mover_factory, ops_factory)
+            again = 0
+            if retry_failed or retry_cancelled:
+                again = conn.execute(
+                    "UPDATE files SET state='pending', attempts=0, not_before=0, "
+                    "error_class=NULL, error_msg=NULL WHERE state='failed'"
+                    + ("" if retry_failed else " AND error_class=?"),
+                    () if retry_failed else (CANCELLED,)).rowcount
+            journal.add_event(conn, "resumed", recovered=swept.recovered,
+                              removed=swept.removed, retry_failed=again)
+        finally:
+            conn.close()
+        return _execute(path, spec, recovered=swept.recovered, cleaned=swept.removed,
+                        mover_factory=mover_factory, ops_factory=ops_factory, **kw)
 
 
 def _journal_spec(path: Path, meta: dict[str, str]) -> CampaignSpec:
@@ -200,7 +218,7 @@ def _journal_spec(path: Path, meta: dict[str, str]) -> CampaignSpec:
                               f"({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
-def _execute(path: Path, spec: CampaignSpec, *, recovered: int,
+def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | None = None,
              observers: Sequence[Observer] = (), **factories: Any) -> CampaignResult:
     conn = journal.connect(path)
     try:
@@ -208,13 +226,13 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int,
         sched = Scheduler(conn, spec, observers=observers, **factories)
         with _signals(sched.stop, sched.hurry):
             res = sched.run()
-        return _result(conn, path, spec, res, recovered)
+        return _result(conn, path, spec, res, recovered, cleaned)
     finally:
         conn.close()
 
 
 def _result(conn, path: Path, spec: CampaignSpec, res: SchedulerResult,
-            recovered: int) -> CampaignResult:
+            recovered: int, cleaned: int | None = None) -> CampaignResult:
     snap = res.snapshot
     failures = tuple(FileFailure(r["name"], r["tier"], r["src_url"], r["dst_url"],
                                  r["error_class"], r["error_msg"], r["attempts"])
@@ -223,4 +241,5 @@ def _result(conn, path: Path, spec: CampaignSpec, res: SchedulerResult,
                          "FROM files WHERE state = 'failed' ORDER BY id LIMIT 1000"))
     return CampaignResult(spec.name, str(path), res.state, snap.files_total, snap.files_done,
                           snap.files_failed, snap.bytes_total, snap.bytes_done,
-                          round(res.seconds, 3), snap.mean_rate, recovered, failures)
+                          round(res.seconds, 3), snap.mean_rate, recovered, failures,
+                          cleaned=cleaned, cancelled=journal.count_cancelled(conn))

@@ -3,7 +3,8 @@
 One dispatcher (the calling thread) owns the journal connection. Each loop it applies
 finished transfers and dispatches new ones, each as ONE transaction (batched, so a
 no-op mover runs thousands of files per second). An attempt row is committed before
-its transfer starts, so a killed process leaves a trail that ``recovery`` follows.
+its transfer starts, with the temporary name the mover must write to (``tmp_url``), so a
+killed process leaves a trail that ``recovery`` follows to every byte it wrote.
 
 Extension points (issue 3 plugs in here without editing this file): the selector,
 exclusion, optimizer and mover factories, defaults in ``factories.py``. The parts:
@@ -13,6 +14,7 @@ slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcome
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -20,6 +22,7 @@ from typing import Callable, Sequence
 
 from ..errors import ErrorClass
 from ..movers import names
+from ..movers.urls import attempt_temp_url
 from . import (exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod,
                outcomes, selection, watchdog)
 from .attempt import run_attempt
@@ -76,6 +79,7 @@ class Scheduler:
         self._excluded: dict[str, dict[str, selection.Exclusion]] = {t: {} for t in self.tiers}
         self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
+        self._tmp_tag = os.urandom(3).hex()     # + attempt id: this run's temporary names
         self._movers = ThreadMovers(self.mover_factory, spec.third_party)
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the journal was last committed
@@ -198,13 +202,15 @@ class Scheduler:
                 else:
                     ep = eligible[0]
                 dst = names.join_url(ep, name, check=False)   # checked in attempt.py
-                job = Job(self._attempt_id, fid, tier, name, src, dst, ep, size, n_att + 1,
-                          expected, avoid, now, self.acct.start(tier, ep, size, now))
+                aid = self._attempt_id
+                tmp = attempt_temp_url(dst, f"{self._tmp_tag}{aid:x}")
+                job = Job(aid, fid, tier, name, src, dst, ep, size, n_att + 1,
+                          expected, avoid, now, self.acct.start(tier, ep, size, now), tmp)
                 self._attempt_id += 1
                 if choice:
                     stats = self.acct.pool_stats(eligible, now)
                 file_updates.append((ep, dst, now, fid))
-                attempts.append((job.attempt_id, fid, tier, ep, dst, now, spec.streams))
+                attempts.append((aid, fid, tier, ep, dst, now, spec.streams, tmp))
                 jobs.append(job)
                 free -= 1
         self._batch.events.extend(events)
@@ -289,8 +295,18 @@ class Scheduler:
         now = self.clock()
         stuck = list(self._inflight.values())
         self._pool.write_off(stuck)
-        if stuck:       # still running: journal them as cancelled; resume cleans up
-            self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now) for j in stuck])
+        # Still in a mover (a second Ctrl-C, or past the grace): it may go on writing, or
+        # close a POSC file under its final name, until the process ends. Its attempt and
+        # file stay 'active', so the next resume settles them as after a kill -9 (temp
+        # removed, the destination verified or deleted). Those still waiting for a slot
+        # never started: back to pending.
+        for job in stuck:
+            if job.running:
+                del self._inflight[job.attempt_id]
+        waiting = [j for j in stuck if not j.running]
+        if waiting:
+            self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now)
+                         for j in waiting])
         snap = self.acct.snapshot(now)
         self._close("interrupted", "interrupted", now, in_flight=len(stuck),
                     done=snap.files_done, failed=snap.files_failed)

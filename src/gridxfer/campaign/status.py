@@ -1,5 +1,5 @@
 """The read side of campaigns: status from the journal's indexed counts (< 1 s on 1 M
-files), the list of campaigns, and whether a journal's owning process still lives."""
+files), the list of campaigns, and whether a live process runs it (holds its lock)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import GridxferError
 from . import journal, journalcheck
+from .lock import holder_at as lock_holder_at
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,15 @@ def _alive(pid: str | None) -> bool:
     return True
 
 
+def _running(path: Path, pid: str | None) -> bool:
+    """A live process holds the campaign's lock (lock.py); a journal without a lock file
+    (written by an older gridxfer) falls back to its pid."""
+    lock_file = path.with_suffix(".lock")
+    if lock_file.exists():
+        return lock_holder_at(lock_file) is not None
+    return _alive(pid)
+
+
 def campaign_status(name: str, *, links: bool = False) -> CampaignStatus:
     return _status(journal.journal_path(name), links=links)
 
@@ -72,7 +82,7 @@ def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
             nbytes[st] = nbytes.get(st, 0) + b
             tiers.setdefault(tier, {})[st] = n
     state = "".join(c if c.isprintable() else "?" for c in meta.get("state", "?"))[:20]
-    if state == "running" and not _alive(meta.get("pid")):
+    if state == "running" and not _running(path, meta.get("pid")):
         state = "interrupted"          # killed: resume recovers it
     link_rows: tuple[dict, ...] = ()
     excluded: tuple[dict, ...] = ()

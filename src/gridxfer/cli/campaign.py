@@ -1,4 +1,4 @@
-"""`gridxfer campaign run|resume|status|report|list`: parse, call the core, render.
+"""`gridxfer campaign run|resume|cancel|status|report|list`: parse, call the core, render.
 
 Exit codes come from gridxfer.errors only: PartialFailure (3) after rendering when some
 files failed, Interrupted (4) when stopped by Ctrl-C/SIGTERM (resumable).
@@ -124,9 +124,14 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
     if result.state == "interrupted":
         raise Interrupted(f"campaign {result.name} interrupted; "
                           f"continue with: gridxfer campaign resume {result.name}")
-    if result.files_failed:
-        raise PartialFailure(f"{result.files_failed} of {result.files_total} files failed "
+    failed = result.files_failed - result.cancelled
+    if failed:
+        raise PartialFailure(f"{failed} of {result.files_total} files failed "
                              f"(details: gridxfer campaign report {result.name})")
+    if result.cancelled:
+        raise PartialFailure(f"{result.cancelled} of {result.files_total} files are cancelled; "
+                             f"run them with: gridxfer campaign resume {result.name} "
+                             f"--retry-cancelled")
 
 
 def _render_result(r, as_json: bool) -> None:
@@ -138,11 +143,18 @@ def _render_result(r, as_json: bool) -> None:
                f"{r.files_failed} failed, {fmt_bytes(r.bytes_done)} of {fmt_bytes(r.bytes_total)}"
                + ("" if r.dry_run else f" in {fmt_duration(r.seconds)} ({fmt_rate(r.mean_rate)})")
                + (f", {r.recovered} recovered after a crash" if r.recovered else ""))
-    for f in r.failures[:20]:
+    if r.cleaned is not None:
+        _echo(f"cleanup: {r.cleaned} temporary or partial files left by earlier runs "
+                   f"removed")
+    if r.cancelled:
+        _echo(f"{r.cancelled} files cancelled by `gridxfer campaign cancel` were not run "
+                   f"(resume --retry-cancelled runs them)")
+    failures = [f for f in r.failures if f.error_class != "cancelled"]
+    for f in failures[:20]:
         _echo(f"  FAILED {f.tier} {printable(f.name)}: {f.error_class}: {f.error_msg} "
                    f"({f.attempts} attempts)")
-    if len(r.failures) > 20:
-        _echo(f"  ... and {len(r.failures) - 20} more")
+    if len(failures) > 20:
+        _echo(f"  ... and {len(failures) - 20} more")
     if not r.dry_run:
         _echo(f"journal: {r.journal}")
 
@@ -176,18 +188,51 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, selector: str 
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--selector", default=None, help="Destination selector for every tier.")
 @click.option("--dry-run", is_flag=True, help="Show what is left to do; transfer nothing.")
-@click.option("--retry-failed", is_flag=True, help="Also retry files that failed for good.")
+@click.option("--retry-failed", is_flag=True,
+              help="Also retry files that failed for good (cancelled ones included).")
+@click.option("--retry-cancelled", is_flag=True,
+              help="Run the files `gridxfer campaign cancel` took out.")
 @_alert_options
 def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_run: bool,
-               retry_failed: bool, **kw: Any) -> None:
-    """Continue campaign NAME after an interruption or a crash."""
+               retry_failed: bool, retry_cancelled: bool, **kw: Any) -> None:
+    """Continue campaign NAME after an interruption or a crash.
+
+    First removes what earlier runs left at the destinations (temporary names, partial
+    files) and says how many; a crashed run's transfers are checked and kept or redone."""
     from ..campaign import runner
     _check_selector(selector)
     if dry_run:
         _render_status(runner.campaign_status(name), as_json, links=False)
         return
-    _execute(name, lambda **k: runner.resume_campaign(name, retry_failed=retry_failed, **k),
-             quiet=quiet, as_json=as_json, kw=kw, selector=selector)
+    _execute(name, lambda **k: runner.resume_campaign(
+        name, retry_failed=retry_failed, retry_cancelled=retry_cancelled, **k),
+        quiet=quiet, as_json=as_json, kw=kw, selector=selector)
+
+
+@group.command("cancel")
+@click.argument("name")
+@click.option("--wait", "wait", default="60s", show_default=True, metavar="DURATION",
+              help="How long to wait for a running campaign to stop.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
+    """Stop campaign NAME, or cancel its pending files.
+
+    \b
+    Running (another process holds its lock): that process gets SIGTERM and stops as
+    after Ctrl-C (exit 4; `resume` continues it).
+    Not running: what an earlier run left is cleaned up and every pending file is
+    marked cancelled; `resume --retry-cancelled` brings them back."""
+    from ..campaign.runner import cancel_campaign
+    r = cancel_campaign(name, wait=parse_duration(wait))
+    if as_json:
+        _echo_json(r.to_dict())
+    elif r.stopped_pid is not None:
+        click.echo(f"campaign {name}: stopped pid {r.stopped_pid}; "
+                   f"continue with: gridxfer campaign resume {name}")
+    else:
+        click.echo(f"campaign {name}: {r.cancelled} pending files cancelled, {r.removed} "
+                   f"temporary or partial files removed; run them later with: "
+                   f"gridxfer campaign resume {name} --retry-cancelled")
 
 
 def _check_selector(name: str | None) -> None:

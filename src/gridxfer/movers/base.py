@@ -76,6 +76,10 @@ class TransferParams:
     overwrite: bool = False
     third_party: bool = False               # ask for TPC (both ends must support it)
     cancel: threading.Event | CancelFlag | None = field(default=None, compare=False)
+    # The temporary name to write to (``movers.urls.temp_url`` form), when the caller has
+    # journalled it before the call (campaigns: every byte lands under a recorded name);
+    # None: the mover picks a random one.
+    temp_url: str | None = None
     # Called once when the bytes are in place and only verification is left (size,
     # checksums, rename): the link is free for the next transfer from then on.
     on_data_done: Callable[[], None] | None = field(default=None, compare=False)

@@ -212,7 +212,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
     _algo, verify, expected = checksum_policy(params)
     src_sum = None
     ensure_dir(dst_ops, split_dir(dst)[0])
-    tmp = temp_url(dst)
+    tmp = params.temp_url or temp_url(dst)
     # The source checksum is only needed at the end: it runs WHILE the bytes move (the
     # link is not idle during a local adler32 pass or a server checksum query).
     give_up = threading.Event()

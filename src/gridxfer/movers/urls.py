@@ -75,10 +75,17 @@ def split_dir(url: str) -> tuple[str, str]:
     return head + "/", name
 
 
-def temp_url(dst: str) -> str:
-    """A hidden temporary name in the destination's directory."""
+def temp_url(dst: str, token: str | None = None) -> str:
+    """A hidden temporary name in the destination's directory: ``.<name>.gxpart-<token>``
+    (a random token unless given)."""
     parent, name = split_dir(dst)
-    return f"{parent}.{name}{TEMP_MARK}{os.urandom(4).hex()}"
+    return f"{parent}.{name}{TEMP_MARK}{token or os.urandom(4).hex()}"
+
+
+def attempt_temp_url(dst: str, token: str) -> str:
+    """The temporary name of one campaign attempt (the scheduler journals it before the
+    transfer starts and the mover writes exactly there: ``TransferParams.temp_url``)."""
+    return temp_url(dst, token)
 
 
 def is_temp_name(name: str) -> bool:

@@ -1,0 +1,94 @@
+"""`gridxfer campaign cancel NAME`, through the campaign's lock (lock.py).
+
+* A runner holds the lock: it gets SIGTERM (the pid read from the lock file, after
+  checking that this process really has the lock file open), and stops as after a Ctrl-C:
+  transfers cancelled, temporary files removed, exit 4, resumable. ``cancel`` waits up to
+  ``wait`` seconds for the lock to come free.
+* No runner: ``cancel`` takes the lock, settles what an earlier run left (recovery.sweep:
+  temporary and partial files removed), and marks every pending file cancelled
+  (``state='failed'``, ``error_class='cancelled'``: journal.py). ``resume`` leaves them
+  alone and says so; ``resume --retry-cancelled`` (or ``--retry-failed``) brings them back.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from ..errors import GridxferError, UsageError
+from . import journal
+from .journal import CANCELLED
+from .lock import CampaignBusy, CampaignLock, holder
+from .recovery import sweep
+from .spec import spec_from_dict
+
+CANCEL_MSG = "cancelled by `gridxfer campaign cancel`"
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    name: str
+    stopped_pid: int | None     # the runner that was signalled and has stopped
+    cancelled: int              # pending files marked cancelled (no runner)
+    recovered: int = 0          # attempts an earlier run left active, settled
+    removed: int = 0            # temporary or partial files removed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | None = None,
+                    ops_factory: Callable | None = None) -> CancelResult:
+    path = journal.journal_path(name)
+    if not path.exists():
+        raise UsageError(f"no such campaign journal: {path}")
+    lock = CampaignLock(name)
+    try:
+        lock.acquire()
+    except CampaignBusy as busy:
+        return _stop_runner(name, busy.pid, wait)
+    try:
+        conn = journal.connect(path)
+        try:
+            spec = spec_from_dict(json.loads(journal.get_meta(conn)["spec"]))
+            swept = sweep(conn, spec, mover_factory, ops_factory)
+            now = time.time()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                n = conn.execute("UPDATE files SET state='failed', error_class=?, error_msg=?, "
+                                 "updated=? WHERE state='pending'",
+                                 (CANCELLED, CANCEL_MSG, now)).rowcount
+                journal.add_event(conn, "cancelled", ts=now, files=n, pid=None)
+                journal.set_meta(conn, [("state", "cancelled"), ("updated", repr(now))])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.close()
+    finally:
+        lock.release()
+    return CancelResult(name, None, n, swept.recovered, swept.removed)
+
+
+def _stop_runner(name: str, pid: int | None, wait: float) -> CancelResult:
+    if pid is None or holder(name) != pid:
+        raise GridxferError(f"campaign {name!r} is locked, but the lock file names no live "
+                            f"holder; nothing was signalled")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return CancelResult(name, pid, 0)           # it ended meanwhile
+    except PermissionError:
+        raise GridxferError(f"campaign {name!r} runs as pid {pid}, which this user may not "
+                            f"signal") from None
+    deadline = time.monotonic() + wait
+    while holder(name) == pid:
+        if time.monotonic() > deadline:
+            raise GridxferError(f"campaign {name!r}: pid {pid} got SIGTERM but still runs "
+                                f"after {wait:g} s")
+        time.sleep(0.05)
+    return CancelResult(name, pid, 0)
