@@ -85,9 +85,11 @@ def test_journal_writes_are_redacted(tmp_path):
                   ("x?authz=hunter2", "file:///s/x?authz=hunter2", 2, "T1", None),
                   ("y%3Ftoken%3Dhunter2", "file:///s/y%253Ftoken%253Dhunter2", 3, "T1", None)])
     b = ledger.Batch()
-    b.attempts.append((1, 1, "T1", "root://h//d/", "root://h//d/ok.root", 0.0, 1))
+    b.attempts.append((1, 1, "T1", "root://h//d/", "root://h//d/ok.root", 0.0, 1,
+                       "root://h//d/.ok.root.gxpart-1?authz=hunter2"))
     b.att_rows.append(("failed", 1.0, 0, 0.0, 1, "x", "other",
-                       "open root://h//d/ok.root?authz=hunter2 failed", 1))
+                       "open root://h//d/ok.root?authz=hunter2 failed",
+                       "root://h//d/.ok.root.gxpart-1?authz=hunter2", 1))
     b.events.append(("excluded", {"url": "root://b:hunter2@h//", "reason": "bearer hunter2xx"}))
     ledger.record(conn, b, 1.0)
     rows = {r["name"]: (r["state"], r["error_class"]) for r in
