@@ -46,7 +46,8 @@ class LocalMover:
     def copy(self, src, dst, *, params, progress=None):
         type(self).calls += 1
         if self.kill_after is not None and type(self).calls > self.kill_after:
-            os.kill(os.getpid(), signal.SIGINT)
+            if type(self).calls == self.kill_after + 1:     # one Ctrl-C (two would hurry)
+                os.kill(os.getpid(), signal.SIGINT)
             raise TransferError(ErrorClass.CANCELLED, "interrupted")
         if not os.path.exists(_path(src)):
             raise TransferError(ErrorClass.SOURCE_MISSING, f"{src}: no such file")

@@ -292,6 +292,7 @@ class Scheduler:
         deadline = self.clock() + self.stop_grace
         while self._inflight and self.clock() < deadline and not self.hurry.is_set():
             self._drain(block=0.1)
+        self._drain(block=0.0)                  # what ended meanwhile is not stuck
         now = self.clock()
         stuck = list(self._inflight.values())
         self._pool.write_off(stuck)

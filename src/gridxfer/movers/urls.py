@@ -82,10 +82,14 @@ def temp_url(dst: str, token: str | None = None) -> str:
     return f"{parent}.{name}{TEMP_MARK}{token or os.urandom(4).hex()}"
 
 
-def attempt_temp_url(dst: str, token: str) -> str:
+def attempt_temp_url(dst: str, token: str) -> str | None:
     """The temporary name of one campaign attempt (the scheduler journals it before the
-    transfer starts and the mover writes exactly there: ``TransferParams.temp_url``)."""
-    return temp_url(dst, token)
+    transfer starts and the mover writes exactly there: ``TransferParams.temp_url``);
+    None for a URL without a file name (the attempt fails on it, never the dispatcher)."""
+    try:
+        return temp_url(dst, token)
+    except UsageError:
+        return None
 
 
 def is_temp_name(name: str) -> bool:
