@@ -191,3 +191,36 @@ def test_checks_on_damaged_journals(good_journal, tmp_path):
     tally.add("throughput (all journals)", o, judge_check(o, {0, 1, 2, 3}))
     print(tally.report("damaged journals (check_gridxfer_throughput, _buffer)"))
     assert tally.cases >= 170 and not tally.problems, tally.report("checks")
+
+
+STATE_TEXTS = ["", "{{", "[]", "[1, 2]", "null", '"x"', "5", '{"mode": 5, "endpoints": []}',
+               '{"host": "local", "status": "applied", "profile": "p", "originals": "abc"}',
+               '{"host": "local", "status": "applied", "profile": "p", "originals": [1], '
+               '"files": ["x"]}', '{"host": 1, "originals": {"a": 1}, "files": {"b": 2}}',
+               "[" * 100000 + "]" * 100000, "\xff\xfe", "\0" * 100]
+
+
+def test_damaged_state_files(tmp_path, monkeypatch):
+    """State gridxfer wrote itself, damaged: the testbed inventory and the tuning state.
+    Exit 1 (the environment: gridxfer's own file is broken) with one line naming it."""
+    home = tmp_path / "gxhome"
+    (home / "testbed").mkdir(parents=True)
+    (home / "tuning").mkdir()
+    monkeypatch.setenv("GRIDXFER_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    tally = Tally()
+    for i, text in enumerate(STATE_TEXTS):
+        inv = home / "testbed" / "inventory.json"
+        inv.write_bytes(text.encode("utf-8", "surrogateescape") if text != "\xff\xfe"
+                        else b"\xff\xfe")
+        for argv in (["testbed", "status"], ["testbed", "env"], ["testbed", "down", "--dry-run"],
+                     ["testbed", "exec", "t0-xrd", "--", "true"]):
+            o = run_gx(argv)
+            tally.add(f"inventory #{i}: {' '.join(argv)}", o, judge_gx(o, {1}))
+        st = home / "tuning" / "local.json"
+        st.write_bytes(inv.read_bytes())
+        o = run_gx(["tune", "rollback", "--dry-run"])
+        tally.add(f"tuning state #{i}: rollback --dry-run", o, judge_gx(o, {0, 1}))
+        st.unlink()
+    print(tally.report("damaged state files"))
+    assert tally.cases >= 70 and not tally.problems, tally.report("state files")

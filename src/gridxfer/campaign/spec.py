@@ -38,7 +38,7 @@ from .journal import _NAME_RE
 from .specmodel import (  # noqa: F401  (re-exported: callers import them from here)
     ALGORITHMS, SCHEMES, VERIFY_MODES, _HEX8, CampaignSpec, ChecksumSpec, FileItem, RetrySpec,
     SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
-from .specnodes import Checker as _Checker, _kind, _one_line
+from .specnodes import Checker as _Checker, _kind
 
 
 # ---------------------------------------------------------------- the schema

@@ -135,7 +135,7 @@ def load_inventory(path: Path | None = None) -> Inventory:
         raise TestbedError(f"no testbed is up (no {path}); run `gridxfer testbed up` first")
     try:
         inv = Inventory.from_json(state.read_json(path))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise TestbedError(f"unreadable testbed inventory {path}: {exc}") from exc
     for name, ep in inv.endpoints.items():
         what = credential_in_url(ep.url)

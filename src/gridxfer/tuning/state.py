@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -79,7 +78,7 @@ def load(state_id: str) -> HostState | None:
                                          for o in data.get("originals", [])),
                 files=tuple(PersistedFile(f["path"], f.get("previous"))
                             for f in data.get("files", [])))
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise GridxferError(f"{path}: unreadable tuning state ({exc}); fix or remove it") from None
 
 
