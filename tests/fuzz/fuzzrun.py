@@ -5,7 +5,9 @@ The rule, per entry point:
 - ``gridxfer``: exit 0 (the input happened to be valid), 2 (bad input) or 1 (environment);
   on a failure stderr is exactly ONE line, ``gridxfer: error: ...``, and there is no
   ``Traceback`` anywhere. When the input file is at fault (exit 2) the line names it
-  (``path:`` or ``path:line:``).
+  (``path:`` or ``path:line:``). click's usage errors follow the same rule (one line,
+  ``gridxfer: error: gridxfer campaign run: No such option ... (see ... --help)``); the
+  one exception is a group called without a command (``gridxfer tune``): its help, exit 2.
 - ``check_gridxfer_*`` (Nagios): exit 0-3, bad usage exits 3 (UNKNOWN), stdout's first
   line is the status line ``NAME STATE ...``, and no traceback.
 """

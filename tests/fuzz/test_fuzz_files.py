@@ -152,3 +152,21 @@ def test_generators_are_deterministic():
     assert mutations(1, data, 30) == mutations(1, data, 30)
     assert mutations(1, data, 30) != mutations(2, data, 30)
     assert {name for name, _ in mutations(1, data, len(MUTATORS))} == set(MUTATORS)
+
+
+@pytest.mark.parametrize("files", ['{glob: "*.nothing"}', '{recursive: true, glob: "*.no"}',
+                                   '{from: empty.txt}'])
+def test_dry_run_fails_where_run_fails(tmp_path, home, files):
+    """A glob that matches nothing (or an empty list file): `run --dry-run` said "would
+    transfer 0 files" and exit 0, where `run` exits 2."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.dat").write_bytes(b"a")
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f'campaign: c\nsource: {{url: "file://{tmp_path}/src/", files: {files}}}\n'
+                    f'destinations: [{{tier: T1, pool: ["file://{tmp_path}/dst/"]}}]\n')
+    dry = run_gx(["campaign", "run", "--dry-run", str(spec)])
+    real = run_gx(["campaign", "run", "--quiet", str(spec)])
+    assert judge_gx(dry, {2}) is None and judge_gx(real, {2}) is None, (dry, real)
+    assert dry.err == real.err and "matched no files" in dry.err
+    assert not (home / "campaigns" / "c.sqlite").exists()
