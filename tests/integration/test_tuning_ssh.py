@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -76,7 +78,8 @@ def test_unknown_host_key_accepted_only_with_explicit_opt_in(host, tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--accept-unknown-host-key" in err
     assert main(base + ["--accept-unknown-host-key"]) == 0
-    assert f"[{sshd.address}]:{sshd.port}" in kh.read_text()
+    assert subprocess.run(["ssh-keygen", "-F", f"[{sshd.address}]:{sshd.port}", "-f", str(kh)],
+                          capture_output=True).returncode == 0
     assert main(base) == 0                                  # now known
 
 
@@ -113,3 +116,68 @@ def test_mtu_on_the_session_interface_needs_force(host, tmp_path, gridxfer_home,
     assert link()["mtu"] == 9000 and link()["txqlen"] == 4000
     assert main(["tune", "rollback", *common[1:6]]) == 0
     assert link()["mtu"] == mtu0
+
+
+def server_key(sshd):
+    return Path(sshd.known_hosts).read_text().split()[1:3]      # type, base64
+
+
+def other_key(sshd):
+    return Path(sshd.wrong_known_hosts).read_text().split()[1:3]
+
+
+def test_known_hosts_read_like_openssh(host, tmp_path, capsys):
+    """Comments, blank lines, unknown key types, a @cert-authority line and a hashed entry:
+    the host is recognised and the file is left byte for byte as it was."""
+    from gridxfer.tuning.targets.known_hosts import hash_name
+    ns, sshd = host
+    t, b64 = server_key(sshd)
+    ot, o64 = other_key(sshd)
+    kh = tmp_path / "known_hosts"
+    text = (f"# site hosts\n\n@cert-authority *.example.org {ot} {o64} site-ca\n"
+            f"[{sshd.address}]:{sshd.port} ssh-future-key AAAAB3NzaC1yc2EAAAADAQAB\n"
+            f"other.example.org,!x.example.org {ot} {o64}\n"
+            f"{hash_name(f'[{sshd.address}]:{sshd.port}')} {t} {b64} hashed\n")
+    kh.write_text(text)
+    argv = ["tune", "diff", "dtn-10g", "--skip-global", f"--host=ssh:root@{sshd.address}:{sshd.port}",
+            "--ssh-key", sshd.key, "--known-hosts", str(kh)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert kh.read_text() == text
+
+
+def test_revoked_host_key_is_refused(host, tmp_path, gridxfer_home, capsys):
+    ns, sshd = host
+    t, b64 = server_key(sshd)
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[{sshd.address}]:{sshd.port} {t} {b64}\n@revoked * {t} {b64} stolen\n")
+    before = snap(ns)
+    argv = ["tune", "apply", "untuned-legacy", "--skip-global",
+            f"--host=ssh:root@{sshd.address}:{sshd.port}", "--ssh-key", sshd.key,
+            "--known-hosts", str(kh)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"marked @revoked in {kh}:2" in err, err
+    assert snap(ns) == before and not list((gridxfer_home / "tuning").glob("*.json"))
+    with pytest.raises(HostKeyRefused, match="@revoked"):
+        ssh_target(sshd, known_hosts=str(kh), accept_unknown_host_key=True).run(["true"])
+
+
+def test_unknown_key_appends_one_line_and_keeps_the_rest(host, tmp_path, capsys):
+    ns, sshd = host
+    ot, o64 = other_key(sshd)
+    kh = tmp_path / "known_hosts"
+    original = (f"# keep me\n@cert-authority [{sshd.address}]:* {ot} {o64}\n"
+                "legacy.example.org ssh-future-key AAAAB3NzaC1yc2EAAAADAQAB  # no newline")
+    kh.write_text(original)
+    argv = ["tune", "diff", "dtn-10g", "--skip-global", f"--host=ssh:root@{sshd.address}:{sshd.port}",
+            "--ssh-key", sshd.key, "--known-hosts", str(kh)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "@cert-authority line, ignored" in err and "unknown host key" in err
+    assert kh.read_text() == original
+    assert main(argv + ["--accept-unknown-host-key"]) == 0
+    text = kh.read_text()
+    assert text.startswith(original + "\n") and text.count("\n") == original.count("\n") + 2
+    assert subprocess.run(["ssh-keygen", "-F", f"[{sshd.address}]:{sshd.port}", "-f", str(kh)],
+                          capture_output=True).returncode == 0
+    assert main(argv) == 0 and kh.read_text() == text           # known now, nothing added

@@ -1,9 +1,12 @@
 """A remote host over SSH (paramiko): key authentication, sudo, host keys from known_hosts.
 
-An unknown host key is refused unless ``accept_unknown_host_key=True`` (the CLI's
-``--accept-unknown-host-key``), which trusts it and records it in the known_hosts file
+known_hosts is read the way OpenSSH reads it (``known_hosts.py``: patterns, hashed names,
+``@revoked`` honoured, ``@cert-authority`` ignored), not by paramiko's HostKeys. An unknown
+host key is refused unless ``accept_unknown_host_key=True`` (the CLI's
+``--accept-unknown-host-key``), which trusts it and appends one line for it to the file
 (like OpenSSH's ``StrictHostKeyChecking=accept-new``). A key that differs from the recorded
-one is always refused. Commands are argument lists joined with ``shlex.join``.
+one, or one marked ``@revoked``, is always refused, before authentication. Commands are
+argument lists joined with ``shlex.join``.
 """
 from __future__ import annotations
 
@@ -14,11 +17,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import GridxferError
+from . import known_hosts as kh
 from .base import CommandTarget, RunResult, TargetError
+
+_RSA_ALGORITHMS = ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
 
 
 class HostKeyRefused(GridxferError):
     """The server's host key is unknown or does not match known_hosts."""
+
+
+class HostKeyRevoked(HostKeyRefused):
+    """The server's host key is marked @revoked in known_hosts."""
 
 
 class SshTarget(CommandTarget):
@@ -40,33 +50,29 @@ class SshTarget(CommandTarget):
             return self._client
         import paramiko
 
-        client = paramiko.SSHClient()
-        if self.known_hosts.exists():
-            client.load_host_keys(str(self.known_hosts))
-        client.set_missing_host_key_policy(
-            paramiko.AutoAddPolicy() if self.accept_unknown else paramiko.RejectPolicy())
+        try:
+            entries = kh.load(self.known_hosts)
+        except OSError as exc:
+            raise TargetError(f"{self.label}: cannot read {self.known_hosts}: "
+                              f"{exc.strerror or exc}") from None
+        name = kh.host_name(self.host, self.port)
+        client = paramiko.SSHClient()                  # paramiko itself is given no host keys:
+        client.set_missing_host_key_policy(_Policy(self, entries, name))     # _Policy decides
         try:
             client.connect(self.host, port=self.port, username=self.user,
                            key_filename=self.key_filename, look_for_keys=self.key_filename is None,
                            allow_agent=self.key_filename is None, timeout=self.timeout,
-                           banner_timeout=self.timeout, auth_timeout=self.timeout)
-        except paramiko.BadHostKeyException:
+                           banner_timeout=self.timeout, auth_timeout=self.timeout,
+                           transport_factory=_prefer(kh.known_types(entries, name)))
+        except GridxferError:
             client.close()
-            raise HostKeyRefused(f"{self.label}: host key does not match {self.known_hosts}; "
-                                 "refusing (possible man-in-the-middle)") from None
+            raise
         except paramiko.SSHException as exc:
             client.close()
-            if "not found in known_hosts" in str(exc):
-                raise HostKeyRefused(
-                    f"{self.label}: unknown host key (not in {self.known_hosts}); refusing. "
-                    "Check it, add it to known_hosts, or pass --accept-unknown-host-key") from None
             raise TargetError(f"{self.label}: ssh: {exc}") from None
         except (OSError, socket.timeout) as exc:
             client.close()
             raise TargetError(f"{self.label}: cannot connect: {exc}") from None
-        if self.accept_unknown:
-            self.known_hosts.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            client.save_host_keys(str(self.known_hosts))
         self._client = client
         return client
 
@@ -106,3 +112,52 @@ class SshTarget(CommandTarget):
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _prefer(types: list[str]):
+    """A paramiko transport factory that negotiates the host-key types known_hosts has for
+    the host first, as ssh(1) does (else the server's other key would look unknown)."""
+    import paramiko
+
+    wanted = [a for t in types for a in (_RSA_ALGORITHMS if t == "ssh-rsa" else (t,))]
+
+    def factory(sock, **kwargs):
+        transport = paramiko.Transport(sock, **kwargs)
+        opts = transport.get_security_options()
+        first = [a for a in wanted if a in opts.key_types]
+        opts.key_types = first + [a for a in opts.key_types if a not in first]
+        return transport
+    return factory
+
+
+class _Policy:
+    """Decides on the server's key after key exchange, before authentication."""
+
+    def __init__(self, target: SshTarget, entries: list[kh.Entry], name: str) -> None:
+        self.target, self.entries, self.name = target, entries, name
+
+    def missing_host_key(self, client, hostname, key) -> None:
+        t, blob = self.target, key.asbytes()
+        verdict = kh.check(self.entries, self.name, key.get_name(), blob)
+        where = t.known_hosts
+        if verdict.status == kh.KNOWN:
+            return
+        if verdict.status == kh.REVOKED_KEY:
+            raise HostKeyRevoked(f"{t.label}: host key {key.get_name()} {kh.fingerprint(blob)} is "
+                                 f"marked @revoked in {where}:{verdict.entry.line}; refusing")
+        if verdict.status == kh.CHANGED:
+            raise HostKeyRefused(f"{t.label}: host key does not match {where}:{verdict.entry.line}; "
+                                 "refusing (possible man-in-the-middle)")
+        ca = (f" ({where}:{verdict.ca_lines[0]} is a @cert-authority line, ignored: paramiko "
+              "cannot verify host certificates)") if verdict.ca_lines else ""
+        if not t.accept_unknown:
+            raise HostKeyRefused(
+                f"{t.label}: unknown host key {key.get_name()} {kh.fingerprint(blob)} (not in "
+                f"{where}){ca}; refusing. Check it, add it to known_hosts, or pass "
+                "--accept-unknown-host-key")
+        try:
+            kh.append(where, self.name, key.get_name(), blob,
+                      hashed=kh.ssh_hashes_known_hosts(t.host, t.port))
+        except OSError as exc:
+            raise TargetError(f"{t.label}: cannot record the host key in {where}: "
+                              f"{exc.strerror or exc}") from None
