@@ -10,9 +10,10 @@
     rollback(t)                                                  # RollbackResult
 
 ``ifaces`` names the interfaces NIC settings (txqueuelen, mtu, rings, pause, coalesce) go to;
-without it NIC settings are reported as skipped. ``skip_global`` turns keys that cannot be set
-inside a network namespace (rmem_max, wmem_max, netdev_max_backlog, default_qdisc, tcp_mem)
-into skipped items instead of a ValidationError. Errors are GridxferError subclasses:
+without it NIC settings are reported as skipped. ``skip_global`` turns keys that are not the
+target namespace's own (``TuningTarget.out_of_scope``: for ``netns:`` every key outside net.*
+and the net.* keys the kernel keeps for the initial namespace, such as rmem_max or tcp_mem)
+into skipped items instead of a ValidationError (whose ``items`` is the diff). Errors are GridxferError subclasses:
 ValidationError (exit 2, nothing written), ApplyFailed (originals restored), CrashedApply.
 """
 from __future__ import annotations
