@@ -224,3 +224,17 @@ def test_damaged_state_files(tmp_path, monkeypatch):
         st.unlink()
     print(tally.report("damaged state files"))
     assert tally.cases >= 70 and not tally.problems, tally.report("state files")
+
+
+@pytest.mark.parametrize("target,code,fragment", [
+    ("missing/dir/t.png", 2, "no such directory"),
+    ("t.weird-suffix", 0, None),                 # always a PNG, whatever the suffix
+])
+def test_report_png_target(good_journal, tmp_path, target, code, fragment):
+    out = tmp_path / target
+    o = run_gx(["campaign", "report", "good", "--png", str(out)])
+    assert judge_gx(o, {code}, (str(out.parent),)) is None, o
+    if fragment:
+        assert fragment in o.err and not (tmp_path / "missing").exists()
+    else:
+        assert out.read_bytes().startswith(b"\x89PNG")
