@@ -9,6 +9,7 @@ API::
     inv = load_inventory()                 # GridxferError if no testbed is up
     inv.resolve("t1a-xrd1")                # -> "root://127.0.0.1:40123//data/"
     inv.resolve("t1a-xrd1/sub/f.root")     # -> "root://127.0.0.1:40123//data/sub/f.root"
+    inv.resolve("t1a-davs1/sub/f.root")    # -> "davs://127.0.0.1:40123/data/sub/f.root"
     inv.client_env()                       # X509_CERT_DIR, X509_USER_PROXY, ... for clients
     inv.local_path("gsiftp://localhost:4100/tmp/.../data/f")  # -> Path on disk (or None)
 """
@@ -41,11 +42,16 @@ class Endpoint:
 
     ``url`` is the base URL of the endpoint's data area and always ends with ``/``;
     ``data_dir`` is the same area on disk (for tests that inspect or corrupt files).
+    An xrootd also serves the same area as ``davs_url`` (XrdHttp over TLS), which the
+    inventory also resolves under the name ``davs_name``. ``auth`` is what ``url`` asks of
+    a client (``none``, ``ztn``: a bearer token, ``gsi``: an X.509 proxy), ``davs_auth``
+    what ``davs_url`` asks (``none``: anonymous, an X.509 proxy is accepted; ``token``);
+    token scopes are relative to ``token_base`` (``storage.read:/f`` is ``/data/f``).
     """
 
     name: str
     url: str
-    protocol: str          # "root" | "gsiftp" | "ftp"
+    protocol: str          # "root" | "roots" | "gsiftp" | "ftp"
     tier: str
     data_dir: str
     pid: int
@@ -55,12 +61,18 @@ class Endpoint:
     host: str = ""         # the host (netns name) the server runs on; "" = this machine
     throttle: float | None = None    # bytes/s, if the server is throttled
     size_limit: int | None = None    # bytes, if the data dir is a size-limited mount
+    davs_url: str = ""     # the same data area over davs:// ("" if the server has no HTTP)
+    davs_name: str = ""    # the inventory name of davs_url ("" = none)
+    auth: str = ""         # what url asks for: "none" | "ztn" | "gsi" ("" = not recorded)
+    davs_auth: str = ""    # what davs_url asks for: "none" | "token"
+    token_base: str = ""   # the server path token scopes are relative to
 
     def path_of(self, url: str) -> Path | None:
         """The on-disk path of ``url`` if it lies on this endpoint, else None."""
-        if not _same_endpoint(self.url, url):
+        base_url = next((b for b in (self.url, self.davs_url) if b and _same_endpoint(b, url)), None)
+        if base_url is None:
             return None
-        base, path = _url_path(self.url), _url_path(url)
+        base, path = _url_path(base_url), _url_path(url)
         if path.rstrip("/") + "/" == base:
             return Path(self.data_dir)
         if not path.startswith(base):
@@ -83,10 +95,13 @@ class Inventory:
         if "://" in name_or_url:
             return name_or_url
         name, _, rest = name_or_url.partition("/")
-        if name not in self.endpoints:
-            known = ", ".join(sorted(self.endpoints)) or "none"
-            raise TestbedError(f"unknown testbed endpoint {name!r} (known: {known})")
-        return self.endpoints[name].url + rest
+        if name in self.endpoints:
+            return self.endpoints[name].url + rest
+        davs = {ep.davs_name: ep.davs_url for ep in self.endpoints.values() if ep.davs_name}
+        if name in davs:
+            return davs[name] + rest
+        known = ", ".join(sorted([*self.endpoints, *davs])) or "none"
+        raise TestbedError(f"unknown testbed endpoint {name!r} (known: {known})")
 
     def client_env(self) -> dict[str, str]:
         """Environment variables a client (gfal2, XrdCl, globus-url-copy) needs."""
@@ -138,11 +153,12 @@ def load_inventory(path: Path | None = None) -> Inventory:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise TestbedError(f"unreadable testbed inventory {path}: {exc}") from exc
     for name, ep in inv.endpoints.items():
-        what = credential_in_url(ep.url)
-        if what:
-            raise SpecError(f"the URL {redact(ep.url)!r} carries {what}: "
-                            f"{WHERE_CREDENTIALS_GO}", path=str(path),
-                            field=f"endpoints.{name}.url")
+        for key in ("url", "davs_url"):
+            what = credential_in_url(getattr(ep, key))
+            if what:
+                raise SpecError(f"the URL {redact(getattr(ep, key))!r} carries {what}: "
+                                f"{WHERE_CREDENTIALS_GO}", path=str(path),
+                                field=f"endpoints.{name}.{key}")
     return inv
 
 
@@ -161,12 +177,17 @@ def _url_path(url: str) -> str:
     return path or "/"
 
 
+# Schemes that reach the same server: davs:// is https:// for WebDAV clients, roots://
+# is root:// over TLS.
+_SAME_SCHEME = {"davs": "https", "dav": "http", "roots": "root", "xroot": "root", "xroots": "root"}
+
+
 def _netloc(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if host in ("localhost", "127.0.0.1", "::1", "ip6-localhost"):
         host = "localhost"
-    return parts.scheme, host, parts.port
+    return _SAME_SCHEME.get(parts.scheme, parts.scheme), host, parts.port
 
 
 def _same_endpoint(a: str, b: str) -> bool:

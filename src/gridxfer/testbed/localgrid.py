@@ -28,9 +28,11 @@ from typing import Literal
 from .. import state
 from . import ca as ca_mod
 from . import inventory as inv_mod
+from . import tokens as tok_mod
 from .gridftp import check_gsi_login, start_gridftp
 from .inventory import Endpoint, Inventory, TestbedError
 from .procs import alive, matching_procs, pidfile_procs, run_quiet, terminate, tree
+from .xrdhttp import AUTH_MODES, AuthMode, XrdSecurity
 from .xrootd import chown_tree, ensure_user, start_xrootd
 
 Kind = Literal["xrootd", "gsiftp", "ftp"]
@@ -44,6 +46,14 @@ class ServerSpec:
     tier: str
     throttle: float | None = None      # bytes/s (xrootd only: the throttle plugin)
     size_limit: int | None = None      # bytes: data dir is a tmpfs of this size (root only)
+    auth: AuthMode = "none"            # xrootd only: none | token | gsi (testbed.xrdhttp)
+    davs_name: str = ""                # xrootd: the name of its davs:// URL (default derived)
+
+    def davs_alias(self) -> str:
+        """``t1a-xrd1`` -> ``t1a-davs1``; other names get ``-davs`` appended."""
+        if self.davs_name or self.kind != "xrootd":
+            return self.davs_name
+        return self.name.replace("-xrd", "-davs", 1) if "-xrd" in self.name else f"{self.name}-davs"
 
 
 DEFAULT_SERVERS: tuple[ServerSpec, ...] = (
@@ -54,6 +64,15 @@ DEFAULT_SERVERS: tuple[ServerSpec, ...] = (
     ServerSpec("t1a-gsiftp", "gsiftp", "T1A"),
     ServerSpec("t1b-xrd", "xrootd", "T1B"),
     ServerSpec("t1b-ftp", "ftp", "T1B"),
+)
+
+# Endpoints with real authentication (`testbed up --auth`, or add them to a spec):
+# two token servers (davs:// needs a WLCG token, root:// needs one through ztn) for
+# HTTP-TPC with a token per side, and one GSI server (roots:// with an X.509 proxy).
+AUTH_SERVERS: tuple[ServerSpec, ...] = (
+    ServerSpec("t2-tok1", "xrootd", "T2", auth="token", davs_name="t2-davs1"),
+    ServerSpec("t2-tok2", "xrootd", "T2", auth="token", davs_name="t2-davs2"),
+    ServerSpec("t2-gsi", "xrootd", "T2", auth="gsi", davs_name="t2-gsi-davs"),
 )
 
 
@@ -126,6 +145,13 @@ def _check_spec(spec: LocalGridSpec) -> None:
             raise TestbedError(f"server {s.name}: unknown kind {s.kind!r} (xrootd, gsiftp, ftp)")
         if s.throttle and s.kind != "xrootd":
             raise TestbedError(f"server {s.name}: throttle is only supported for xrootd")
+        if s.auth not in AUTH_MODES or (s.auth != "none" and s.kind != "xrootd"):
+            raise TestbedError(f"server {s.name}: auth {s.auth!r} needs kind xrootd and one of "
+                               f"{', '.join(AUTH_MODES)}")
+    aliases = [s.davs_alias() for s in spec.servers if s.davs_alias()]
+    clash = set(aliases) & set(names) or len(set(aliases)) != len(aliases)
+    if clash:
+        raise TestbedError(f"davs names clash with each other or with server names: {aliases}")
         if s.size_limit and os.geteuid() != 0:
             raise TestbedError(f"server {s.name}: size_limit needs root (tmpfs mount)")
 
@@ -133,8 +159,12 @@ def _check_spec(spec: LocalGridSpec) -> None:
 def _start(spec: LocalGridSpec, base: Path) -> Inventory:
     user = ensure_user()
     gsi = spec.gsi
-    if gsi is None and any(s.kind == "gsiftp" for s in spec.servers):
+    if gsi is None and any(s.kind in ("gsiftp", "xrootd") for s in spec.servers):
         gsi = ca_mod.make_test_ca(base / "ca", local_user=user)
+    issuer_dir = ""
+    if any(s.kind == "xrootd" for s in spec.servers):
+        issuer_dir = str(base / "issuer")
+        tok_mod.make_issuer(Path(issuer_dir))
     env = {**client_env(gsi), **spec.extra_env}
     mounts: list[str] = []
     endpoints: dict[str, Endpoint] = {}
@@ -146,24 +176,38 @@ def _start(spec: LocalGridSpec, base: Path) -> Inventory:
             mounts.append(str(sdir / "data"))
             state.write_json(_pointer(), {"base_dir": str(base), "mounts": mounts})
             chown_tree(sdir / "data", user)
-        endpoints[s.name] = _start_server(s, sdir, gsi)
+        endpoints[s.name] = _start_server(s, sdir, gsi, _security(s, gsi, issuer_dir, user))
     first_gsi = next((ep for ep in endpoints.values() if ep.kind == "gsiftp"), None)
     if first_gsi is not None:
         check_gsi_login(first_gsi, env)
     inv = Inventory(mode="local", endpoints=endpoints, env=env, base_dir=str(base),
                     pids={n: ep.pid for n, ep in endpoints.items()}, mounts=tuple(mounts),
-                    extra={"gsi": _gsi_json(gsi), "service_user": user})
+                    extra={"gsi": _gsi_json(gsi), "service_user": user, "issuer": issuer_dir})
     inv_mod.save_inventory(inv)
     return inv
 
 
-def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles | None, attempts: int = 3) -> Endpoint:
+def _security(s: ServerSpec, gsi: ca_mod.GsiFiles | None, issuer_dir: str,
+              user: str) -> XrdSecurity | None:
+    """TLS (davs://) for every xrootd, and its authentication (ServerSpec.auth)."""
+    if s.kind != "xrootd" or gsi is None:
+        return None
+    return XrdSecurity(cert_dir=gsi.cert_dir, host_cert=gsi.host_cert, host_key=gsi.host_key,
+                       auth=s.auth, issuer_dir=issuer_dir, gridmap=gsi.gridmap, user=user,
+                       proxy=gsi.proxy)
+
+
+def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles | None,
+                  security: XrdSecurity | None = None, attempts: int = 3) -> Endpoint:
     """Start one server on a free port; retry on a new port if another process took it
     between bind(0) and the server's own bind (parallel test sessions do that)."""
     for attempt in range(attempts):
         try:
             if s.kind == "xrootd":
-                return start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle, size_limit=s.size_limit)
+                return start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle, size_limit=s.size_limit,
+                                    security=security, davs_name=s.davs_alias(),
+                                    # GSI wants the certificate's CN (localhost) in the URL
+                                    host="localhost" if s.auth == "gsi" else None)
             return start_gridftp(s.name, sdir, gsi=gsi if s.kind == "gsiftp" else None, tier=s.tier,
                                  size_limit=s.size_limit)
         except TestbedError as exc:
@@ -260,7 +304,8 @@ def status() -> dict:
     inv = inv_mod.load_inventory()
     eps = {n: {"url": ep.url, "protocol": ep.protocol, "tier": ep.tier, "pid": ep.pid,
                "alive": alive(ep.pid), "data_dir": ep.data_dir, "log": ep.log,
-               "throttle": ep.throttle, "size_limit": ep.size_limit}
+               "throttle": ep.throttle, "size_limit": ep.size_limit, "davs_url": ep.davs_url,
+               "davs_name": ep.davs_name, "auth": ep.auth, "davs_auth": ep.davs_auth}
            for n, ep in inv.endpoints.items()}
     return {"mode": inv.mode, "up": any(e["alive"] for e in eps.values()), "base_dir": inv.base_dir,
             "inventory": str(inv_mod.inventory_path()), "endpoints": eps, "env": inv.client_env()}

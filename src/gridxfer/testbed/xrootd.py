@@ -38,7 +38,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import xrdhttp
 from .inventory import Endpoint, TestbedError
+from .xrdhttp import XrdSecurity
 from .procs import free_port, listens, run_quiet, spawn, wait_ready
 
 XROOTD = "/usr/bin/xrootd"
@@ -89,7 +91,8 @@ def drop_privileges(user: str) -> list[str]:
     return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups", "--"]
 
 
-def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None) -> str:
+def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None,
+                  extra: Sequence[str] = ()) -> str:
     run = server_dir / "run"
     lines = [
         f"xrd.port {port}",
@@ -102,19 +105,24 @@ def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None)
     ]
     if throttle:
         lines += ["xrootd.fslib throttle default", f"throttle.throttle data {int(throttle)}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *extra]) + "\n"
 
 
 def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: str = "127.0.0.1",
                  host: str | None = None, throttle: float | None = None, wrap: Sequence[str] = (),
                  run_as: str | None = None, tier: str = "", ready_timeout: float = 20.0,
-                 size_limit: int | None = None) -> Endpoint:
-    """Start one xrootd; returns its Endpoint once ``xrdfs query config version`` answers."""
+                 size_limit: int | None = None, security: XrdSecurity | None = None,
+                 davs_name: str = "") -> Endpoint:
+    """Start one xrootd; returns its Endpoint once ``xrdfs query config version`` answers.
+
+    With ``security`` it also serves ``davs://`` (XrdHttp over TLS, HTTP-TPC) on the same
+    port and authenticates as ``security.auth`` says (:mod:`gridxfer.testbed.xrdhttp`)."""
     if not Path(XROOTD).exists():
         raise TestbedError(f"{XROOTD} not found (apt-get install xrootd-server)")
     server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
+    extra_cfg, extra_env = xrdhttp.prepare(security, server_dir, port) if security else ([], {})
     cfg = run / "xrootd.cfg"
-    cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle))
+    cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle, extra=extra_cfg))
     log = run / "xrootd.log"
     argv = [XROOTD, "-c", str(cfg), "-l", str(log)]
     if os.geteuid() == 0:
@@ -123,13 +131,16 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
         chown_tree(server_dir, user)
         os.chmod(server_dir, 0o755)
         argv = [*drop_privileges(user), *argv]
-    proc = spawn("xrootd", argv, run, env=_server_env(), wrap=wrap, cwd=run)
+    proc = spawn("xrootd", argv, run, env={**_server_env(), **extra_env}, wrap=wrap, cwd=run)
     url_host = host or bind
     netloc = f"[{url_host}]:{port}" if ":" in url_host else f"{url_host}:{port}"
-    probe_url = f"root://{bind}:{port}" if ":" not in bind else f"root://[{bind}]:{port}"
+    # GSI clients insist that the server certificate's CN is the host name in the URL
+    probe_host = url_host if security and security.auth == "gsi" else bind
+    probe_url = f"root://{probe_host}:{port}" if ":" not in probe_host else f"root://[{probe_host}]:{port}"
 
-    probe_env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_CONNECTIONWINDOW": "2",
-                 "XRD_REQUESTTIMEOUT": "4", "XRD_STREAMTIMEOUT": "4"}
+    probe_env = xrdhttp.probe_env(security, {
+        **os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_CONNECTIONWINDOW": "2",
+        "XRD_REQUESTTIMEOUT": "4", "XRD_STREAMTIMEOUT": "4"})
 
     def probe() -> bool:
         if not wrap and not listens(proc.pid, port):     # ours, not some other server
@@ -139,9 +150,14 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
         return res.returncode == 0 and res.stdout.strip().startswith("v")
 
     wait_ready(proc, probe, timeout=ready_timeout, what=f"xrootd {name!r} on port {port}", log=str(log))
-    return Endpoint(name=name, url=f"root://{netloc}//data/", protocol="root", tier=tier,
+    scheme = "roots" if security and security.auth == "gsi" else "root"
+    http = {} if security is None else {
+        "davs_url": f"davs://{netloc}/data/", "davs_name": davs_name,
+        "auth": security.root_auth(), "davs_auth": security.davs_auth(),
+        "token_base": xrdhttp.TOKEN_BASE if security.auth == "token" else ""}
+    return Endpoint(name=name, url=f"{scheme}://{netloc}//data/", protocol=scheme, tier=tier,
                     data_dir=str(data), pid=proc.pid, log=str(log), kind="xrootd", port=port,
-                    throttle=throttle, size_limit=size_limit)
+                    throttle=throttle, size_limit=size_limit, **http)
 
 
 def check_reachable(path: Path, user: str) -> None:
