@@ -61,7 +61,12 @@ _USERINFO = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://[^/?#@\s:\"\\]
 _AUTH_HEADER = re.compile(r"(?i)(\b\w*authorization\s*:\s*)(?:(?:bearer|basic|negotiate)\s+)?"
                           r"[^\s\"\\]+")
 _BEARER = re.compile(r"(?i)\b(bearer(?:\s+|%20|\+))[A-Za-z0-9._~+/=-]{6,}")
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+# A JWT is three base64url parts; its first part is a JSON object: '{"' encodes as "eyJ",
+# '{ "' as "eyA", '{\n' as "ewo", '{\r\n' as "ew0". It is found anywhere, also inside a
+# word ("%20eyJ...", "Bearer%2520eyJ...", "tok_eyJ..."). The rarer prefixes are masked
+# only when the first part really decodes to a JSON object (host names like
+# "ewok-01.cern.ch" stay).
+_JWT = re.compile(r"(eyJ|eyA|ewo|ew0)([A-Za-z0-9_-]{4,})\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 _PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[^\"\\])*"
                   r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?")
 
@@ -70,7 +75,24 @@ def _may_hold_one(t: str) -> bool:
     """Cheap pre-check (substring tests, 0.2 us): text with none of these cannot match a
     pattern above. Most text (URLs without credentials) stops here."""
     return ("@" in t or "=" in t or "%3" in t or "earer" in t or "EARER" in t
-            or "uthorization" in t or "UTHORIZATION" in t or "eyJ" in t or "PRIVATE KEY" in t)
+            or "uthorization" in t or "UTHORIZATION" in t or "eyJ" in t or "eyA" in t
+            or "ewo" in t or "ew0" in t or "PRIVATE KEY" in t)
+
+
+def _jwt_mask(m: re.Match[str]) -> str:
+    if m.group(1) == "eyJ" or _json_object(m.group(1) + m.group(2)):
+        return MASK
+    return m.group(0)
+
+
+def _json_object(part: str) -> bool:
+    import base64
+    import json
+    try:
+        obj = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict)
 
 
 def redact(text: str) -> str:
@@ -82,7 +104,7 @@ def redact(text: str) -> str:
     text = _QUERY.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
     text = _BEARER.sub(rf"\1{MASK}", text)
-    return _JWT.sub(MASK, text)
+    return _JWT.sub(_jwt_mask, text)
 
 
 def redact_obj(obj: Any) -> Any:
