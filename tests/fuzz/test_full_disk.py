@@ -78,3 +78,22 @@ def test_tune_apply_on_a_full_disk_exit_1_one_line_and_writes_nothing(tmp_path, 
         assert judge_gx(o, {1}) is None, o
         assert "No space left on device" in o.err
         assert {k: ns.sysctl(k) for k in keys} == before
+
+
+def test_disk_full_while_planning_says_run_again(tmp_path, tiny_home):
+    """Full before the plan is committed: no journal is kept, and the line says to run
+    again (not to resume a journal that does not exist)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(2000):
+        (src / f"a-rather-long-file-name-to-fill-the-journal-{i:05d}.dat").write_text("x")
+    spec = tmp_path / "plan.yaml"
+    spec.write_text(f'campaign: plan\nsource: {{url: "file://{src}/", files: {{glob: "*.dat"}}}}\n'
+                    f'destinations: [{{tier: T1, pool: ["file://{tmp_path}/dst/"]}}]\n')
+    st = os.statvfs(tiny_home)
+    subprocess.run(["fallocate", "-l", str(st.f_bavail * st.f_frsize - 64 * 1024),
+                    str(tiny_home / "filler")], check=True)
+    o = run_gx(["campaign", "run", "--quiet", str(spec)])
+    assert judge_gx(o, {1}) is None, o
+    assert "disk is full; free some space and run again" in o.err
+    assert not (tiny_home / "campaigns" / "plan.sqlite").exists()

@@ -36,6 +36,21 @@ class JournalEnvironmentError(GridxferError):
     """The journal is fine but cannot be used now: full disk, I/O error, locked (exit 1)."""
 
 
+class JournalDiskFull(JournalEnvironmentError):
+    """SQLITE_FULL. What to do next depends on whether the journal was kept (a plan that
+    fails is removed), so the line is decided when it is printed, after every clean-up."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.text = path, text
+        super().__init__(f"{path}: {text}")
+
+    def __str__(self) -> str:
+        if not self.path.exists():
+            return f"{self.path}: {self.text}; free some space and run again"
+        return (f"{self.path}: {self.text}; the journal is consistent: free some space, then "
+                f"`gridxfer campaign resume {self.path.stem}`")
+
+
 def ro_uri(path: Path) -> str:
     """A read-only SQLite URI for any path (a '?' or '#' in a path would end it)."""
     return f"file:{quote(str(path))}?mode=ro"
@@ -73,9 +88,7 @@ def error(path: Path | str, exc: sqlite3.Error) -> GridxferError:
     """One line for a SQLite error on journal ``path``, exit 1 or 2 as the module says."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     if "full" in text.lower():
-        return JournalEnvironmentError(f"{path}: {text}; the journal is consistent: free "
-                                       f"some space, then `gridxfer campaign resume "
-                                       f"{Path(path).stem}`")
+        return JournalDiskFull(Path(path), text)
     if any(k in text.lower() for k in _ENVIRONMENT):
         return JournalEnvironmentError(f"{path}: {text}")
     return JournalUnusable(f"{path}: damaged or not a gridxfer journal: {text}")

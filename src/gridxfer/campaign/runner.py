@@ -118,7 +118,11 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
     tiers = [t.name for t in spec.destinations]
     rows = ((e.name, e.src_url, e.size, tier, e.adler32, e.bad) for e in expand(spec.source)
             for tier in tiers)
-    conn = journal.connect(path, create=True)
+    try:
+        conn = journal.connect(path, create=True)
+    except BaseException:           # a full disk while creating it: keep no half journal
+        _remove_journal(path)
+        raise
     try:
         meta = {"name": spec.name, "spec": json.dumps(spec_to_dict(spec), sort_keys=True),
                 "spec_path": spec.path, "created": repr(time.time()), "state": "planned"}
@@ -127,12 +131,16 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
             raise _no_files(spec)
     except BaseException:
         conn.close()
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{path}{suffix}")
+        _remove_journal(path)
         raise
     conn.close()
     return path, count
+
+
+def _remove_journal(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
 
 
 def _refuse_credentials(spec: CampaignSpec) -> None:
