@@ -133,3 +133,11 @@ def test_profile_file_name_must_be_a_name(tmp_path):
     path.write_text("net.ipv4.tcp_sack = 0\n")
     with pytest.raises(UsageError, match="file name"):
         load_profile(str(path))
+
+
+def test_include_depth_is_bounded(tmp_path):
+    for i in range(40):
+        (tmp_path / f"p{i}.conf").write_text(f"# include: p{i + 1}\nnet.ipv4.tcp_sack = 0\n")
+    (tmp_path / "p40.conf").write_text("net.ipv4.tcp_sack = 1\n")
+    with pytest.raises(SpecError, match="nested deeper than 16"):
+        load_profile(str(tmp_path / "p0.conf"))

@@ -127,6 +127,8 @@ def load_profile(name: str) -> Profile:
 
 def _load(path: Path, stack: tuple[str, ...]) -> Profile:
     real = str(path.resolve())
+    if len(stack) >= MAX_INCLUDE_DEPTH:
+        raise SpecError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} levels", path=str(path))
     if real in stack:
         raise SpecError("include cycle: " + " -> ".join(Path(s).stem for s in stack + (real,)),
                         path=str(path))
@@ -156,6 +158,7 @@ def _find_include(name: str, here: Path) -> Path:
     return local if local.is_file() else find_profile(name)
 
 
+MAX_INCLUDE_DEPTH = 16
 MAX_LINE = 4096       # no sysctl value is longer; the kernel reads at most a page
 MAX_FILE = 1 << 20
 _JINJA = ("{{", "{%", "{#")

@@ -128,9 +128,15 @@ class TuningTarget(abc.ABC):
         keys the namespace shows read-only, or does not have while they are known to belong
         to the initial namespace only (``rules.GLOBAL_ONLY``: a remote host cannot be asked)."""
         net = [k for k in keys if k.startswith("net.")]
-        if not net or not self.in_child_netns():
+        if not net:
             return {}
-        seen = self.stat_entries(net)
+        probe = ["net.core.rmem_max", "net.core.netdev_max_backlog"]     # see in_child_netns
+        seen = self.stat_entries(list(dict.fromkeys(net + probe)))      # one round trip
+        if self.__dict__.get("_in_child_netns") is None:
+            self.__dict__["_in_child_netns"] = any(k not in seen or not seen[k][0] & 0o200
+                                                   for k in probe)
+        if not self.in_child_netns():
+            return {}
         out = {}
         for key in net:
             if key in seen and not seen[key][0] & 0o200:
