@@ -15,11 +15,14 @@ from types import ModuleType
 
 import click
 
+from .. import state
 from ..errors import UsageError
 from ..testbed import inventory as inv_mod
 from ..testbed.inventory import Inventory, TestbedError
-from ..limits import MAX_BYTERATE, MAX_SIZE, parse_within
-from ..units import fmt_bytes, fmt_rate, parse_byterate, parse_size
+from ..limits import MAX_BYTERATE, MAX_DURATION, MAX_SIZE, parse_within
+from ..units import fmt_bytes, fmt_rate, parse_byterate, parse_duration, parse_size
+
+TOKEN_FILE = "bearer-token"       # $GRIDXFER_HOME/testbed/bearer-token, written by `env`
 
 
 def _netgrid() -> ModuleType:
@@ -47,14 +50,18 @@ def group() -> None:
       t0-xrd (root://), t0-gsiftp (GSI gsiftp://),
       t1a-xrd1, t1a-xrd2 (root://), t1a-gsiftp (gsiftp://),
       t1b-xrd (root://), t1b-ftp (anonymous ftp://)
-    with a throw-away test CA, user proxy and grid-mapfile for GSI.
+    with a throw-away test CA, user proxy and grid-mapfile for GSI. Every
+    xrootd also serves davs:// (HTTPS, HTTP-TPC) on its port: t0-davs,
+    t1a-davs1, t1a-davs2, t1b-davs. `up --auth` adds t2-tok1/t2-tok2 (root://
+    with a ztn token; davs t2-davs1/t2-davs2 need a token) and t2-gsi
+    (roots:// with GSI). The testbed is its own token issuer: `token`.
     The inventory (endpoint names -> URLs) is $GRIDXFER_HOME/testbed/inventory.json;
     campaign files may use endpoint names instead of URLs.
 
     \b
     Typical use:
       gridxfer testbed up
-      eval "$(gridxfer testbed env)"    # X509_CERT_DIR, X509_USER_PROXY, ...
+      eval "$(gridxfer testbed env)"    # X509_CERT_DIR, X509_USER_PROXY, BEARER_TOKEN_FILE...
       gridxfer testbed status           # endpoint URLs, pids
       gfal-copy file:///etc/hosts gsiftp://localhost:PORT/.../t1a-gsiftp/data/hosts
       gridxfer testbed down
@@ -68,13 +75,15 @@ def group() -> None:
               help="Local grid: cap xrootd server NAME at RATE (e.g. t1a-xrd2=20MB/s). Repeatable.")
 @click.option("--size-limit", "limits", multiple=True, metavar="NAME=SIZE",
               help="Local grid: give server NAME a tmpfs data dir of SIZE (e.g. t1b-xrd=50MB; root).")
+@click.option("--auth", "with_auth", is_flag=True,
+              help="Local grid: add t2-tok1, t2-tok2 (tokens: davs + ztn) and t2-gsi (roots:// GSI).")
 @click.option("--dry-run", is_flag=True, help="Show what would be started; start nothing.")
 def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limits: tuple[str, ...],
-           dry_run: bool) -> None:
+           with_auth: bool, dry_run: bool) -> None:
     """Start the testbed: the local loopback grid, or TOPOLOGY (netns tiers)."""
-    if topology and (throttles or limits):
-        raise UsageError("--throttle/--size-limit apply to the local grid only (not with TOPOLOGY)")
-    spec = None if topology else _local_spec(throttles, limits)
+    if topology and (throttles or limits or with_auth):
+        raise UsageError("--throttle/--size-limit/--auth apply to the local grid only (not with TOPOLOGY)")
+    spec = None if topology else _local_spec(throttles, limits, with_auth)
     if dry_run:
         _dry_run_up(topology, spec)
         return
@@ -96,20 +105,21 @@ def _pairs(items: tuple[str, ...], option: str, parse) -> dict[str, float]:
     return out
 
 
-def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...]):
+def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...], with_auth: bool = False):
     import dataclasses
 
-    from ..testbed.localgrid import DEFAULT_SERVERS, LocalGridSpec
+    from ..testbed.localgrid import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec
+    servers = DEFAULT_SERVERS + (AUTH_SERVERS if with_auth else ())
     rates = _pairs(throttles, "--throttle",
                    lambda v: parse_within(v, parse_byterate, MAX_BYTERATE, "--throttle"))
     sizes = _pairs(limits, "--size-limit",
                    lambda v: parse_within(v, parse_size, MAX_SIZE, "--size-limit"))
-    names = {s.name for s in DEFAULT_SERVERS}
+    names = {s.name for s in servers}
     for name in [*rates, *sizes]:
         if name not in names:
             raise UsageError(f"unknown server {name!r} (one of: {', '.join(sorted(names))})")
     servers = tuple(dataclasses.replace(s, throttle=rates.get(s.name), size_limit=sizes.get(s.name))
-                    for s in DEFAULT_SERVERS)
+                    for s in servers)
     return LocalGridSpec(servers=servers)
 
 
@@ -127,7 +137,8 @@ def _dry_run_up(topology: str | None, spec) -> None:
     click.echo("would start on 127.0.0.1 (plus a test CA and proxy):")
     for s in spec.servers:
         extra = (f"  throttle {fmt_rate(s.throttle)}" if s.throttle else "") + \
-                (f"  size {fmt_bytes(s.size_limit)}" if s.size_limit else "")
+                (f"  size {fmt_bytes(s.size_limit)}" if s.size_limit else "") + \
+                (f"  auth {s.auth}" if s.auth != "none" else "")
         click.echo(f"  {s.name:<12} {s.kind:<7} tier {s.tier}{extra}")
 
 
@@ -142,8 +153,13 @@ def _render_inventory(inv: Inventory, as_json: bool) -> None:
             extra.append(f"throttle {fmt_rate(ep.throttle)}")
         if ep.size_limit:
             extra.append(f"size {fmt_bytes(ep.size_limit)}")
+        if ep.auth not in ("", "none"):
+            extra.append(ep.auth)
         click.echo(f"  {name:<14} {ep.tier:<6} {ep.url}" + (f"  ({', '.join(extra)})" if extra else ""))
-    click.echo('clients: eval "$(gridxfer testbed env)"')
+        if ep.davs_name:
+            note = "  (token)" if ep.davs_auth == "token" else ""
+            click.echo(f"  {ep.davs_name:<14} {ep.tier:<6} {ep.davs_url}{note}")
+    click.echo('clients: eval "$(gridxfer testbed env)"; tokens: gridxfer testbed token --scope ...')
 
 
 @group.command("down")
@@ -189,11 +205,51 @@ def status_cmd(as_json: bool) -> None:
 
 
 @group.command("env")
-def env_cmd() -> None:
-    """Print `export K=V` lines for clients; use with: eval "$(gridxfer testbed env)"."""
+@click.option("--token-lifetime", default="12h", show_default=True, metavar="DURATION",
+              help="Lifetime of the bearer token written for the clients.")
+def env_cmd(token_lifetime: str) -> None:
+    """Print `export K=V` lines for clients; use with: eval "$(gridxfer testbed env)".
+
+    \b
+    X.509: X509_CERT_DIR, X509_USER_PROXY (the test CA and proxy).
+    Token: a fresh token (storage.read:/ storage.modify:/) in a 0600 file named by
+    BEARER_TOKEN_FILE (read by XRootD's ztn); BEARER_TOKEN is set from that file for
+    gfal2, which reads only BEARER_TOKEN. The token itself is never printed."""
+    from ..testbed import tokens as tok_mod
+    lifetime = parse_within(token_lifetime, parse_duration, MAX_DURATION, "--token-lifetime")
     inv = inv_mod.load_inventory()
     for key, value in sorted(inv.client_env().items()):
         click.echo(f"export {key}={shlex.quote(value)}")
+    issuer = tok_mod.grid_issuer(inv)
+    if issuer is None:
+        return
+    path = inv_mod.testbed_dir() / TOKEN_FILE
+    tok = tok_mod.mint(issuer, ["storage.read:/", "storage.modify:/"], lifetime=lifetime)
+    state.write_atomic(path, tok + "\n", mode=0o600)
+    click.echo(f"export BEARER_TOKEN_FILE={shlex.quote(str(path))}")
+    click.echo(f'export BEARER_TOKEN="$(cat {shlex.quote(str(path))})"')
+
+
+@group.command("token")
+@click.option("--scope", "scopes", multiple=True, metavar="SCOPE",
+              help="A WLCG scope such as storage.read:/ or storage.create:/sub (repeatable; "
+                   "default storage.read:/). Paths are relative to the servers' /data.")
+@click.option("--lifetime", default="1h", show_default=True, metavar="DURATION")
+@click.option("--audience", default=None, help="aud claim (default: the testbed's servers).")
+@click.option("--subject", default=None, help="sub claim (default: gridxfer-tester).")
+def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None, subject: str | None) -> None:
+    """Print a bearer token signed by the testbed's issuer (WLCG profile), e.g.
+    BEARER_TOKEN=$(gridxfer testbed token --scope storage.create:/up --lifetime 10m)."""
+    from ..testbed import tokens as tok_mod
+    seconds = parse_within(lifetime, parse_duration, MAX_DURATION, "--lifetime")
+    if seconds <= 0:
+        raise UsageError(f"--lifetime {lifetime!r}: must be positive")
+    wanted = tok_mod.check_scopes(scopes or ("storage.read:/",))
+    issuer = tok_mod.grid_issuer(inv_mod.load_inventory())
+    if issuer is None:
+        raise TestbedError("this testbed has no token issuer (it was brought up by an older gridxfer)")
+    click.echo(tok_mod.mint(issuer, wanted, lifetime=seconds, audience=audience,
+                            subject=subject or tok_mod.SUBJECT))
 
 
 @group.command("exec", context_settings={"ignore_unknown_options": True})

@@ -22,6 +22,8 @@ API::
     tok = mint(iss, ["storage.read:/"], lifetime=600)
     seed_keycache(cache_home, iss)              # for a server with XDG_CACHE_HOME=cache_home
     scitokens_cfg(iss, base_path="/data", default_user="gridxfer")  # plugin config text
+    grid_issuer(inv)                            # the issuer of a running testbed (or None)
+    check_scopes(["storage.read:/"])            # UsageError for a malformed scope
 """
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from .inventory import TestbedError
+from ..errors import UsageError
+from .inventory import Inventory, TestbedError
 
 ISSUER_URL = "https://issuer.gridxfer-testbed.invalid"
 AUDIENCE = "https://gridxfer-testbed.invalid"
@@ -138,3 +141,29 @@ def scitokens_cfg(issuer: Issuer, *, base_path: str = "/data", default_user: str
     if default_user:
         lines.append(f"default_user = {default_user}")
     return "\n".join(lines) + "\n"
+
+
+def grid_issuer(inv: Inventory) -> Issuer | None:
+    """The token issuer of a running testbed; None for a testbed without one."""
+    where = inv.extra.get("issuer")
+    if not where:
+        return None
+    if not isinstance(where, str):
+        raise TestbedError("the testbed inventory's issuer is not a directory name")
+    return load_issuer(Path(where))
+
+
+STORAGE_SCOPES = ("storage.read", "storage.create", "storage.modify", "storage.stage")
+
+
+def check_scopes(scopes: Sequence[str]) -> list[str]:
+    """Scopes for :func:`mint`, split on white space; UsageError for a storage scope
+    without an absolute path (``storage.read:/`` is the whole namespace)."""
+    out = [s for item in scopes for s in item.split()]
+    if not out:
+        raise UsageError("give at least one scope, e.g. --scope storage.read:/")
+    for scope in out:
+        authz, sep, path = scope.partition(":")
+        if authz in STORAGE_SCOPES and (not sep or not path.startswith("/")):
+            raise UsageError(f"scope {scope!r}: a storage scope needs a path, e.g. {authz}:/")
+    return out
