@@ -7,8 +7,10 @@ gfal2 and xrdcp read it from the environment, curl from a header file (``-H @fil
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -36,7 +38,7 @@ def grid(tmp_path_factory, grid_ca):
         mp.setenv("GRIDXFER_HOME", str(home))
         inv = localgrid.up(LocalGridSpec(servers=SERVERS, gsi=grid_ca, owner_pid=os.getpid()))
         try:
-            yield inv
+            yield dataclasses.replace(inv, extra={**inv.extra, "home": str(home)})
         finally:
             localgrid.down()
 
@@ -293,3 +295,28 @@ def test_xrdcp_https_through_the_xrdcl_http_plugin(grid, payload, tmp_path):
     assert res.returncode == 0, res.stderr
     res = run(["xrdcp", "--allow-http", "-s", url, str(tmp_path / "back")], client_env(grid))
     assert res.returncode == 0 and (tmp_path / "back").read_bytes() == DATA
+
+
+# --- the CLI: `testbed token` and `testbed env` against the real servers ----------------------
+
+def test_cli_token_and_env_work_with_gfal_and_xrdcp(grid, payload, tmp_path):
+    env = {**client_env(grid), "GRIDXFER_HOME": grid.extra["home"]}
+    gx = [sys.executable, "-m", "gridxfer", "testbed"]
+    res = subprocess.run([*gx, "token", "--scope", "storage.read:/cli", "--scope", "storage.create:/cli",
+                          "--lifetime", "5m"], capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    url = grid.resolve("t2-davs1/cli/by-token.dat")
+    res = run(["gfal-copy", str(payload), url], {**env, "BEARER_TOKEN": res.stdout.strip()})
+    assert res.returncode == 0, res.stderr
+    # eval "$(gridxfer testbed env)": X.509 for roots://, the token file for ztn and gfal2
+    out = subprocess.run([*gx, "env"], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert "eyJ" not in out
+    script = (f'eval "$1"; gfal-copy "{payload}" "{grid.resolve("t2-davs2/cli/env.dat")}" && '
+              f'xrdcp -s "{payload}" "{grid.resolve("t2-tok2/cli/ztn.dat")}" && '
+              f'xrdcp -s "{payload}" "{grid.resolve("t2-gsi/cli/gsi.dat")}"')
+    clean = {k: v for k, v in env.items() if not k.startswith(("X509_", "BEARER_"))}
+    res = subprocess.run(["bash", "-c", script, "bash", out], capture_output=True, text=True,
+                         env=clean, timeout=120)
+    assert res.returncode == 0, res.stderr[-800:]
+    for name, rel in (("t2-tok2", "cli/env.dat"), ("t2-tok2", "cli/ztn.dat"), ("t2-gsi", "cli/gsi.dat")):
+        assert disk(grid, name, rel).read_bytes() == DATA
