@@ -209,32 +209,6 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
         quiet=quiet, as_json=as_json, kw=kw, selector=selector)
 
 
-@group.command("cancel")
-@click.argument("name")
-@click.option("--wait", "wait", default="60s", show_default=True, metavar="DURATION",
-              help="How long to wait for a running campaign to stop.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
-    """Stop campaign NAME, or cancel its pending files.
-
-    \b
-    Running (another process holds its lock): that process gets SIGTERM and stops as
-    after Ctrl-C (exit 4; `resume` continues it).
-    Not running: what an earlier run left is cleaned up and every pending file is
-    marked cancelled; `resume --retry-cancelled` brings them back."""
-    from ..campaign.runner import cancel_campaign
-    r = cancel_campaign(name, wait=parse_duration(wait))
-    if as_json:
-        _echo_json(r.to_dict())
-    elif r.stopped_pid is not None:
-        click.echo(f"campaign {name}: stopped pid {r.stopped_pid}; "
-                   f"continue with: gridxfer campaign resume {name}")
-    else:
-        click.echo(f"campaign {name}: {r.cancelled} pending files cancelled, {r.removed} "
-                   f"temporary or partial files removed; run them later with: "
-                   f"gridxfer campaign resume {name} --retry-cancelled")
-
-
 def _check_selector(name: str | None) -> None:
     if name is not None:
         from ..campaign.selection import make_selector
@@ -354,3 +328,6 @@ def list_cmd(as_json: bool) -> None:
         total = sum(s.files.values())
         _echo(f"{s.name:24} {s.state:12} {s.files.get('done', 0)}/{total} done, "
                    f"{s.files.get('failed', 0)} failed  {s.journal}")
+
+
+from . import campaign_cancel  # noqa: E402  (registers `campaign cancel` on this group)

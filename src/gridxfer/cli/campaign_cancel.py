@@ -1,0 +1,35 @@
+"""`gridxfer campaign cancel NAME` (registered on the `campaign` group by cli/campaign.py):
+parse, call ``campaign.cancel``, render."""
+from __future__ import annotations
+
+import click
+
+from ..limits import MAX_DURATION, parse_within
+from ..units import parse_duration
+from .campaign import _echo, _echo_json, group
+
+
+@group.command("cancel")
+@click.argument("name")
+@click.option("--wait", "wait", default="60s", show_default=True, metavar="DURATION",
+              help="How long to wait for a running campaign to stop.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
+    """Stop campaign NAME, or cancel its pending files.
+
+    \b
+    Running (another process holds its lock): that process gets SIGTERM and stops as
+    after Ctrl-C (exit 4; `resume` continues it).
+    Not running: what an earlier run left is cleaned up and every pending file is
+    marked cancelled; `resume --retry-cancelled` brings them back."""
+    from ..campaign.cancel import cancel_campaign
+    r = cancel_campaign(name, wait=parse_within(wait, parse_duration, MAX_DURATION, "--wait"))
+    if as_json:
+        _echo_json(r.to_dict())
+    elif r.stopped_pid is not None:
+        _echo(f"campaign {name}: stopped pid {r.stopped_pid}; "
+              f"continue with: gridxfer campaign resume {name}")
+    else:
+        _echo(f"campaign {name}: {r.cancelled} pending files cancelled, {r.removed} "
+              f"temporary or partial files removed; run them later with: "
+              f"gridxfer campaign resume {name} --retry-cancelled")
