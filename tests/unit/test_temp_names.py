@@ -154,3 +154,50 @@ def test_second_ctrl_c_leaves_transfers_in_a_mover_for_recovery(gridxfer_home):
     assert dict(conn.execute("SELECT state, count(*) FROM files GROUP BY state")) == {
         "done": 2, "pending": 4}
     assert journal.leftover_temps(conn) == []
+
+
+def _local_campaign(tmp_path, name="lt"):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    for i in range(2):
+        (src / f"f{i}.dat").write_bytes(b"x" * (100 + i))
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(f"""campaign: {name}
+source: {{url: "file://{src}/", files: {{glob: "*.dat"}}}}
+destinations:
+  - tier: T1
+    pool: ["file://{dst}/"]
+checksum: none
+overwrite: true
+""")
+    return spec, dst
+
+
+def _leave_temp(dst, name="lt"):
+    """A failed attempt whose mover could not remove its temporary file."""
+    left = dst / ".f0.dat.gxpart-dead01"
+    left.write_bytes(b"partial")
+    conn = journal.connect(journal.journal_path(name))
+    conn.execute("INSERT INTO attempts (file_id, tier, endpoint, dst_url, started, status, "
+                 "tmp_url) VALUES (1, 'T1', ?, ?, 0, 'failed', ?)",
+                 (f"file://{dst}/", f"file://{dst}/f0.dat", f"file://{left}"))
+    conn.close()
+    return left
+
+
+def test_resume_and_replace_remove_the_temporaries_a_journal_records(gridxfer_home, tmp_path,
+                                                                     capsys):
+    from gridxfer.cli.main import main
+    spec, dst = _local_campaign(tmp_path)
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 0
+    left = _leave_temp(dst)
+    capsys.readouterr()
+    assert main(["campaign", "resume", "--quiet", "lt"]) == 0
+    assert not left.exists()
+    assert "cleanup: 1 temporary or partial files left by earlier runs removed" in \
+        capsys.readouterr().out
+    left = _leave_temp(dst)
+    assert main(["campaign", "run", "--quiet", "--replace", str(spec)]) == 0
+    assert not left.exists()                        # swept before the journal went
+    assert sorted(p.name for p in dst.iterdir()) == ["f0.dat", "f1.dat"]

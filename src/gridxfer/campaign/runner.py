@@ -17,13 +17,14 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..errors import UsageError
+from ..errors import GridxferError, UsageError
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from . import journal
 from .journalcheck import JournalUnusable
@@ -112,9 +113,8 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
         if not replace:
             raise UsageError(f"campaign {spec.name!r} already has a journal ({path}); "
                              f"use `gridxfer campaign resume {spec.name}` or --replace")
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{path}{suffix}")
+        _sweep_old(path)
+        _remove_journal(path)
     tiers = [t.name for t in spec.destinations]
     rows = ((e.name, e.src_url, e.size, tier, e.adler32, e.bad) for e in expand(spec.source)
             for tier in tiers)
@@ -141,6 +141,22 @@ def _remove_journal(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{path}{suffix}")
+
+
+def _sweep_old(path: Path) -> None:
+    """Before --replace deletes a journal: remove the temporary and partial files it still
+    records (best effort: a journal that cannot be read has nothing to offer)."""
+    try:
+        conn = journal.connect(path)
+    except GridxferError:
+        return
+    try:
+        spec = _journal_spec(path, journal.get_meta(conn))
+        sweep(conn, spec)
+    except (GridxferError, sqlite3.Error):
+        pass
+    finally:
+        conn.close()
 
 
 def _refuse_credentials(spec: CampaignSpec) -> None:
