@@ -50,6 +50,10 @@ MAX_DURATION = Limit(7 * DAY, "7d", "one transfer or one wait; a week is longer 
                      "millisecond timeouts in C ints (poll, XrdCl, gfal2)")
 MAX_RETRY_WAIT = Limit(7 * DAY, "7d", "the wait before the last retry, backoff x "
                        "2^(max-1): the backoff doubles after each attempt")
+MAX_COOLDOWN = Limit(3600.0, "1h", "an endpoint's first time out after failures; it doubles "
+                     "on each failed probe, so a longer start leaves a pool idle long after a "
+                     "short outage")
+MAX_MAX_COOLDOWN = Limit(DAY, "1d", "the longest an endpoint is left out between two probes")
 MAX_FILE_SIZE = Limit(16 * 2**40, "16TiB", "ext4's largest file, far above any grid file; "
                       "sizes are summed in SQLite's 64-bit integers")
 

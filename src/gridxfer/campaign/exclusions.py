@@ -18,13 +18,18 @@ Three rules, checked in this order for each candidate of a pool:
    flight but no byte moved for ``stall_after`` s, or ``stall_factor`` times the usual
    gap between movements, or twice the time its pending bytes need at its throughput,
    whichever is longest: a dead or hung server, not a busy one), open the circuit
-   for a cooldown that doubles on each re-trip up to ``max_cooldown``. After the cooldown
+   for a cooldown that doubles on each re-trip up to ``max_cooldown`` (the campaign's
+   ``circuit_breaker: {cooldown: 15s, max_cooldown: 5m}``). After the cooldown
    the circuit is half-open: one probe transfer at a time is let through; a success
    closes it, a failure opens it again.
 3. **Slow drain.** An endpoint whose measured aggregate throughput is below
    ``slow_ratio`` times the median of its pool (itself included), after
    ``slow_min_completed`` transfers, is drained (no new files) for ``drain_for`` s,
    then re-probed with one transfer and judged again on its fresh throughput.
+
+``down(url, now)`` says whether an endpoint is down rather than busy or slow: its circuit
+opened (or its last write failed with NO_SPACE) and no write has succeeded since; the
+scheduler uses it for pools that are down as a whole (``pooldown.py``).
 
 The policy keeps its own state per endpoint URL; ``record()`` is called by the
 scheduler after every attempt. ``until`` of an exclusion is when it is looked at again
@@ -43,7 +48,7 @@ from typing import Any, Sequence
 
 from ..errors import ErrorClass
 from ..units import fmt_bytes, fmt_duration, fmt_rate
-from .selection import EndpointStats, Exclusion, FileToPlace, capacity
+from .selection import EndpointDown, EndpointStats, Exclusion, FileToPlace, capacity
 from .space import SpaceWatcher
 
 REFRESH_HEADROOM = 100      # typical writes: with less room than this, each write brings a reading
@@ -65,6 +70,8 @@ class _State:
     probe_from: int | None = None          # completed count when a re-probe began
     drain_reason: str = ""
     writes_ok: int = 0                     # successful writes (for the free-space estimate)
+    down_since: float | None = None        # first trip (or ENOSPC) with no write since
+    down_class: str = ""
     reading: tuple[int, int] = (0, 0)      # (space reading no., writes_ok when first seen)
 
 
@@ -106,6 +113,7 @@ class DefaultExclusions:
             self._space.refresh(url)            # its free space just changed, and it matters
         if ok:
             st.writes_ok += 1
+            st.down_since = None
             st.failures = 0
             st.nospace_trips = 0
             if st.open_until is not None and now >= st.open_until:   # probe succeeded
@@ -115,6 +123,7 @@ class DefaultExclusions:
         if cls in NOT_ENDPOINT_FAULT:
             return
         if cls == ErrorClass.NO_SPACE.value:
+            self._went_down(st, cls, now)
             st.nospace_trips += 1
             wait = min(self.max_cooldown, self.space_cooldown * 2 ** (st.nospace_trips - 1))
             st.nospace_until = now + wait
@@ -128,11 +137,35 @@ class DefaultExclusions:
             st.trips += 1
             wait = min(self.max_cooldown, self.cooldown * 2 ** (st.trips - 1))
             was_probe = st.open_until is not None
+            self._went_down(st, cls, now)
             st.open_until, st.half_open = now + wait, False
             st.open_reason = (f"circuit open: probe failed ({cls})" if was_probe else
                               f"circuit open: {st.failures} failure{'s' if st.failures > 1 else ''}"
                               f" in a row (last: {cls})")
             st.failures = 0
+
+    def _went_down(self, st: _State, cls: str, now: float) -> None:
+        """Called before a trip (or an ENOSPC) is applied: ``since`` stays while it was down."""
+        if self._down(st, now) is None:
+            st.down_since = now
+        st.down_class = cls
+
+    def down(self, url: str, now: float) -> EndpointDown | None:
+        """Why ``url`` is down, if it is: its circuit opened (also while half-open: a probe
+        is no proof) or its last write failed with NO_SPACE, and no write succeeded since."""
+        st = self._st.get(url)
+        return None if st is None else self._down(st, now, url)
+
+    @staticmethod
+    def _down(st: _State, now: float, url: str = "") -> EndpointDown | None:
+        if st.down_since is None:
+            return None
+        if st.open_until is not None:
+            return EndpointDown(url, st.down_since, st.down_class, st.open_reason)
+        if st.nospace_until is not None and now < st.nospace_until:
+            return EndpointDown(url, st.down_since, ErrorClass.NO_SPACE.value,
+                                "no space: last write failed with ENOSPC/quota")
+        return None
 
     def eligible(self, candidates: Sequence[str], stats: dict[str, EndpointStats],
                  now: float, file: FileToPlace | None = None
@@ -203,6 +236,7 @@ class DefaultExclusions:
         if es.pending > 0 and es.stalled >= limit and (st.open_until is None
                                                        or now >= st.open_until):
             st.trips += 1
+            self._went_down(st, ErrorClass.TIMEOUT.value, now)
             st.open_until = now + min(self.max_cooldown, self.cooldown * 2 ** (st.trips - 1))
             st.open_reason = (f"circuit open: stalled, no data moved for "
                               f"{fmt_duration(es.stalled)} with {es.pending} transfers in flight")

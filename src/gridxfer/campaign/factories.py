@@ -1,7 +1,8 @@
 """Default factories for the scheduler's extension points (one concept: what plugs in).
 
 ``selector_factory(name) -> DestinationSelector`` (one per tier),
-``exclusion_factory() -> ExclusionPolicy`` (one per campaign),
+``exclusion_factory() -> ExclusionPolicy`` (one per campaign; the default one is
+``default_exclusion_factory(spec)``, with the campaign's cooldowns),
 ``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
 ``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread: ``ThreadMovers``),
 ``ops_factory(url) -> Mover`` (stat/checksum/unlink/space for one URL).
@@ -12,7 +13,7 @@ import threading
 from typing import Callable, Iterable
 
 from . import exclusions as exclusions_mod, optimizer as optimizer_mod, selection
-from .spec import TierSpec
+from .spec import CampaignSpec, TierSpec
 
 MoverFactory = Callable[[str, str, bool], object]
 
@@ -42,8 +43,12 @@ def default_selector_factory(name: str) -> selection.DestinationSelector:
     return selection.make_selector(name)
 
 
-def default_exclusion_factory() -> selection.ExclusionPolicy:
-    return exclusions_mod.DefaultExclusions()
+def default_exclusion_factory(spec: CampaignSpec | None = None) -> selection.ExclusionPolicy:
+    """The default policy, with the campaign's ``circuit_breaker`` cooldowns."""
+    if spec is None:
+        return exclusions_mod.DefaultExclusions()
+    cb = spec.circuit_breaker
+    return exclusions_mod.DefaultExclusions(cooldown=cb.cooldown, max_cooldown=cb.max_cooldown)
 
 
 def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:

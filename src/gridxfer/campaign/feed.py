@@ -55,5 +55,11 @@ class PendingFeed:
                     q.append(row)
         return q.pop() if q else None
 
+    def drop(self, tier: str) -> None:
+        """Forget the tier's waiting files (they were failed in the journal as a whole)."""
+        self._queues[tier].clear()
+        self._retry[tier].clear()
+        self._exhausted[tier] = True
+
     def retry_later(self, tier: str, not_before: float, row: tuple) -> None:
         heapq.heappush(self._retry[tier], Retry(not_before, row[0], row))

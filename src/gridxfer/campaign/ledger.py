@@ -26,10 +26,11 @@ class Batch:
     pend_rows: list = field(default_factory=list)
     fail_rows: list = field(default_factory=list)
     cancel_rows: list = field(default_factory=list)
+    skip_rows: list = field(default_factory=list)      # charged without a transfer (pooldown.py)
 
     def __bool__(self) -> bool:
         return any((self.file_updates, self.events, self.att_rows, self.done_rows,
-                    self.pend_rows, self.fail_rows, self.cancel_rows))
+                    self.pend_rows, self.fail_rows, self.cancel_rows, self.skip_rows))
 
 
 # (Batch field, statement), in the order they run: results first, then dispatches (a
@@ -46,6 +47,8 @@ _STATEMENTS = (
                   "updated=? WHERE id=?"),
     ("cancel_rows", "UPDATE files SET state='pending', attempts=max(0, attempts-1), "
                     "updated=? WHERE id=?"),
+    ("skip_rows", "UPDATE files SET state=?, attempts=attempts+1, error_class=?, error_msg=?, "
+                  "not_before=?, updated=? WHERE id=?"),
     ("file_updates", "UPDATE files SET state='active', endpoint=?, dst_url=?, "
                      "attempts=attempts+1, updated=? WHERE id=?"),
     ("attempts", "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, streams, "

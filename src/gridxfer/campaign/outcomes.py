@@ -1,10 +1,12 @@
 """Finished attempts applied, as the dispatcher collects them: journal rows (into the
 loop's ``ledger.Batch``), accounting, endpoint health for the exclusion policy, and the
 retry decision (exponential backoff; NO_SPACE avoids the full endpoint, and gives up
-once every endpoint of the pool is full)."""
+once every endpoint of the pool is full; a failure while the campaign waits for a pool
+that is down, ``on_pool_down: wait``, is not counted against the file)."""
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from ..errors import ErrorClass
 from ..movers.base import normalise_adler32
@@ -19,7 +21,8 @@ from .stats import Accounting
 
 def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slots: LinkSlots,
            acct: Accounting, exclusions: ExclusionPolicy, feed: PendingFeed,
-           tiers: dict[str, TierSpec], retries: RetrySpec, stop: threading.Event) -> None:
+           tiers: dict[str, TierSpec], retries: RetrySpec, stop: threading.Event,
+           waiting: Callable[[str], bool] = lambda tier: False) -> None:
     """Apply ``results``; an attempt no longer in ``inflight`` (abandoned by the watchdog,
     already journalled) is ignored. A cancel counts as an attempt unless the campaign is
     stopping (``stop``): then the file goes back to pending as if never tried. A requeued
@@ -66,15 +69,18 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
         att_rows.append(("failed", now, nbytes, nbytes / secs, None, None, ec.value,
                          res.message, _left(job), job.attempt_id))
         avoid = job.avoid | {job.endpoint} if ec is ErrorClass.NO_SPACE else job.avoid
-        retry = ec.retryable and job.attempt_no <= retries.max
+        free = ec.retryable and waiting(job.tier)     # the pool is down, not the file
+        retry = free or (ec.retryable and job.attempt_no <= retries.max)
         if ec is ErrorClass.NO_SPACE and avoid >= set(tiers[job.tier].pool):
             retry = False
         if retry:
-            nb = now + retries.backoff * (2 ** (job.attempt_no - 1))
+            n = job.attempt_no - 1 if free else job.attempt_no
+            nb = now + retries.backoff * (2 ** max(0, n - 1))
             pend_rows.append((ec.value, res.message, nb, now, job.file_id))
+            if free:
+                cancel_rows.append((now, job.file_id))      # attempts - 1
             feed.retry_later(job.tier, nb, (
-                job.file_id, job.name, job.src_url, job.size, job.attempt_no, job.expected,
-                frozenset(avoid)))
+                job.file_id, job.name, job.src_url, job.size, n, job.expected, frozenset(avoid)))
         else:
             fail_rows.append((ec.value, res.message, now, job.file_id))
         acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,

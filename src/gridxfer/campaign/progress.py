@@ -2,7 +2,9 @@
 
 ``LiveProgress`` is an observer (called about once a second by the scheduler) that
 redraws a rich table: files done/total, bytes, aggregate and per-link rate, ETA and
-failures. Used as a context manager around the run. ``--quiet`` does not create it.
+failures, then the endpoints out of rotation and why, and the tiers whose whole pool is
+down (``pooldown.py``). Used as a context manager around the run. ``--quiet`` does not
+create it.
 """
 from __future__ import annotations
 
@@ -45,7 +47,26 @@ def render(snap: StatsSnapshot, name: str) -> Group:
     if snap.failures:
         fails = ", ".join(f"{k} {v}" for k, v in sorted(snap.failures.items()))
         parts.append(Text(f"failed attempts: {fails}  (retries {snap.retries})", style="yellow"))
+    parts.extend(Text(line, style=style) for line, style in health_lines(snap))
     return Group(*parts)
+
+
+def health_lines(snap: StatsSnapshot) -> list[tuple[str, str]]:
+    """(line, style) per excluded endpoint (why, and when it is looked at again) and per
+    tier whose whole pool is down (what happens to its files, and when)."""
+    out = []
+    for e in snap.excluded:
+        why = e.reason.split("; cooldown ")[0]
+        back = (f" (probed again in {fmt_duration(max(0.0, e.until - snap.now))})"
+                if e.until is not None else "")
+        out.append((f"excluded {e.tier} {e.url}: {why}{back}", "yellow"))
+    for d in snap.pools_down:
+        left = fmt_duration(max(0.0, d.deadline - snap.now))
+        todo = (f"waiting for it, its files fail in {left} (on_pool_down: wait)" if d.waiting
+                else f"its files fail within {left} (on_pool_down: fail)")
+        out.append((f"pool of {d.tier} down since {fmt_duration(max(0.0, snap.now - d.since))}"
+                    f": {todo}", "bold red"))
+    return out
 
 
 class LiveProgress:

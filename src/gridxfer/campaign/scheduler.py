@@ -14,6 +14,7 @@ slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcome
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -23,8 +24,7 @@ from typing import Callable, Sequence
 from ..errors import ErrorClass
 from ..movers import names
 from ..movers.urls import attempt_temp_url
-from . import (exclusions as exclusions_mod, journal, ledger, optimizer as optimizer_mod,
-               outcomes, selection, watchdog)
+from . import journal, ledger, optimizer as optimizer_mod, outcomes, selection, watchdog
 from .attempt import run_attempt
 from .factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
@@ -32,6 +32,7 @@ from .factories import (  # noqa: F401  (re-exported: callers import them from h
     fixed_optimizer_factory, ops_factory_for, ThreadMovers)
 from .feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from .jobs import Job, Result, SchedulerResult  # noqa: F401
+from .pooldown import PoolHealth
 from .spec import CampaignSpec, TierSpec
 from .stats import Accounting, StatsSnapshot
 from .slots import LinkSlots
@@ -52,7 +53,7 @@ class Scheduler:
                  mover_factory: MoverFactory | None = None,
                  ops_factory: Callable[[str], object] | None = None,
                  selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
-                 exclusion_factory: Callable[[], selection.ExclusionPolicy] = default_exclusion_factory,
+                 exclusion_factory: Callable[[], selection.ExclusionPolicy] | None = None,
                  optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
                  selector_name: str | None = None, observers: Sequence[Observer] = (),
                  stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
@@ -64,7 +65,8 @@ class Scheduler:
         self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
                                for t in spec.destinations}
         self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}
-        self.exclusions = exclusion_factory()
+        self.exclusions = (exclusion_factory() if exclusion_factory is not None
+                           else default_exclusion_factory(spec))
         self.optimizers = {t.name: optimizer_factory(t) for t in spec.destinations}
         self.observers = list(observers)
         self.stop = stop or threading.Event()
@@ -76,7 +78,8 @@ class Scheduler:
         self._pool = WorkerPool(self._transfer)
         self._inflight: dict[int, Job] = {}
         self._feed = PendingFeed(conn, self.tiers)
-        self._excluded: dict[str, dict[str, selection.Exclusion]] = {t: {} for t in self.tiers}
+        self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
+                                 wait=spec.pool_down_wait)    # exclusions, pools down
         self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
         self._tmp_tag = os.urandom(3).hex()     # + attempt id: this run's temporary names
@@ -155,36 +158,37 @@ class Scheduler:
             if active != prev:
                 self.acct.set_cap(tier, active, decision.reason)
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
+        for tier in self.tiers:         # also links whose slots are all taken (_dispatch skips them)
+            eligible, ev = self.health.eligible(tier, now)
+            events.extend(ev)
+            if not eligible:
+                self._hold(tier, now)
         self._batch.events.extend(events)
         if self.observers:
-            snap = self._slots.annotate(self.acct.snapshot(now))
+            snap = dataclasses.replace(self._slots.annotate(self.acct.snapshot(now)),
+                                       excluded=self.health.excluded(),
+                                       pools_down=self.health.pools_down(now))
             for obs in self.observers:
                 obs(snap)
 
     # ------------------------------------------------------------ dispatch
-    def _eligible(self, tier: str, now: float) -> tuple[list[str], list[tuple]]:
-        pool = self.tiers[tier].pool
-        stats = self.acct.pool_stats(pool, now)
-        ok, excl = self.exclusions.eligible(pool, stats, now)
-        added, removed = exclusions_mod.exclusion_changes(self._excluded[tier], excl)
-        events = [("excluded", exclusions_mod.exclusion_event(tier, e, e.url)) for e in added]
-        events += [("readmitted", exclusions_mod.exclusion_event(tier, None, u)) for u in removed]
-        self._excluded[tier] = {e.url: e for e in excl}
-        if not ok and excl and all(e.until is None for e in excl):
-            ok = list(pool)     # nothing will ever come back: let the files fail on their own
-        return ok, events
+    def _hold(self, tier: str, now: float) -> None:
+        """No endpoint of ``tier`` takes a file now: ``PoolHealth.hold`` (pooldown.py)."""
+        self.health.hold(tier, now, feed=self._feed, batch=self._batch, conn=self.conn,
+                         flush=lambda: self._flush(now))
 
     def _dispatch(self, now: float) -> None:
-        file_updates, attempts, events, jobs = [], [], [], []
+        file_updates, attempts, jobs = [], [], []
         for tier, spec in self.tiers.items():
             if self._slots.wants_spare_workers(tier):       # verifications hold threads
                 self._pool.start(spec.max_active, init=lambda t=tier: self._warm(t))
             free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
             if not free:
                 continue
-            eligible, ev = self._eligible(tier, now)
-            events.extend(ev)
+            eligible, ev = self.health.eligible(tier, now)
+            self._batch.events.extend(ev)
             if not eligible:
+                self._hold(tier, now)
                 continue
             choice = len(eligible) > 1          # one endpoint: nothing to choose
             stats = self.acct.pool_stats(eligible, now) if choice else {}
@@ -213,7 +217,6 @@ class Scheduler:
                 attempts.append((aid, fid, tier, ep, dst, now, spec.streams, tmp))
                 jobs.append(job)
                 free -= 1
-        self._batch.events.extend(events)
         if not jobs:
             return
         self._batch.file_updates.extend(file_updates)
@@ -251,7 +254,8 @@ class Scheduler:
     def _apply(self, results: list[Result]) -> None:
         outcomes.settle(results, self._inflight, self._batch, slots=self._slots, acct=self.acct,
                         exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
-                        retries=self.spec.retries, stop=self.stop)
+                        retries=self.spec.retries, stop=self.stop,
+                        waiting=lambda tier: self.health.waiting(tier, self.clock()))
 
     # ------------------------------------------------------------ workers
     def _warm(self, tier: str) -> None:

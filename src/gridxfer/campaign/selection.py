@@ -216,6 +216,15 @@ class Exclusion:
     until: float | None         # unix time the endpoint is re-probed; None = until further notice
 
 
+@dataclass(frozen=True)
+class EndpointDown:
+    """An endpoint that failed and has not written a file since (not merely busy or slow)."""
+    url: str
+    since: float                # when it went down
+    error_class: str            # ErrorClass value of the failure that took it down
+    reason: str                 # one line, e.g. "circuit open: 1 failure in a row (last: connection)"
+
+
 class ExclusionPolicy(Protocol):
     """Decides which endpoints of a pool are out of rotation right now (any selector).
 
@@ -228,6 +237,9 @@ class ExclusionPolicy(Protocol):
                  ) -> tuple[list[str], list[Exclusion]]: ...
 
     def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None: ...
+
+    # Optional: ``down(url, now) -> EndpointDown | None``. A policy that has it lets the
+    # scheduler tell a pool that is down from one that is busy (``pooldown.py``).
 
 
 class NoExclusions:

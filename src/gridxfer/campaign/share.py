@@ -2,7 +2,9 @@
 
 A black hole shows as an endpoint that holds a growing share of the *sessions* while
 its share of the *bytes* stays small: sessions pile up on it because it is slow. Its
-absence shows as session and byte shares that track each other.
+absence shows as session and byte shares that track each other. An endpoint that refuses
+connections holds no session, however long its client took to give up: attempts that
+failed with a ``connection`` error count in its failures, never towards a black hole.
 
 Each attempt's bytes are spread evenly over its duration; sessions are the mean number
 of attempts in flight per time bin; files count at the end of their successful attempt.
@@ -48,7 +50,8 @@ class EndpointShare:
     share_bytes: float
     share_sessions: float
     rate: float                         # bytes / second while it held sessions
-    blackhole: bool                     # share_sessions >= BLACKHOLE_FACTOR x share_bytes
+    blackhole: bool                     # share of sessions held (connected attempts only)
+                                        # >= BLACKHOLE_FACTOR x share_bytes
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ class ShareReport:
 def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None = None,
                    now: float | None = None) -> ShareReport:
     sql = ("SELECT endpoint, tier, started, coalesce(ended, ?), coalesce(bytes, 0), "
-           "status = 'ok', status = 'failed' FROM attempts")
+           "status = 'ok', status = 'failed', coalesce(error_class, '') = 'connection' "
+           "FROM attempts")
     args: tuple = (now if now is not None else time.time(),)
     if tier is not None:
         sql += " WHERE tier = ?"
@@ -86,6 +90,7 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     nb = np.array(cols[4], dtype=float)
     is_ok = np.array(cols[5], dtype=bool)
     is_failed = np.array(cols[6], dtype=bool)
+    refused = np.array(cols[7], dtype=bool)         # never connected: held no session
     t0 = float(start.min())
     span = max(float(end.max()) - t0, 1e-6)
     n = max(1, bins)
@@ -99,6 +104,7 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     bytes_b: dict[str, np.ndarray] = {}
     sess_b: dict[str, np.ndarray] = {}
     tot: dict[str, tuple[int, int, int, float]] = {}
+    held: dict[str, float] = {}                     # session seconds of connected attempts
     for ep in names:
         m = ep_all == ep
         ok = m & is_ok
@@ -113,14 +119,17 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
         bytes_b[ep] = spread
         tot[ep] = (int(ok.sum()), int(nb[m].sum()), int((m & is_failed).sum()),
                    float(dur[m].sum()))
+        held[ep] = float(dur[m & ~refused].sum())
     all_files = sum(v[0] for v in tot.values()) or 1
     all_bytes = sum(v[1] for v in tot.values()) or 1
     all_sess = sum(v[3] for v in tot.values()) or 1.0
+    all_held = sum(held.values()) or 1.0
     eps = []
     for ep in names:
         f, b, fails, ss = tot[ep]
-        sb, sn = b / all_bytes, ss / all_sess
-        hole = len(tot) > 1 and sn >= BLACKHOLE_FACTOR * sb and sn > 0.5 / len(tot)
+        sb, sn, sh = b / all_bytes, ss / all_sess, held[ep] / all_held
+        hole = (len(tot) > 1 and held[ep] > 0 and sh >= BLACKHOLE_FACTOR * sb
+                and sh > 0.5 / len(tot))
         eps.append(EndpointShare(ep, tiers[ep], f, b, fails, round(ss, 3), f / all_files, sb, sn,
                                  b / ss if ss > 0 else 0.0, hole))
     out_bins = tuple(ShareBin(

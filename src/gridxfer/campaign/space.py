@@ -44,7 +44,7 @@ def first_probe_delay(url: str) -> float:
 
 
 def _xrootd_free(url: str) -> int | None:
-    from XRootD import client
+    from ..movers.xrdenv import client     # XrdCl defaults before its first channel
     from XRootD.client.flags import QueryCode
 
     parts = urlsplit(url)

@@ -36,14 +36,17 @@ from .. import limits, units
 from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from .journal import _NAME_RE
 from .specmodel import (  # noqa: F401  (re-exported: callers import them from here)
-    ALGORITHMS, SCHEMES, VERIFY_MODES, _HEX8, CampaignSpec, ChecksumSpec, FileItem, RetrySpec,
+    ALGORITHMS, SCHEMES, VERIFY_MODES, _HEX8, CampaignSpec, ChecksumSpec, CircuitSpec, FileItem,
+    RetrySpec,
     SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
 from .specnodes import Checker as _Checker, _kind
 
 
 # ---------------------------------------------------------------- the schema
 _TOP = ("campaign", "source", "destinations", "checksum", "retries", "timeout", "overwrite",
-        "third_party")
+        "third_party", "circuit_breaker", "on_pool_down")
+MIN_COOLDOWN = 1.0                          # s: circuit_breaker.*, on_pool_down.wait
+POOL_DOWN_WAIT_DEFAULT = 3600.0             # on_pool_down: wait
 _TIER = ("tier", "pool", "streams", "max_active", "min_active", "tcp_buffer", "selector")
 
 
@@ -88,8 +91,11 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec:
     tpc = c.boolean(top["third_party"], "third_party") if "third_party" in top else False
     if tpc and source.url.startswith("file:"):
         raise c.fail(top["third_party"], "third_party", "third-party copy needs a remote source")
+    circuit = _circuit(c, top["circuit_breaker"]) if "circuit_breaker" in top else CircuitSpec()
+    wait = _on_pool_down(c, top["on_pool_down"]) if "on_pool_down" in top else 0.0
     return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,
                         retries=retries, timeout=timeout, overwrite=overwrite, third_party=tpc,
+                        circuit_breaker=circuit, pool_down_wait=wait,
                         path=c.path, inventory=c.used_inventory)
 
 
@@ -100,6 +106,39 @@ def _last_wait(c: _Checker, node: Node, r: RetrySpec) -> None:
     if msg:
         raise c.fail(node, "retries", f"backoff {r.backoff:g}s doubled {r.max - 1} times waits "
                                       f"{msg}; lower max or backoff")
+
+
+def _seconds(c: _Checker, node: Node, where: str, limit: limits.Limit) -> float:
+    val = c.parsed(node, where, units.parse_duration, limit=limit)
+    if val < MIN_COOLDOWN:
+        raise c.fail(node, where,
+                     f"must be at least {MIN_COOLDOWN:g}s, got {c.value(node, where)!r}")
+    return val
+
+
+def _circuit(c: _Checker, node: Node) -> CircuitSpec:
+    m = c.mapping(node, "circuit_breaker", ("cooldown", "max_cooldown"))
+    cooldown = (_seconds(c, m["cooldown"], "circuit_breaker.cooldown", limits.MAX_COOLDOWN)
+                if "cooldown" in m else CircuitSpec.cooldown)
+    if "max_cooldown" not in m:
+        return CircuitSpec(cooldown, max(cooldown, CircuitSpec.max_cooldown))
+    top = _seconds(c, m["max_cooldown"], "circuit_breaker.max_cooldown", limits.MAX_MAX_COOLDOWN)
+    if top < cooldown:
+        raise c.fail(m["max_cooldown"], "circuit_breaker.max_cooldown",
+                     f"{units.fmt_duration(top)} is below cooldown {units.fmt_duration(cooldown)}")
+    return CircuitSpec(cooldown, top)
+
+
+def _on_pool_down(c: _Checker, node: Node) -> float:
+    """Seconds to wait for a tier whose whole pool is down; 0.0 = fail its files."""
+    if isinstance(node, ScalarNode):
+        action = c.string(node, "on_pool_down")
+        if action in ("fail", "wait"):
+            return 0.0 if action == "fail" else POOL_DOWN_WAIT_DEFAULT
+        raise c.fail(node, "on_pool_down", f"must be fail, wait or {{wait: <duration>}}, "
+                                           f"got {action!r}")
+    m = c.mapping(node, "on_pool_down", ("wait",), required=("wait",))
+    return _seconds(c, m["wait"], "on_pool_down.wait", limits.MAX_DURATION)
 
 
 def _checksum(c: _Checker, node: Node) -> ChecksumSpec:

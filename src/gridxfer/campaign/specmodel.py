@@ -60,6 +60,13 @@ class RetrySpec:
 
 
 @dataclass(frozen=True)
+class CircuitSpec:
+    """The circuit breaker's cooldowns (``exclusions.DefaultExclusions``)."""
+    cooldown: float = 15.0                  # seconds an endpoint stays out after a trip
+    max_cooldown: float = 300.0             # the cooldown doubles on each re-trip, up to this
+
+
+@dataclass(frozen=True)
 class CampaignSpec:
     name: str
     source: SourceSpec
@@ -69,6 +76,8 @@ class CampaignSpec:
     timeout: float = 3600.0
     overwrite: bool = False
     third_party: bool = False
+    circuit_breaker: CircuitSpec = CircuitSpec()
+    pool_down_wait: float = 0.0             # on_pool_down: 0 = fail, else wait up to this (s)
     path: str = ""                          # the campaign file it came from
     inventory: bool = False                 # endpoint names were resolved via the testbed inventory
     extra: dict = field(default_factory=dict, compare=False)
@@ -93,4 +102,6 @@ def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
         destinations=tuple(TierSpec(**{**t, "pool": tuple(t["pool"])}) for t in d["destinations"]),
         checksum=ChecksumSpec(**d["checksum"]), retries=RetrySpec(**d["retries"]),
         timeout=d["timeout"], overwrite=d["overwrite"], third_party=d["third_party"],
+        circuit_breaker=CircuitSpec(**d.get("circuit_breaker", {})),
+        pool_down_wait=d.get("pool_down_wait", 0.0),
         path=d.get("path", ""), inventory=d.get("inventory", False))

@@ -53,6 +53,10 @@ class StatsSnapshot:
     failures: dict[str, int]                  # failed attempts by ErrorClass value
     links: tuple[LinkSnapshot, ...]
     endpoints: tuple[EndpointStats, ...]
+    # filled by the scheduler (pooldown.PoolHealth): exclusions.ExcludedEndpoint and
+    # pooldown.PoolDown values, for the live view
+    excluded: tuple = ()
+    pools_down: tuple = ()
 
 
 class Flight:
@@ -162,6 +166,14 @@ class Accounting:
             else:
                 link.failed += 1
                 link.bytes_failed += flight.size
+
+    def skipped(self, tier: str, files: int, nbytes: int) -> None:
+        """``files`` of ``tier`` failed without a transfer (their whole pool is down)."""
+        with self._lock:
+            link = self._links[tier]
+            link.queued -= files
+            link.failed += files
+            link.bytes_failed += nbytes
 
     def set_free(self, endpoint: str, free_bytes: int | None, now: float) -> None:
         self.meter.set_free(endpoint, free_bytes, now)

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 
-from XRootD import client as xrd
+from gridxfer.movers.xrdenv import client as xrd
 from XRootD.client.flags import QueryCode
 
 from gridxfer.errors import ErrorClass, TransferError

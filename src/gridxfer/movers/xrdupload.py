@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from XRootD import client as xrd
+from gridxfer.movers.xrdenv import client as xrd
 from XRootD.client.flags import OpenFlags, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError

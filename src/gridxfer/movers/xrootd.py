@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from XRootD import client as xrd
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
@@ -34,25 +33,12 @@ from gridxfer.movers.common import LocalOps, check_destination_sum, checksum_pol
 from gridxfer.movers.names import check_url, join_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrdparallel import _SLOTS
+from gridxfer.movers.xrdenv import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, client as xrd
 from gridxfer.movers.xrdcksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrdparallel import parallel_download as _parallel_download
 from gridxfer.movers.xrdupload import posc_honoured, posc_upload
 from gridxfer.movers.xrdwatch import WatchedHandler, run_watched, stall_timeout
 
-_CONNECT_TIMEOUT = 10
-# XrdCl waits for an answer to a request up to RequestTimeout (default 1800 s) and checks
-# timeouts every TimeoutResolution (default 15 s). Explicit XRD_* variables still win
-# (EnvPutInt does not override values imported from the environment).
-_XRDCL_DEFAULTS = {"ConnectionWindow": _CONNECT_TIMEOUT, "ConnectionRetry": 1,
-                   "RequestTimeout": 300, "StreamTimeout": 60, "TimeoutResolution": 5}
-
-
-def _configure_once() -> None:
-    for key, value in _XRDCL_DEFAULTS.items():
-        xrd.EnvPutInt(key, value)
-
-
-_configure_once()
 _server = server_of
 
 

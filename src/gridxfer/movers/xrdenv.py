@@ -1,0 +1,25 @@
+"""XrdCl client defaults, applied once per process before the first channel is made.
+
+XrdCl reads ``ConnectionWindow``/``ConnectionRetry`` when it creates a channel (one per
+host:port + login) and keeps them for that channel's life. Its defaults (120 s, 5 tries)
+hold every request to a server that refuses connections for up to 10 minutes; a request
+queued on such a channel expires at its own timeout instead ("[ERROR] Operation expired",
+class TIMEOUT) rather than failing with the connection error. So every gridxfer module
+that makes an XrdCl object (the mover, checksum queries, the campaign's space watcher)
+imports ``client`` from here. Explicit XRD_* variables still win (EnvPutInt does not
+override values imported from the environment).
+"""
+from __future__ import annotations
+
+from XRootD import client
+
+CONNECT_TIMEOUT = 10
+# XrdCl waits for an answer to a request up to RequestTimeout (default 1800 s) and checks
+# timeouts every TimeoutResolution (default 15 s).
+DEFAULTS = {"ConnectionWindow": CONNECT_TIMEOUT, "ConnectionRetry": 1,
+            "RequestTimeout": 300, "StreamTimeout": 60, "TimeoutResolution": 5}
+
+for _key, _value in DEFAULTS.items():
+    client.EnvPutInt(_key, _value)
+
+__all__ = ["CONNECT_TIMEOUT", "DEFAULTS", "client"]
