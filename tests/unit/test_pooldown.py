@@ -233,6 +233,9 @@ def test_wait_keeps_the_budget_and_fails_at_the_bound(gridxfer_home):
     probes = conn.execute("SELECT count(*) FROM attempts WHERE started > ?",
                           (down[0]["since"],)).fetchone()[0]
     assert probes >= 1                                      # the half-open probe went out
+    together = conn.execute("SELECT started FROM attempts WHERE started > ? GROUP BY started "
+                            "HAVING count(*) > 1", (down[0]["since"],)).fetchall()
+    assert together == []                                   # one probe at a time
 
 
 def test_wait_succeeds_when_the_endpoint_comes_back(gridxfer_home):

@@ -167,6 +167,13 @@ class DefaultExclusions:
                                 "no space: last write failed with ENOSPC/quota")
         return None
 
+    def probing(self, url: str) -> bool:
+        """Whether ``url`` is eligible only for one probe transfer (a half-open circuit, a
+        slow endpoint's re-probe): the scheduler then sends it one file, not a slot's worth."""
+        st = self._st.get(url)
+        return st is not None and ((st.half_open and st.open_until is not None)
+                                   or st.probe_from is not None)
+
     def eligible(self, candidates: Sequence[str], stats: dict[str, EndpointStats],
                  now: float, file: FileToPlace | None = None
                  ) -> tuple[list[str], list[Exclusion]]:

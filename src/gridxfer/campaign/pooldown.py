@@ -91,6 +91,11 @@ class PoolHealth:
             events.append(("pool_up", {"tier": tier}))
         return ok, events
 
+    def probes(self, eligible: list[str]) -> set[str]:
+        """Of ``eligible``, the endpoints that may take one probe transfer only."""
+        fn = getattr(self.policy, "probing", None)
+        return {u for u in eligible if fn(u)} if fn is not None else set()
+
     def excluded(self) -> tuple[ExcludedEndpoint, ...]:
         """Every endpoint out of rotation now, with its reason (for the live view)."""
         return tuple(ExcludedEndpoint(t, u, e.reason, self._since.get((t, u), 0.0), e.until)

@@ -193,7 +193,8 @@ class Scheduler:
             choice = len(eligible) > 1          # one endpoint: nothing to choose
             stats = self.acct.pool_stats(eligible, now) if choice else {}
             selector = self.selectors[tier]
-            while free > 0:
+            probes = self.health.probes(eligible)   # half-open: one transfer each
+            while free > 0 and eligible:
                 row = self._feed.next(tier, now)
                 if row is None:
                     break
@@ -205,6 +206,8 @@ class Scheduler:
                                          stats)
                 else:
                     ep = eligible[0]
+                if ep in probes:
+                    eligible = [u for u in eligible if u != ep]
                 dst = names.join_url(ep, name, check=False)   # checked in attempt.py
                 aid = self._attempt_id
                 tmp = attempt_temp_url(dst, f"{self._tmp_tag}{aid:x}")

@@ -4,7 +4,11 @@ XrdCl reads ``ConnectionWindow``/``ConnectionRetry`` when it creates a channel (
 host:port + login) and keeps them for that channel's life. Its defaults (120 s, 5 tries)
 hold every request to a server that refuses connections for up to 10 minutes; a request
 queued on such a channel expires at its own timeout instead ("[ERROR] Operation expired",
-class TIMEOUT) rather than failing with the connection error. So every gridxfer module
+class TIMEOUT) rather than failing with the connection error. And after such an error
+XrdCl fails every request on that channel at once for ``StreamErrorWindow`` (1800 s): a
+server that comes back stays unreachable for half an hour, whatever the circuit breaker's
+half-open probes find (0 here, as EOS sets it: each request tries to connect; the breaker
+decides how often that happens). So every gridxfer module
 that makes an XrdCl object (the mover, checksum queries, the campaign's space watcher)
 imports ``client`` from here. Explicit XRD_* variables still win (EnvPutInt does not
 override values imported from the environment).
@@ -17,7 +21,8 @@ CONNECT_TIMEOUT = 10
 # XrdCl waits for an answer to a request up to RequestTimeout (default 1800 s) and checks
 # timeouts every TimeoutResolution (default 15 s).
 DEFAULTS = {"ConnectionWindow": CONNECT_TIMEOUT, "ConnectionRetry": 1,
-            "RequestTimeout": 300, "StreamTimeout": 60, "TimeoutResolution": 5}
+            "RequestTimeout": 300, "StreamTimeout": 60, "TimeoutResolution": 5,
+            "StreamErrorWindow": 0}
 
 for _key, _value in DEFAULTS.items():
     client.EnvPutInt(_key, _value)
