@@ -11,6 +11,8 @@ destinations:
     max_active: 6       # concurrent transfers on this link
 checksum: {algorithm: adler32, verify: both}
 retries: {max: 3, backoff: 30s}
+circuit_breaker: {cooldown: 15s, max_cooldown: 5m}   # an endpoint's time out after failures
+on_pool_down: fail      # or {wait: 30m}: a tier whose whole pool is down (pooldown.py)
 ```
 
 ``source.files`` is one of: a list (``["a.root", {name: b.root, size: 3MB, adler32: ...}]``),
