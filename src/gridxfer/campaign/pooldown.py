@@ -30,6 +30,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..redact import redact
 from ..units import fmt_duration
 from . import exclusions as exclusions_mod, journal
 from .exclusions import ExcludedEndpoint
@@ -163,7 +164,7 @@ class PoolHealth:
 
     def _fail_remaining(self, conn: sqlite3.Connection, feed: PendingFeed, down: PoolDown,
                         now: float) -> None:
-        msg = down.message(now)
+        msg = redact(down.message(now))      # URLs in it: never a credential in the journal
         conn.execute("BEGIN IMMEDIATE")
         try:
             n, size = conn.execute("SELECT count(*), coalesce(sum(size), 0) FROM files "
@@ -175,7 +176,8 @@ class PoolHealth:
                 journal.add_event(conn, "pool_failed", ts=now, tier=down.tier, files=n, reason=msg)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:     # SQLite already rolled back after SQLITE_FULL / IOERR
+                conn.execute("ROLLBACK")
             raise
         feed.drop(down.tier)
         self.acct.skipped(down.tier, n, size)
