@@ -181,3 +181,12 @@ def test_unknown_key_appends_one_line_and_keeps_the_rest(host, tmp_path, capsys)
     assert subprocess.run(["ssh-keygen", "-F", f"[{sshd.address}]:{sshd.port}", "-f", str(kh)],
                           capture_output=True).returncode == 0
     assert main(argv) == 0 and kh.read_text() == text           # known now, nothing added
+
+
+def test_the_key_type_known_hosts_has_is_negotiated_first(host):
+    """The server has ed25519 and ecdsa keys; known_hosts only the ecdsa one (as ssh(1) would
+    ask for it): that key is used, not refused as unknown."""
+    ns, sshd = host
+    with ssh_target(sshd, known_hosts=sshd.ecdsa_known_hosts) as t:
+        assert t.run(["true"]).ok
+        assert t._client.get_transport().get_remote_server_key().get_name().startswith("ecdsa")

@@ -85,6 +85,7 @@ class SshdHost:
     empty_known_hosts: str
     wrong_known_hosts: str   # the address bound to a different key
     workdir: str
+    ecdsa_known_hosts: str = ""   # only the server's second host key (ecdsa), not its ed25519
 
     @property
     def address(self) -> str:
@@ -100,8 +101,8 @@ class SshdHost:
         return str(path)
 
 
-def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+def _keygen(path: Path, kind: str = "ed25519") -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-f", str(path)], check=True)
     return path.with_suffix(".pub").read_text().split(maxsplit=2)[:2]
 
 
@@ -125,6 +126,7 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
     with tempfile.TemporaryDirectory(prefix="gxtune-sshd-") as work:
         w = Path(work)
         host_kt, host_kb = _keygen(w / "host_ed25519")
+        ecdsa_kt, ecdsa_kb = _keygen(w / "host_ecdsa", "ecdsa")
         other_kt, other_kb = _keygen(w / "other_ed25519")
         cli_kt, cli_kb = _keygen(w / "id_ed25519")
         (w / "authorized_keys").write_text(f"{cli_kt} {cli_kb}\n")
@@ -132,9 +134,11 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
         entry = f"[{ns.ns_addr}]:{port}"
         (w / "known_hosts").write_text(f"{entry} {host_kt} {host_kb}\n")
         (w / "known_hosts_empty").write_text("")
+        (w / "known_hosts_ecdsa").write_text(f"{entry} {ecdsa_kt} {ecdsa_kb}\n")
         (w / "known_hosts_wrong").write_text(f"{entry} {other_kt} {other_kb}\n")
         (w / "sshd_config").write_text("\n".join([
             f"Port {port}", f"ListenAddress {ns.ns_addr}", f"HostKey {w / 'host_ed25519'}",
+            f"HostKey {w / 'host_ecdsa'}",
             f"AuthorizedKeysFile {w / 'authorized_keys'}", "PermitRootLogin prohibit-password",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
             "StrictModes no", f"PidFile {w / 'sshd.pid'}", "LogLevel ERROR",
@@ -145,7 +149,8 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
         try:
             _wait_port(ns.ns_addr, port, proc)
             yield SshdHost(ns, port, str(w / "id_ed25519"), str(w / "known_hosts"),
-                           str(w / "known_hosts_empty"), str(w / "known_hosts_wrong"), work)
+                           str(w / "known_hosts_empty"), str(w / "known_hosts_wrong"), work,
+                           str(w / "known_hosts_ecdsa"))
         finally:
             sessions = [p.pid for p in tree(proc.pid)[1:]]  # per-connection children:
             stop_popen(proc)                                # they outlive the listener
