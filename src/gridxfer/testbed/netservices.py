@@ -3,7 +3,8 @@
 Reuses the local grid's launchers (:func:`gridxfer.testbed.xrootd.start_xrootd`,
 :func:`gridxfer.testbed.gridftp.start_gridftp`) with ``wrap=["ip","netns","exec",NS]``
 and ``bind=<host address>``. Each namespace has its own port space, so every storage
-host serves ``root://ADDR:1094//data/`` and ``gsiftp://ADDR:2811/<dir>/data/`` (and
+host serves ``root://ADDR:1094//data/`` (and ``davs://ADDR:1094/data/``: XrdHttp over TLS
+with HTTP-TPC, named ``<host>-davs``) and ``gsiftp://ADDR:2811/<dir>/data/`` (and
 ``ssh root@ADDR`` with the grid's key when ``sshd`` is listed: ``inventory.extra["ssh"]``
 gives host, port, user, key and a strict known_hosts per host). The GSI
 host certificate of each host is issued by the grid's test CA with CN and SANs = its
@@ -28,6 +29,7 @@ from .inventory import Endpoint, Inventory
 from .netns import wrap
 from .procs import run_quiet, spawn, wait_ready
 from .topology import Topology
+from .xrdhttp import XrdSecurity
 
 XROOTD_PORT = 1094
 SSH_PORT = 22
@@ -72,7 +74,7 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
         _save(st)
         user = ensure_user()
         gsi = None
-        if any("gridftp" in h.services for h in wanted):
+        if any("gridftp" in h.services or "xrootd" in h.services for h in wanted):
             gsi = ca_mod.make_test_ca(base / "ca", local_user=user)
             env = client_env(gsi)
             extra["gsi"] = dataclasses.asdict(gsi)
@@ -82,8 +84,10 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
             ns = st["hosts"][host.name]["netns"]
             prefix = wrap(ns)
             if "xrootd" in host.services:
+                # davs:// beside root:// (XrdHttp over TLS, HTTP-TPC), anonymous
                 ep = start_xrootd(f"{host.name}-xrd", base / host.name / "xrd", port=XROOTD_PORT,
-                                  bind=host.address, wrap=prefix, tier=host.tier)
+                                  bind=host.address, wrap=prefix, tier=host.tier,
+                                  security=_tls(gsi, host.address, host.name), davs_name=f"{host.name}-davs")
                 endpoints[ep.name] = dataclasses.replace(ep, host=ns)
             if "gridftp" in host.services and gsi is not None:
                 cert, key = ca_mod.host_cert(gsi, host.address, dns=[host.name], ips=[host.address])
@@ -108,6 +112,13 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
                     pids=dict(st["pids"]), extra=extra)
     inv_mod.save_inventory(inv)
     return inv
+
+
+def _tls(gsi: ca_mod.GsiFiles | None, address: str, name: str) -> XrdSecurity | None:
+    if gsi is None:
+        return None
+    cert, key = ca_mod.host_cert(gsi, address, dns=[name], ips=[address])
+    return XrdSecurity(cert_dir=gsi.cert_dir, host_cert=cert, host_key=key)
 
 
 def _keygen(path: Path, comment: str) -> str:
