@@ -133,7 +133,8 @@ def test_wait_fails_at_its_bound(gridxfer_home, tmp_path):
     dead = f"root://127.0.0.1:{closed_port()}//tmp/gx-dead/"
     src, _ = sources(tmp_path, 3)
     spec = write_spec(tmp_path, "waitfail", src, [dead],
-                      "on_pool_down: {wait: 4s}\ncircuit_breaker: {cooldown: 1s, max_cooldown: 1s}\n")
+                      "on_pool_down: {wait: 4s}\n"
+                      "circuit_breaker: {cooldown: 1s, max_cooldown: 1s}\n")
     res = runner.run_campaign(spec)
     assert res.files_failed == 3
     with journal(gridxfer_home, "waitfail") as conn:
@@ -159,7 +160,8 @@ def test_wait_completes_when_the_endpoint_comes_back(gridxfer_home, tmp_path):
     dest = f"root://127.0.0.1:{port}//data/back/"
     src, expected = sources(tmp_path, 4)
     spec = write_spec(tmp_path, "comeback", src, [dest],
-                      "on_pool_down: {wait: 2m}\ncircuit_breaker: {cooldown: 1s, max_cooldown: 2s}\n")
+                      "on_pool_down: {wait: 2m}\n"
+                      "circuit_breaker: {cooldown: 1s, max_cooldown: 2s}\n")
     out: dict = {}
 
     def target() -> None:

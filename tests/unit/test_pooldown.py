@@ -56,15 +56,19 @@ def test_settings_are_read_and_round_trip(tmp_path, extra, circuit, wait):
 
 
 @pytest.mark.parametrize("extra, needle", [
-    ("circuit_breaker: {cooldown: 0s}\n", "circuit_breaker.cooldown: must be at least 1s, got '0s'"),
+    ("circuit_breaker: {cooldown: 0s}\n",
+     "circuit_breaker.cooldown: must be at least 1s, got '0s'"),
     ("circuit_breaker: {cooldown: 2h}\n", "circuit_breaker.cooldown: 2h is above the limit 1h ("),
     ("circuit_breaker: {cooldown: soon}\n", "circuit_breaker.cooldown: not a duration"),
     ("circuit_breaker: {cooldown: 1m, max_cooldown: 30s}\n",
      "circuit_breaker.max_cooldown: 30.0s is below cooldown 1m00s"),
-    ("circuit_breaker: {max_cooldown: 2d}\n", "circuit_breaker.max_cooldown: 2d is above the limit 1d"),
-    ("circuit_breaker: {cooldwn: 1m}\n", "circuit_breaker.cooldwn: unknown key (did you mean 'cooldown'?)"),
+    ("circuit_breaker: {max_cooldown: 2d}\n",
+     "circuit_breaker.max_cooldown: 2d is above the limit 1d"),
+    ("circuit_breaker: {cooldwn: 1m}\n",
+     "circuit_breaker.cooldwn: unknown key (did you mean 'cooldown'?)"),
     ("circuit_breaker: 15s\n", "circuit_breaker: expected a mapping"),
-    ("on_pool_down: retry\n", "on_pool_down: must be fail, wait or {wait: <duration>}, got 'retry'"),
+    ("on_pool_down: retry\n",
+     "on_pool_down: must be fail, wait or {wait: <duration>}, got 'retry'"),
     ("on_pool_down: {wait: 0s}\n", "on_pool_down.wait: must be at least 1s"),
     ("on_pool_down: {wait: 30d}\n", "on_pool_down.wait: 30d is above the limit 7d"),
     ("on_pool_down: {fail: 1m}\n", "on_pool_down.fail: unknown key"),

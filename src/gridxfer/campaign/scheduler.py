@@ -10,7 +10,8 @@ Extension points (issue 3 plugs in here without editing this file): the selector
 exclusion, optimizer and mover factories, defaults in ``factories.py``. The parts:
 ``feed.py`` (pending files and retries), ``workers.py`` (threads), ``slots.py`` (per-link
 slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcomes.py``
-(results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers).
+(results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers),
+``pooldown.py`` (excluded endpoints journalled; a tier whose whole pool is down).
 """
 from __future__ import annotations
 
@@ -158,7 +159,7 @@ class Scheduler:
             if active != prev:
                 self.acct.set_cap(tier, active, decision.reason)
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
-        for tier in self.tiers:         # also links whose slots are all taken (_dispatch skips them)
+        for tier in self.tiers:     # also links with every slot taken (_dispatch skips those)
             eligible, ev = self.health.eligible(tier, now)
             events.extend(ev)
             if not eligible:
