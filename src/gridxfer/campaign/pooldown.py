@@ -121,7 +121,9 @@ class PoolHealth:
                         f"every endpoint of {tier} is down: {why}", self.wait > 0)
 
     def pools_down(self, now: float) -> tuple[PoolDown, ...]:
-        return tuple(d for d in (self.down(t, now) for t in self.tiers) if d is not None)
+        """The tiers whose pool is down and that still have files waiting."""
+        return tuple(d for d in (self.down(t, now) for t in self.tiers if self.acct.queued(t))
+                     if d is not None)
 
     def waiting(self, tier: str, now: float) -> bool:
         """True while the tier's pool is down and the campaign waits for it (a failure

@@ -160,6 +160,8 @@ class Scheduler:
                 self.acct.set_cap(tier, active, decision.reason)
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
         for tier in self.tiers:     # also links with every slot taken (_dispatch skips those)
+            if not self.acct.queued(tier):
+                continue
             eligible, ev = self.health.eligible(tier, now)
             events.extend(ev)
             if not eligible:
