@@ -9,7 +9,8 @@ the transfer when its control connections close, and the caller removes the temp
 
 The child keeps its gfal2 context, so its GridFTP sessions (a GSI handshake each) serve every
 copy of the thread, as the in-process context did; only a cancelled or crashed child costs a
-new one. A child ends when its thread does (stdin closed) and at interpreter exit (killed). Protocol: one JSON request per line on stdin; the child answers with
+new one. A child ends when its thread does (stdin closed; and PR_SET_PDEATHSIG: killed with
+it, even by kill -9) and at interpreter exit (killed). Protocol: one JSON request per line on stdin; the child answers with
 ``{"progress": bytes}`` lines and one ``{"ok": true}`` or ``{"error": {"code", "message"}}``.
 EOF on stdin ends it.
 """
@@ -44,7 +45,8 @@ class AgentError:
 class _Agent:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gridxfer.movers.gfalagent"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "gridxfer.movers.gfalagent", str(os.getpid())],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
             start_new_session=True)         # a terminal's Ctrl-C goes to the campaign only
         self.lines: queue.SimpleQueue = queue.SimpleQueue()
@@ -147,7 +149,21 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
 
 
 # ------------------------------------------------------------------ the child
+def _die_with_parent(parent: str | None) -> None:
+    """SIGKILL this child when the thread that started it ends, the campaign killed with
+    -9 included (Linux PR_SET_PDEATHSIG): an orphaned copy would go on writing a
+    temporary name that the next `resume` has already removed."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent and parent.isdigit() and os.getppid() != int(parent):
+        os._exit(1)                 # the parent died before the request took effect
+
+
 def main() -> int:
+    _die_with_parent(sys.argv[1] if len(sys.argv) > 1 else None)
     import gfal2
 
     from gridxfer.movers.gfal import context, copy_parameters
