@@ -22,7 +22,8 @@ from gridxfer.testbed.localgrid import AUTH_SERVERS, LocalGridSpec, ServerSpec
 
 pytestmark = pytest.mark.integration
 
-SERVERS = (ServerSpec("h-xrd", "xrootd", "T0"), *AUTH_SERVERS)
+SERVERS = (ServerSpec("h-xrd", "xrootd", "T0"), ServerSpec("h-slow", "xrootd", "T0", throttle=2e6),
+           *AUTH_SERVERS)
 DATA = os.urandom(300_000) + b"\0" * 50_000
 
 
@@ -212,6 +213,29 @@ def test_http_tpc_with_a_token_per_side(grid, issuer, mode, tmp_path):
     # mover has to delete it. Nothing else may be left.
     left = disk(grid, "t2-tok2", f"tpc/{mode}/{mode}.dst.2")
     assert not left.exists() or left.stat().st_size == 0
+
+
+def test_tpc_sends_performance_markers_while_it_copies(grid, issuer, tmp_path):
+    """XrdHttpTPC 5.5.3 sends a marker when the copy starts and then every 5 s (fixed):
+    a 30 MB pull from a server throttled to 2 MB/s shows bytes in flight."""
+    size = 30 << 20
+    localgrid.put_local(grid, "h-slow", "slow/big", os.urandom(1 << 20) * 30)
+    src = grid.resolve("h-slow-davs/slow/big").replace("davs://", "https://")
+    dst = grid.resolve("t2-davs2/markers.dat").replace("davs://", "https://")
+    code, body, _ = curl(grid, tmp_path, "COPY", dst,
+                         {"Source": src, "Authorization": f"Bearer {token(issuer, 'storage.create:/')}"})
+    assert code == 201 and body.rstrip().endswith("success: Created"), body[-300:]
+    done = [int(line.split(":")[1]) for line in body.splitlines()
+            if line.startswith("Stripe Bytes Transferred:")]
+    assert body.count("Perf Marker") >= 2 and any(0 < n < size for n in done), body
+    assert disk(grid, "t2-tok2", "markers.dat").stat().st_size == size
+
+
+def test_roots_to_an_anonymous_server_is_tls_only(grid, payload, tmp_path):
+    url = grid.resolve("h-xrd/tls/f.dat").replace("root://", "roots://", 1)
+    res = run(["xrdcp", "-s", str(payload), url], client_env(grid))
+    assert res.returncode == 0, res.stderr
+    assert disk(grid, "h-xrd", "tls/f.dat").read_bytes() == DATA
 
 
 @pytest.mark.parametrize("mode", ["pull", "push"])
