@@ -128,7 +128,7 @@ def test_list_and_show_json(capsys):
     assert main(["tune", "show", "dtn-100g", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"name", "path", "source", "intent", "includes", "settings"}
-    assert data["includes"] == ["dtn-40g"]
+    assert data["includes"] == []           # bundled profiles are flat: sysctl -p follows no include
 
 
 def test_advise_shows_the_sc_arithmetic_and_writes_a_profile(tmp_path, capsys):

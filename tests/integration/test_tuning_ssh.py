@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.cli.main import main
-from gridxfer.tuning.api import apply, load_profile, rollback, verify
+from gridxfer.tuning.api import apply, diff, load_profile, rollback, verify
 from gridxfer.tuning.targets.ssh import HostKeyRefused, SshTarget
 from gridxfer.tuning.testing import scratch_netns, sshd_host
 
@@ -45,6 +45,19 @@ def test_apply_verify_rollback_over_ssh(host, gridxfer_home):
         assert (gridxfer_home / "tuning" / f"{t.state_id}.json").exists()
         rollback(t)
     assert snap(ns) == before
+
+
+def test_a_host_in_a_child_namespace_never_gets_kernel_or_vm_keys(host, gridxfer_home):
+    """The sshd runs in a namespace of this machine (as a container would): kernel.*, vm.*
+    there are the host's. cnaf-sc-wan-1g carries kernel.sysrq/core_uses_pid (the SC table)."""
+    ns, sshd = host
+    with ssh_target(sshd) as t:
+        scope = t.out_of_scope(["kernel.core_uses_pid", "vm.swappiness", "net.ipv4.tcp_sack"])
+        assert set(scope) == {"kernel.core_uses_pid", "vm.swappiness"}
+        assert all(r.startswith("global") for r in scope.values())
+        items = {i.key: i for i in diff(load_profile("cnaf-sc-wan-1g"), t, skip_global=True)}
+        assert items["kernel.core_uses_pid"].status == "skipped"
+        assert items["net.ipv4.tcp_sack"].status != "skipped"
 
 
 def test_sudo_prefix_is_used_when_asked(host, gridxfer_home):

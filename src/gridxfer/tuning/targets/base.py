@@ -18,6 +18,8 @@ from ...errors import GridxferError
 from ..rules import GLOBAL_ONLY
 
 GLOBAL_ONLY_REASON = "global-only key: it belongs to the initial network namespace"
+NOT_NET_REASON = ("global key: only net.* keys can belong to a network namespace; writing it "
+                  "here would change the whole host")
 
 
 class TargetError(GridxferError):
@@ -124,12 +126,13 @@ class TuningTarget(abc.ABC):
 
     def out_of_scope(self, keys: Sequence[str]) -> dict[str, str]:
         """Sysctl keys this target must not write because they are not its own (key ->
-        reason, starting with "global"). In a child network namespace these are the net.*
-        keys the namespace shows read-only, or does not have while they are known to belong
-        to the initial namespace only (``rules.GLOBAL_ONLY``: a remote host cannot be asked)."""
-        net = [k for k in keys if k.startswith("net.")]
-        if not net:
+        reason, starting with "global"). In a child network namespace these are every key
+        outside net.* (the host's kernel.*, vm.*, fs.*), and the net.* keys the namespace
+        shows read-only, or does not have while they are known to belong to the initial
+        namespace only (``rules.GLOBAL_ONLY``: a remote host cannot be asked)."""
+        if not keys:
             return {}
+        net = [k for k in keys if k.startswith("net.")]
         probe = ["net.core.rmem_max", "net.core.netdev_max_backlog"]     # see in_child_netns
         seen = self.stat_entries(list(dict.fromkeys(net + probe)))      # one round trip
         if self.__dict__.get("_in_child_netns") is None:
@@ -137,7 +140,8 @@ class TuningTarget(abc.ABC):
                                                    for k in probe)
         if not self.in_child_netns():
             return {}
-        out = {}
+        # kernel.*, vm.*, fs.*: a network namespace (a container) shares them with its host
+        out = {k: NOT_NET_REASON for k in keys if not k.startswith("net.")}
         for key in net:
             if key in seen and not seen[key][0] & 0o200:
                 out[key] = f"{GLOBAL_ONLY_REASON} (read-only inside this one)"

@@ -16,11 +16,8 @@ import re
 from collections.abc import Sequence
 
 from ...errors import UsageError
-from .base import GLOBAL_ONLY_REASON, CommandTarget, RunResult, proc_path
+from .base import GLOBAL_ONLY_REASON, NOT_NET_REASON, CommandTarget, RunResult, proc_path
 from .local import run_local
-
-NOT_NET_REASON = ("global key: only net.* keys can belong to a network namespace; writing it "
-                  "here would change the whole host")
 
 _NS_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
