@@ -87,3 +87,10 @@ def test_env_of_a_testbed_without_an_issuer_sets_no_token(gridxfer_home, tmp_pat
     state.write_json(Path(gridxfer_home) / "testbed" / INVENTORY_NAME, inv.to_json())
     assert main(["testbed", "env"]) == 0
     assert "BEARER" not in capsys.readouterr().out
+
+
+def test_token_of_a_testbed_without_an_issuer_is_one_line_exit_1(gridxfer_home, tmp_path, capsys):
+    inv = Inventory(mode="netns", endpoints={}, env={}, base_dir=str(tmp_path))
+    state.write_json(Path(gridxfer_home) / "testbed" / INVENTORY_NAME, inv.to_json())
+    assert main(["testbed", "token"]) == 1
+    assert "has no token issuer" in capsys.readouterr().err

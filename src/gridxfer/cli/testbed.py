@@ -247,7 +247,7 @@ def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None, subj
     wanted = tok_mod.check_scopes(scopes or ("storage.read:/",))
     issuer = tok_mod.grid_issuer(inv_mod.load_inventory())
     if issuer is None:
-        raise TestbedError("this testbed has no token issuer (it was brought up by an older gridxfer)")
+        raise TestbedError("this testbed has no token issuer (the loopback grid of `gridxfer testbed up` has one)")
     click.echo(tok_mod.mint(issuer, wanted, lifetime=seconds, audience=audience,
                             subject=subject or tok_mod.SUBJECT))
 
