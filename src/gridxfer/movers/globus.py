@@ -7,6 +7,7 @@ inherited by the child. Remote metadata (stat, checksum, rename) goes through gf
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -129,8 +130,9 @@ class GlobusUrlCopyMover(DelegatedOps):
             raise TransferError(ErrorClass.PERMISSION, redact(
                 f"{args[-2]} -> {args[-1]}: a URL carries a credential, which is never put "
                 f"on a command line: use a grid proxy (X509_USER_PROXY)"))
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(_dies_with_us(args), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
         self.last_pid = proc.pid
         errors: list[bytes] = []
         err_reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
@@ -183,6 +185,20 @@ class GlobusUrlCopyMover(DelegatedOps):
 
 
 DATA_GONE_LIMIT = 15.0
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
+
+
+def _dies_with_us(args: list[str]) -> list[str]:
+    """``args`` run so that the process dies with the thread that starts it, the campaign
+    killed with -9 included: ``setpriv --pdeathsig KILL`` (util-linux) sets
+    PR_SET_PDEATHSIG and execs in place (same pid for the watchdogs). An orphaned copy
+    would go on writing a temporary name that the next `resume` has already removed."""
+    setpriv = _setpriv()
+    return [setpriv, "--pdeathsig", "KILL", *args] if setpriv else args
 
 
 def _control_port(src: str, dst: str) -> int:
