@@ -416,8 +416,10 @@ def test_full_disk_under_gridxfer_home(ns, tmp_path, monkeypatch, capsys):
                 fill(home)
 
         (home / "filler").unlink()
+        monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(tmp_path))
         with pytest.raises(GridxferError, match="No space left on device.*restored 2 value"):
-            apply(load_profile(second), FillsTheDisk(ns.name))
+            apply(load_profile(second), FillsTheDisk(ns.name), persist=True)
+        assert not (tmp_path / "90-gridxfer-second.conf").exists()     # undone as well
         assert ns.sysctl("net.ipv4.tcp_sack") == "0"
         assert ns.sysctl("net.ipv4.tcp_mtu_probing") == before["net.ipv4.tcp_mtu_probing"]
         originals = {o["key"]: o["value"] for o in json.loads(state.read_text())["originals"]}

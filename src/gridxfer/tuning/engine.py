@@ -137,7 +137,9 @@ def _classify(key: str, value: str, optional: bool, where: str, cur: str | None,
 
     nic = split_nic_key(key)
     if out_of_scope:
-        return Item(key, value, cur, SKIPPED, out_of_scope, where) if skip_global else bad(out_of_scope)
+        if skip_global:
+            return Item(key, value, cur, SKIPPED, out_of_scope, where)
+        return bad(out_of_scope)
     if nic is None and cur is None:
         return bad("no such sysctl on this host")
     if cur == UNSUPPORTED:
@@ -198,7 +200,7 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
     originals = {i.key: i.current or "" for i in changes}
     path = tstate.state_path(target.state_id)
     file_now = tstate.PersistedFile(dest, _file_content(target, dest)) if dest else None
-    recorded = bool(changes or dest)
+    recorded, touched = bool(changes or dest), []
     if recorded:        # before the first write; a full disk stops here, nothing written
         try:
             tstate.save(target.state_id, tstate.HostState(
@@ -212,15 +214,17 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
         for i in changes:
             if not same(back.get(i.key), i.expected):
                 raise WriteFailed(i.key, f"read back {back.get(i.key)!r}, expected {i.expected!r}")
-        if dest:
-            target.put_file(dest, render_sysctl_d(profile, header=f"written by gridxfer for {target.label}"))
+        if file_now:
+            touched.append(file_now)
+            target.put_file(file_now.path, render_sysctl_d(
+                profile, header=f"written by gridxfer for {target.label}"))
         if recorded:
             tstate.save(target.state_id, tstate.HostState(
                 target.label, tstate.APPLIED, profile.name, tstate.merge_originals(old, originals),
                 files=tstate.merge_files(old, file_now)))
     except BaseException as exc:
         failed = _restore(target, [(k, v) for k, v in reversed(originals.items())])
-        failed += _restore_files(target, [file_now] if file_now else [])
+        failed += _restore_files(target, touched)
         if failed:
             raise ApplyFailed(f"{target.label}: apply failed ({exc}); restoring also failed for "
                               f"{', '.join(k for k, _ in failed)}; originals kept in {path}") from None
@@ -228,7 +232,8 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
             if old:
                 tstate.save(target.state_id, old)
             elif recorded:
-                tstate.save(target.state_id, tstate.HostState(target.label, tstate.RESTORED, profile.name))
+                tstate.save(target.state_id,
+                            tstate.HostState(target.label, tstate.RESTORED, profile.name))
         except tstate.StateWriteError:
             pass        # the state still holds the originals, now equal to the values in force
         if not isinstance(exc, (WriteFailed, TargetError, GridxferError)):

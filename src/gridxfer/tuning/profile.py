@@ -186,14 +186,19 @@ def _read_lines(path: Path) -> list[str]:
     for no, line in enumerate(lines, 1):
         line = line.removesuffix("\r")
         lines[no - 1] = line
-        bad = next((c for c in line if c != "\t" and (unicodedata.category(c)[0] == "C"
-                                                       or unicodedata.category(c) in ("Zl", "Zp"))), None)
+        bad = next((c for c in line if c != "\t" and _unprintable(c)), None)
         if bad is not None:
             raise SpecError(f"control character U+{ord(bad):04X} not allowed", path=str(path),
                             line=no)
         if len(line) > MAX_LINE:
             raise SpecError(f"line longer than {MAX_LINE} characters", path=str(path), line=no)
     return lines
+
+
+def _unprintable(c: str) -> bool:
+    """Control, format (U+202E...), unassigned, private-use characters and line separators."""
+    category = unicodedata.category(c)
+    return category[0] == "C" or category in ("Zl", "Zp")
 
 
 def _refuse_template(text: str, path: Path, no: int, what: str) -> None:

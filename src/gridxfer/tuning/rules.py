@@ -93,7 +93,7 @@ def check_value(rule: Rule, value: str) -> str | None:
         return f"expected {rule.count} integer(s), got {value!r}"
     nums = []
     for part in parts:
-        if not INT_RE.fullmatch(part):       # int() would take '1_000', '+5' and other scripts' digits
+        if not INT_RE.fullmatch(part):      # int() takes '1_000', '+5', other scripts' digits
             return f"not numeric: {part!r}"
         if len(part) > 20:
             return f"{part[:12]}... out of range [{rule.lo}, {rule.hi}]"

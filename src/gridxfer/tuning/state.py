@@ -116,8 +116,9 @@ def host_lock(state_id: str, label: str) -> Iterator[None]:
         path = gstate.subdir("tuning") / f"{state_id}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise StateWriteError(f"{label}: cannot create the lock in {exc.filename or gstate.home()}: "
-                              f"{exc.strerror or exc}; nothing written") from None
+        raise StateWriteError(f"{label}: cannot create the lock in "
+                              f"{exc.filename or gstate.home()}: {exc.strerror or exc}; "
+                              "nothing written") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

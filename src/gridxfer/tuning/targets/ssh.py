@@ -146,8 +146,9 @@ class _Policy:
             raise HostKeyRevoked(f"{t.label}: host key {key.get_name()} {kh.fingerprint(blob)} is "
                                  f"marked @revoked in {where}:{verdict.entry.line}; refusing")
         if verdict.status == kh.CHANGED:
-            raise HostKeyRefused(f"{t.label}: host key does not match {where}:{verdict.entry.line}; "
-                                 "refusing (possible man-in-the-middle)")
+            raise HostKeyRefused(f"{t.label}: host key does not match "
+                                 f"{where}:{verdict.entry.line}; refusing (possible "
+                                 "man-in-the-middle)")
         ca = (f" ({where}:{verdict.ca_lines[0]} is a @cert-authority line, ignored: paramiko "
               "cannot verify host certificates)") if verdict.ca_lines else ""
         if not t.accept_unknown:
