@@ -146,6 +146,29 @@ def test_advise_shows_the_sc_arithmetic_and_writes_a_profile(tmp_path, capsys):
     assert settings["net.core.rmem_max"] == "2097152"
 
 
+@pytest.mark.parametrize("bandwidth,rtt,message", [
+    ("10", "18ms", "--bandwidth 10: a number needs its unit, e.g. --bandwidth 10Gbit/s"),
+    ("10Gbit/s", "18", "--rtt 18: a number needs its unit, e.g. --rtt 18ms"),
+    ("10", "18", "--bandwidth 10: a number needs its unit"),
+    ("1e10", "18ms", "--bandwidth 1e10: a number needs its unit"),
+    ("10Gbit/s", " 0.018 ", "--rtt 0.018: a number needs its unit"),
+])
+def test_advise_refuses_numbers_without_units(capsys, bandwidth, rtt, message):
+    """`--bandwidth 10 --rtt 18` meant 10 bit/s and 18 s, and advised a maximum buffer below
+    the kernel's default. Now: exit 2, one line that shows the accepted form."""
+    assert main(["tune", "advise", "--bandwidth", bandwidth, "--rtt", rtt]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and message in err and not captured.out, err
+
+
+def test_advise_with_units(capsys):
+    assert main(["tune", "advise", "--bandwidth", "10Gbit/s", "--rtt", "18ms", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bandwidth_bps"] == 10e9 and data["rtt_s"] == pytest.approx(0.018)
+    assert data["bdp_bytes"] == 22_500_000
+
+
 def test_plan_json(capsys):
     assert main(["tune", "plan", "--rate", "200MB/s", "--tape-drive-rate", "15-20MB/s",
                  "--tape-target", "60MB/s", "--buffer", "50TB", "--json"]) == 0

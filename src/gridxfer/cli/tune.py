@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from pathlib import Path
 
 import click
@@ -256,9 +257,20 @@ def rollback_cmd(hosts, ifaces, skip_global, as_json, target_args, dry_run) -> N
         raise GridxferError("rollback incomplete; the originals are kept for another try")
 
 
+_BARE_NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*", re.A)
+
+
+def _require_unit(raw: str, option: str, example: str) -> None:
+    """A bare number is refused: `--bandwidth 10 --rtt 18` would be 10 bit/s and 18 s."""
+    if _BARE_NUMBER.fullmatch(raw):
+        raise UsageError(f"{option} {raw.strip()}: a number needs its unit, e.g. "
+                         f"{option} {example}")
+
+
 @group.command("advise")
-@click.option("--bandwidth", required=True, help="Path bandwidth, e.g. 1G, 10Gbit, 900Mbps.")
-@click.option("--rtt", required=True, help="Round-trip time, e.g. 18ms.")
+@click.option("--bandwidth", required=True,
+              help="Path bandwidth with its unit, e.g. 10Gbit/s, 1G, 900Mbit/s.")
+@click.option("--rtt", required=True, help="Round-trip time with its unit, e.g. 18ms, 0.1s.")
 @click.option("--streams", default=1, show_default=True, type=int, help="Parallel TCP streams.")
 @click.option("--headroom", default=1.25, show_default=True, type=float,
               help="Window = BDP x headroom (the SC seed ran 1.2-1.3x).")
@@ -269,6 +281,8 @@ def rollback_cmd(hosts, ifaces, skip_global, as_json, target_args, dry_run) -> N
 def advise_cmd(bandwidth, rtt, streams, headroom, write_profile, dry_run, as_json) -> None:
     """Socket buffers from the bandwidth-delay product, with the arithmetic shown."""
     from ..tuning.advise import advice_profile, advise
+    _require_unit(bandwidth, "--bandwidth", "10Gbit/s (or 1G, 900Mbit/s)")
+    _require_unit(rtt, "--rtt", "18ms (or 0.018s)")
     a = advise(parse_within(bandwidth, parse_bitrate, MAX_BITRATE, "--bandwidth"),
                parse_within(rtt, parse_duration, MAX_RTT, "--rtt"),
                streams=int(require(streams, MAX_STREAMS, "--streams")), headroom=headroom)
