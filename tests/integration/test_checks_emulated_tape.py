@@ -22,6 +22,17 @@ def perf(out: str) -> dict[str, float]:
     return {m[0].strip("'"): float(m[1]) for m in re.findall(r"(\S+)=([-\d.]+)", out.split("|")[1])}
 
 
+def poll_check(args, done, timeout: float = 60.0):
+    """check_gridxfer_tape until ``done(result)`` (the drives are threads: no fixed sleep),
+    or the timeout; returns the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = run_check("tape", *args)
+        if done(r) or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_emulated_tape_drives_the_checks(tmp_path, gridxfer_home, fmt):
     buf, log = tmp_path / "buffer", tmp_path / "cta-taped.log"
@@ -35,8 +46,9 @@ def test_emulated_tape_drives_the_checks(tmp_path, gridxfer_home, fmt):
                      cartridge=8 * MB)
     tape_args = ("--cta", str(log), "-W", "5s", "--min-volume", "0", "-w", "7:", "-c", "4:")
     with EmulatedTape(cfg) as tape:
-        time.sleep(4.5)
-        r = run_check("tape", *tape_args)
+        # every drive has logged a session within the 5 s window (about 4.5 s here)
+        r = poll_check(tape_args, lambda r: r.returncode == 0 and "|" in r.stdout
+                       and perf(r.stdout).get("drives") == 4)
         assert r.returncode == 0, r.stdout
         p = perf(r.stdout)
         assert p["drives"] == 4 and p["per_drive_MBps"] == pytest.approx(2.0, rel=0.15)
@@ -52,8 +64,7 @@ def test_emulated_tape_drives_the_checks(tmp_path, gridxfer_home, fmt):
         assert pb["time_to_full_s"] == pytest.approx((1e9 - used) / (12e6 - pb["outflow_MBps"]
                                                                       * 1e6), rel=0.01)
         tape.fail_drive(3)
-        time.sleep(2.0)
-        r = run_check("tape", *tape_args)
+        r = poll_check(tape_args, lambda r: r.returncode == 1)
         assert r.returncode == 1, r.stdout
         assert perf(r.stdout)["drives"] == 3 and "EMU-LTO-03" in r.stdout
         assert "drive(s) down (killed or put down): EMU-LTO-03" in r.stdout

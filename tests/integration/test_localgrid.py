@@ -254,7 +254,9 @@ def test_down_after_kill9_of_up_leaves_no_process(tmp_path, when):
             base = json.loads(inventory.read_text())["base_dir"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(5)
-        time.sleep(0.3)     # let a half-started server get going
+        running = time.monotonic() + 10     # a half-started server: give it time to show
+        while not _procs_mentioning(base + "/") and time.monotonic() < running:
+            time.sleep(0.05)
         assert _procs_mentioning(base + "/"), "no server was running at kill time"
         res = subprocess.run([*GRIDXFER, "testbed", "down"], env=env, capture_output=True, text=True,
                              timeout=60)

@@ -20,7 +20,11 @@ def test_watcher_polls_in_the_background_and_stops_when_idle():
         time.sleep(0.01)
     assert w.free("root://x//d/") == 42 and w.free("plain-name") is None
     assert set(calls) == {"root://x//d/"}
-    time.sleep(0.5)                     # nobody asked for 0.2 s: the thread is gone
+    # nobody asks any more: after idle_stop (0.2 s) the thread ends, and polls no more
+    deadline = time.monotonic() + 10
+    while w._threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not w._threads
     n = len(calls)
     time.sleep(0.1)
     assert len(calls) == n
@@ -36,13 +40,12 @@ def test_gridftp_is_first_asked_after_the_start_up_delay():
     try:
         w.watch(["root://x//d/", "gsiftp://g/d/"])
         time.sleep(0.2)
-        w.refresh("gsiftp://g/d/")
-        time.sleep(0.2)
-        assert w.free("root://x//d/") == 7 and w.free("gsiftp://g/d/") is None
-        deadline = time.time() + 5
-        while w.free("gsiftp://g/d/") is None and time.time() < deadline:
+        w.refresh("gsiftp://g/d/")                  # must not cut the delay short
+        deadline = time.monotonic() + 10
+        while None in (w.free("root://x//d/"), w.free("gsiftp://g/d/")) \
+                and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert w.free("gsiftp://g/d/") == 7
+        assert w.free("root://x//d/") == 7 and w.free("gsiftp://g/d/") == 7
         first = min(t for u, t in calls if u.startswith("gsiftp"))
         assert first >= 0.6
     finally:
