@@ -22,6 +22,12 @@ def perf(out: str) -> dict[str, float]:
     return {m[0].strip("'"): float(m[1]) for m in re.findall(r"(\S+)=([-\d.]+)", out.split("|")[1])}
 
 
+def vids(log: Path) -> set[str]:
+    """The cartridges of the sessions logged so far (a line being written is skipped)."""
+    text = log.read_text() if log.exists() else ""
+    return {s.vid for s in map(lambda line: cta.parser()(line, log), text.splitlines()) if s}
+
+
 def poll_check(args, done, timeout: float = 60.0):
     """check_gridxfer_tape until ``done(result)`` (the drives are threads: no fixed sleep),
     or the timeout; returns the last result."""
@@ -64,10 +70,14 @@ def test_emulated_tape_drives_the_checks(tmp_path, gridxfer_home, fmt):
         assert pb["time_to_full_s"] == pytest.approx((1e9 - used) / (12e6 - pb["outflow_MBps"]
                                                                       * 1e6), rel=0.01)
         tape.fail_drive(3)
-        r = poll_check(tape_args, lambda r: r.returncode == 1)
+        r = poll_check(tape_args, lambda r: r.returncode == 1 and "EMU-LTO-03" in r.stdout)
         assert r.returncode == 1, r.stdout
         assert perf(r.stdout)["drives"] == 3 and "EMU-LTO-03" in r.stdout
         assert "drive(s) down (killed or put down): EMU-LTO-03" in r.stdout
+        # cartridges fill up (8 MB each, 4 s of writing): wait for a fifth vid in the log
+        deadline = time.monotonic() + 60
+        while len(vids(log)) <= 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
     assert (buf / ".partial.part").exists()
     assert not list((buf / ".tape-staging").rglob("*.dat")), "claimed files were not returned"
     sessions = [cta.parser()(line, log) for line in log.read_text().splitlines()]
