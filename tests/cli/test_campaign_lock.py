@@ -224,6 +224,16 @@ def test_cancel_without_runner_marks_pending_files(camp, capsys):
     all_copied(camp)
 
 
+def test_cancel_of_a_finished_campaign_changes_nothing(camp, capsys):
+    camp["gate"].touch()
+    res = gx(camp, "run", "--quiet", str(camp["spec"]))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert main(["campaign", "cancel", "c1"]) == 0
+    assert "0 pending files cancelled" in capsys.readouterr().out
+    assert json.loads(gx(camp, "status", "--json", "c1").stdout)["state"] == "done"
+    all_copied(camp)
+
+
 def test_cancel_of_unknown_campaign_and_lock_holder(camp, capsys):
     assert main(["campaign", "cancel", "nope"]) == 2
     assert "no such campaign journal" in capsys.readouterr().err

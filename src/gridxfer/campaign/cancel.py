@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -23,7 +22,6 @@ from . import journal
 from .journal import CANCELLED
 from .lock import CampaignBusy, CampaignLock, holder
 from .recovery import sweep
-from .spec import spec_from_dict
 
 CANCEL_MSG = "cancelled by `gridxfer campaign cancel`"
 
@@ -53,7 +51,9 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     try:
         conn = journal.connect(path)
         try:
-            spec = spec_from_dict(json.loads(journal.get_meta(conn)["spec"]))
+            from .runner import _journal_spec, prepare_environment     # runner imports us
+            spec = _journal_spec(path, journal.get_meta(conn))
+            prepare_environment(spec)
             swept = sweep(conn, spec, mover_factory, ops_factory)
             now = time.time()
             conn.execute("BEGIN IMMEDIATE")
@@ -62,7 +62,8 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
                                  "updated=? WHERE state='pending'",
                                  (CANCELLED, CANCEL_MSG, now)).rowcount
                 journal.add_event(conn, "cancelled", ts=now, files=n, pid=None)
-                journal.set_meta(conn, [("state", "cancelled"), ("updated", repr(now))])
+                if n:                   # a finished campaign stays done (or partial)
+                    journal.set_meta(conn, [("state", "cancelled"), ("updated", repr(now))])
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
