@@ -84,3 +84,22 @@ def test_plan_counts_inserted_rows_and_keeps_types(tmp_path):
                        "FROM files ORDER BY id").fetchall()
     assert [tuple(r) for r in got] == [("caf\u00e9.dat", 5, "integer", "T1", "0000abcd", "pending"),
                                        ("b.dat", 7, "integer", "T1", None, "pending")]
+
+
+def test_older_journal_gets_the_temp_index_on_open(tmp_path):
+    """A journal written before attempts_tmp existed opens read-write with it (idempotent
+    CREATE INDEX IF NOT EXISTS) and keeps its rows; readers of old journals still work."""
+    path = tmp_path / "old.sqlite"
+    conn = journal.connect(path, create=True)
+    conn.execute("DROP INDEX attempts_tmp")
+    conn.execute("INSERT INTO files (id, name, src_url, size, tier) VALUES (1, 'f', 'file:///f', 1, 'T')")
+    conn.execute("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, status, "
+                 "tmp_url) VALUES (1, 1, 'T', 'file:///d/', 'file:///d/f', 0, 'failed', "
+                 "'file:///d/.f.gxpart-1')")
+    conn.close()
+    ro = journal.connect(path, readonly=True)
+    assert journal.tally(ro) == {"T": {"pending": (1, 1)}}
+    ro.close()
+    conn = journal.connect(path)
+    assert [r["tmp_url"] for r in journal.leftover_temps(conn)] == ["file:///d/.f.gxpart-1"]
+    assert journal.count_cancelled(conn) == 0
