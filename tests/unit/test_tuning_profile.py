@@ -190,6 +190,8 @@ def test_unknown_names(tmp_path):
     ("net.core.rmem_max = 1_000\n", 1, "not numeric"),
     ("net.core.rmem_max = \u0661\u0662\u0663\n", 1, "not numeric"),
     ("net.core.rmem_max = \u00b2\n", 1, "not numeric"),
+    ("net.ipv4.tcp_syn_retries = 18446744073709551616\n", 1, "beyond any sysctl's 64 bits"),
+    ("net.ipv4.ip_local_port_range = 1024 " + "9" * 400 + "\n", 1, "beyond any sysctl's 64 bits"),
 ])
 def test_hostile_profile_content_is_refused_naming_file_and_line(tmp_path, body, where, fragment):
     path = tmp_path / "bad.conf"

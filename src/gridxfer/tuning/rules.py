@@ -106,6 +106,11 @@ def check_value(rule: Rule, value: str) -> str | None:
     return None
 
 
+def _beyond_64_bits(token: str) -> bool:
+    """An integer no sysctl can hold (they are at most 64-bit), any key."""
+    return bool(INT_RE.fullmatch(token)) and (len(token) > 21 or not -2**63 <= int(token) < 2**64)
+
+
 def check_sysctl(key: str, value: str) -> str | None:
     """Static check of a sysctl key/value; None when fine (or the key has no rule)."""
     if not SYSCTL_KEY_RE.fullmatch(key) or ".." in key:
@@ -114,7 +119,10 @@ def check_sysctl(key: str, value: str) -> str | None:
         return "empty value"
     rule = SYSCTL_RULES.get(key)
     if rule is None:
-        return None if "\n" not in value else "value spans lines"
+        if "\n" in value:
+            return "value spans lines"
+        huge = next((t for t in value.split() if _beyond_64_bits(t)), None)
+        return f"{huge[:12]}... is beyond any sysctl's 64 bits" if huge else None
     return check_value(rule, value)
 
 
