@@ -143,8 +143,9 @@ def test_wait_fails_at_its_bound(gridxfer_home, tmp_path):
         probes = conn.execute("SELECT count(*) FROM attempts WHERE started > ?",
                               (down["since"],)).fetchone()[0]
     assert down["on_pool_down"] == "wait" and down["deadline"] - down["since"] == 4.0
-    for f in files:                 # waited for the pool, without spending their retries
-        assert f["error_class"] == "connection" and f["attempts"] == 0, f
+    for f in files:     # waited for the pool without spending their retries (max 1): only
+        # a probe that ended after the deadline counts (XRD_CONNECTIONWINDOW can make it last)
+        assert f["error_class"] == "connection" and f["attempts"] <= 1, f
         assert "on_pool_down: wait 4.0s" in f["error_msg"] and dead in f["error_msg"]
         assert f["updated"] >= down["deadline"]
     assert probes >= 1              # the breaker kept probing (1 s cooldowns) while waiting

@@ -228,7 +228,9 @@ def test_wait_keeps_the_budget_and_fails_at_the_bound(gridxfer_home):
     _, res = run(spec, conn, mover)
     assert res.files_failed == 3
     rows = files(conn)
-    assert all(r["attempts"] == 0 and "on_pool_down: wait 3.0s" in r["error_msg"]
+    # max 1: without the wait, the probes every second would have spent the budgets; a
+    # probe that ends after the deadline counts (attempts 1), one that ends before does not
+    assert all(r["attempts"] <= 1 and "on_pool_down: wait 3.0s" in r["error_msg"]
                for r in rows), rows
     down = list(journal.last_events(conn, "pool_down"))
     assert down[0]["on_pool_down"] == "wait" and down[0]["deadline"] - down[0]["since"] == 3.0

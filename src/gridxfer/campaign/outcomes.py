@@ -22,7 +22,7 @@ from .stats import Accounting
 def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slots: LinkSlots,
            acct: Accounting, exclusions: ExclusionPolicy, feed: PendingFeed,
            tiers: dict[str, TierSpec], retries: RetrySpec, stop: threading.Event,
-           waiting: Callable[[str], bool] = lambda tier: False) -> None:
+           waiting: Callable[[str, float], bool] = lambda tier, when: False) -> None:
     """Apply ``results``; an attempt no longer in ``inflight`` (abandoned by the watchdog,
     already journalled) is ignored. A cancel counts as an attempt unless the campaign is
     stopping (``stop``): then the file goes back to pending as if never tried. A requeued
@@ -69,7 +69,7 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
         att_rows.append(("failed", now, nbytes, nbytes / secs, None, None, ec.value,
                          res.message, _left(job), job.attempt_id))
         avoid = job.avoid | {job.endpoint} if ec is ErrorClass.NO_SPACE else job.avoid
-        free = ec.retryable and waiting(job.tier)     # the pool is down, not the file
+        free = ec.retryable and waiting(job.tier, now)    # the pool is down, not the file
         retry = free or (ec.retryable and job.attempt_no <= retries.max)
         if ec is ErrorClass.NO_SPACE and avoid >= set(tiers[job.tier].pool):
             retry = False

@@ -87,9 +87,13 @@ class PoolHealth:
         self._excluded[tier] = {e.url: e for e in excl}
         if not ok and excl and all(e.until is None for e in excl):
             ok = list(pool)     # nothing will ever come back: let the files fail on their own
-        if tier in self._noticed and self.down(tier, now) is None:
-            del self._noticed[tier]
-            events.append(("pool_up", {"tier": tier}))
+        if tier in self._noticed:
+            down = self.down(tier, now)
+            if down is None:
+                del self._noticed[tier]
+                events.append(("pool_up", {"tier": tier}))
+            elif now >= down.deadline:
+                ok = []         # past the deadline: no more probes, hold() fails the files
         return ok, events
 
     def probes(self, eligible: list[str]) -> set[str]:
@@ -126,8 +130,8 @@ class PoolHealth:
                      if d is not None)
 
     def waiting(self, tier: str, now: float) -> bool:
-        """True while the tier's pool is down and the campaign waits for it (a failure
-        then says nothing about the file: ``outcomes.settle`` does not count it)."""
+        """True while the tier's pool is down and the campaign waits for it (a failure at
+        ``now`` then says nothing about the file: ``outcomes.settle`` does not count it)."""
         d = self.down(tier, now)
         return d is not None and d.waiting and now < d.deadline
 

@@ -261,7 +261,7 @@ class Scheduler:
         outcomes.settle(results, self._inflight, self._batch, slots=self._slots, acct=self.acct,
                         exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
                         retries=self.spec.retries, stop=self.stop,
-                        waiting=lambda tier: self.health.waiting(tier, self.clock()))
+                        waiting=self.health.waiting)
 
     # ------------------------------------------------------------ workers
     def _warm(self, tier: str) -> None:
