@@ -16,18 +16,30 @@ import time
 from gridxfer.testbed import delayline
 
 DELAY, LOSS, SEED, COUNT = 0.004, 0.01, 1234, 3000
+WINDOW = 100            # kept packets in flight at most (see feed)
 
 
 def test_no_packet_early_none_reordered_and_the_seeded_drops_exactly():
     rand = random.Random(SEED).random
     kept = [seq for seq in range(COUNT) if not rand() < LOSS]
+    kept_set = set(kept)
     line, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     line.setblocking(False)
     sent: dict[int, float] = {}
     got: list[tuple[int, float]] = []
 
+    kept_before = [0] * (COUNT + 1)         # kept packets among seq < i
+    for i in range(COUNT):
+        kept_before[i + 1] = kept_before[i] + (i in kept_set)
+
     def feed() -> None:
+        """At most WINDOW kept packets in flight: a socketpair's queues hold a few hundred
+        packets (a TUN device never refuses the line's writes), and a drain thread starved
+        by a loaded CPU once let them fill (overflow=371 in one run)."""
         for seq in range(COUNT):
+            deadline = time.monotonic() + 30
+            while kept_before[seq] - len(got) > WINDOW and time.monotonic() < deadline:
+                time.sleep(0.0005)
             sent[seq] = time.monotonic()
             peer.send(struct.pack("!I", seq) + b"x" * 60)
             if seq % 50 == 49:
