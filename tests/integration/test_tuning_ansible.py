@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def test_playbook_check_mode_then_apply_mode(host, tmp_path):
     check = playbook(inv, "-e", "profile=dtn-10g", "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf",
                      "--check", "--diff")
     assert check.returncode == 0, check.stdout[-2000:]
-    assert "changed=0" not in check.stdout and "net.ipv4.tcp_mtu_probing=1" in check.stdout
+    assert "changed=0" not in check.stdout and "net.ipv4.tcp_mtu_probing: " in check.stdout
     assert snap(ns) == before
     # 2. apply mode with a profile exported by gridxfer, NIC settings included
     (tmp_path / "wanlab.conf").write_text(
@@ -71,6 +72,73 @@ def test_playbook_check_mode_then_apply_mode(host, tmp_path):
             ns.exec("sysctl", "-q", "-w", f"{k}={v}")
 
 
+def test_check_diff_shows_real_before_and_after_and_changes_only_what_differs(host, tmp_path):
+    """--check --diff: the diff holds each key's value as the host has it (tabs and all, read
+    back) and the profile's; "changed" only for keys that differ (bbr already set: unchanged).
+    It used to report every key changed, and no before/after at all."""
+    ns, sshd, inv = host
+    before = snap(ns)
+    try:
+        ns.exec("sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr")
+        ns.exec("sysctl", "-q", "-w", "net.ipv4.tcp_sack=1")
+        ns.exec("sysctl", "-q", "-w", "net.ipv4.tcp_mtu_probing=0")
+        now = snap(ns)
+        rmem_now = " ".join(now["net.ipv4.tcp_rmem"].split())
+        assert rmem_now != "4096 87380 12582912"
+        (tmp_path / "mixed.conf").write_text(
+            "net.ipv4.tcp_congestion_control = bbr\nnet.ipv4.tcp_sack = 1\n"
+            "net.ipv4.tcp_rmem = 4096 87380 12582912\nnet.ipv4.tcp_mtu_probing = 1\n"
+            "-net.ipv4.no_such_key_gx = 1\n")
+        vars_file = tmp_path / "mixed.yml"
+        vars_file.write_text(ansible_vars_yaml(load_profile(str(tmp_path / "mixed.conf"))))
+        check = playbook(inv, "-e", "profile=mixed", "-e", f"gridxfer_vars_file={vars_file}",
+                         "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf", "--check", "--diff")
+        out = check.stdout
+        assert check.returncode == 0, out[-3000:]
+        assert snap(ns) == now                                      # check mode wrote nothing
+        changed = {line.split("(item=", 1)[1].split(":", 1)[0] for line in out.splitlines()
+                   if line.startswith("changed: [gxhost] => (item=")}
+        assert changed == {"net.ipv4.tcp_rmem", "net.ipv4.tcp_mtu_probing"}, out[-3000:]
+        assert f"(item=net.ipv4.tcp_rmem: {rmem_now} -> 4096 87380 12582912)" in out
+        assert "(item=net.ipv4.tcp_congestion_control: bbr -> bbr)" in out   # shown, skipped
+        # the diff: real before, profile's after, unchanged keys as context only
+        assert f"-net.ipv4.tcp_rmem = {rmem_now}\n" in out
+        assert "+net.ipv4.tcp_rmem = 4096 87380 12582912\n" in out
+        assert "-net.ipv4.tcp_mtu_probing = 0\n" in out and "+net.ipv4.tcp_mtu_probing = 1\n" in out
+        assert " net.ipv4.tcp_congestion_control = bbr\n" in out
+        assert "-net.ipv4.tcp_congestion_control" not in out
+        assert "-net.ipv4.no_such_key_gx" not in out and "+net.ipv4.no_such_key_gx" not in out
+        assert "(item=net.ipv4.no_such_key_gx: (missing) -> 1)" in out       # optional: skipped
+        assert '"mode"' not in out                   # the record file's directory is left alone
+    finally:
+        for k, v in before.items():
+            ns.exec("sysctl", "-q", "-w", f"{k}={v}")
+
+
+def test_persist_writes_every_key_even_those_already_set(host, tmp_path):
+    """gridxfer_persist: the sysctl.d file holds the whole profile (a key already at its value
+    is recorded too), and only the differing keys are written live."""
+    ns, sshd, inv = host
+    before = snap(ns)
+    try:
+        ns.exec("sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr")
+        (tmp_path / "keep.conf").write_text("net.ipv4.tcp_congestion_control = bbr\n"
+                                            "net.ipv4.tcp_rmem = 4096 87380 12582912\n"
+                                            "-net.ipv4.no_such_key_gx = 1\n")
+        vars_file = tmp_path / "keep.yml"
+        vars_file.write_text(ansible_vars_yaml(load_profile(str(tmp_path / "keep.conf"))))
+        done = playbook(inv, "-e", "profile=keep", "-e", f"gridxfer_vars_file={vars_file}",
+                        "-e", "gridxfer_persist=true", "-e", f"gridxfer_sysctl_dir={tmp_path}/d")
+        assert done.returncode == 0, done.stdout[-3000:]
+        lines = (tmp_path / "d" / "90-gridxfer-keep.conf").read_text().splitlines()
+        assert lines[1:] == ["net.ipv4.tcp_congestion_control = bbr",
+                             "net.ipv4.tcp_rmem = 4096 87380 12582912"]
+        assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "87380", "12582912"]
+    finally:
+        for k, v in before.items():
+            ns.exec("sysctl", "-q", "-w", f"{k}={v}")
+
+
 @pytest.mark.slow      # ~25 s of ansible start-ups; the contract suite covers the target itself
 def test_engine_through_the_ansible_target(host, gridxfer_home):
     ns, sshd, inv = host
@@ -90,12 +158,36 @@ def test_session_interface_seen_through_ansible(host):
 
 def test_exported_vars_are_in_sync_with_profiles():
     from gridxfer.tuning.profile import list_profiles
-    for path in list_profiles():
-        if Path(path).parent.name != "sysctl-profiles":
-            continue
+    bundled = [p for p in list_profiles() if Path(p).parent.name == "sysctl-profiles"]
+    for path in bundled:
         assert (VARS_DIR / f"{path.stem}.yml").read_text() == ansible_vars_yaml(
             load_profile(str(path))), f"regenerate playbooks/vars/{path.stem}.yml"
+    # no vars file left behind by a profile that is gone
+    assert {p.stem for p in VARS_DIR.glob("*.yml")} == {p.stem for p in bundled}
     assert _env()["ANSIBLE_STDOUT_CALLBACK"] == "json"
+
+
+def test_ansible_lint_production_profile_passes_offline():
+    """The real ansible-lint, with the repository's .ansible-lint (production profile,
+    offline: Galaxy is never asked)."""
+    lint = shutil.which("ansible-lint", path=os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    assert lint is not None, "ansible-lint is missing: pip install -e '.[test]' (setup.cfg)"
+    root = PLAYBOOK.parents[1]
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", NO_COLOR="1", ANSIBLE_LINT_NODEPS="1")
+    res = subprocess.run([lint, "-f", "pep8", "playbooks/"], cwd=root, capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert "Profile 'production' was required, and it passed" in res.stderr + res.stdout
+
+
+def test_requirements_name_the_collections_the_role_uses():
+    import yaml
+    req = yaml.safe_load((PLAYBOOK.parent / "requirements.yml").read_text())
+    names = {c["name"] for c in req["collections"]}
+    tasks = (PLAYBOOK.parent / "roles" / "gridxfer" / "tasks" / "main.yml").read_text()
+    used = {m for m in ("ansible.posix", "ansible.utils") if f"{m}." in tasks}
+    assert "ansible.posix" in names and used <= names
 
 
 def test_templates_never_run_on_the_controller(host, tmp_path):

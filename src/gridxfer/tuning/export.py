@@ -23,7 +23,9 @@ class _Unsafe(str):
 
 
 class _UnsafeDumper(yaml.SafeDumper):
-    pass
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        """Sequences indented under their key, as yamllint (and so ansible-lint) wants."""
+        return super().increase_indent(flow, False)
 
 
 _UnsafeDumper.add_representer(
@@ -57,7 +59,7 @@ def ansible_vars(profile: Profile) -> dict:
 
 
 def ansible_vars_yaml(profile: Profile) -> str:
-    head = (f"# Generated from {Path(profile.path).name} by "
+    head = (f"---\n# Generated from {Path(profile.path).name} by "
             f"`gridxfer tune show {profile.name} --ansible-vars`; do not edit.\n")
     return head + unsafe_yaml(ansible_vars(profile))
 
