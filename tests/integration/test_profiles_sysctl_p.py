@@ -94,3 +94,39 @@ def test_sysctl_p_ignores_what_the_loader_would_honour(ns, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "no_such_key_gx" in p.stderr
     assert ns.sysctl("net.ipv4.tcp_mtu_probing") == before       # the include was not followed
+
+
+def _host_value(key: str) -> str:
+    return subprocess.run(["sysctl", "-n", key], capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_sysctl_dry_run_reads_every_line_as_the_loader_does(path):
+    """`sysctl --dry-run -p FILE` on the host: the whole file, global keys included, parsed
+    and checked by procps without writing (the host's values are compared before and after).
+    A key this kernel does not have may only be a compiled-out kernel.* one."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    if "--dry-run" not in subprocess.run(["sysctl", "--help"], capture_output=True,
+                                         text=True).stdout:
+        pytest.skip("this procps has no --dry-run")
+    prof = load_profile(str(path))
+    present = [s for s in prof.sysctl if os.path.exists(proc_path(s.key))]
+    absent = [s.key for s in prof.sysctl if s not in present]
+    assert all(not k.startswith("net.") for k in absent), absent
+    saved = {s.key: _host_value(s.key) for s in present}
+    try:
+        p = subprocess.run(["sysctl", "--dry-run", "-p", str(path)], capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        now = {k: _host_value(k) for k in saved}
+        for key in (k for k in saved if now[k] != saved[k]):      # never expected: restore
+            subprocess.run(["sysctl", "-q", "-w", f"{key}={saved[key]}"], timeout=30)
+    assert now == saved, "sysctl --dry-run wrote to the host"
+    printed = [tuple(line.split(" = ", 1)) for line in p.stdout.splitlines()]
+    assert [(k, " ".join(v.split())) for k, v in printed] == [(s.key, s.value) for s in present]
+    errors = p.stderr.splitlines()
+    assert len(errors) == len(absent), p.stderr
+    assert all(f"cannot stat {proc_path(k)}" in e for k, e in zip(absent, errors)), p.stderr
+    assert p.returncode == (1 if absent else 0)
