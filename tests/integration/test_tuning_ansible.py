@@ -139,6 +139,18 @@ def test_persist_writes_every_key_even_those_already_set(host, tmp_path):
             ns.exec("sysctl", "-q", "-w", f"{k}={v}")
 
 
+def test_a_profile_with_nic_settings_only(host, tmp_path):
+    ns, sshd, inv = host
+    (tmp_path / "niconly.conf").write_text("# source: test\n")
+    (tmp_path / "niconly.nic").write_text("txqueuelen = 2500\n")
+    vars_file = tmp_path / "niconly.yml"
+    vars_file.write_text(ansible_vars_yaml(load_profile(str(tmp_path / "niconly.conf"))))
+    check = playbook(inv, "-e", "profile=niconly", "-e", f"gridxfer_vars_file={vars_file}",
+                     "-e", f"gridxfer_iface={ns.ns_if}", "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf",
+                     "--check", "--diff")
+    assert check.returncode == 0, check.stdout[-3000:]
+
+
 @pytest.mark.slow      # ~25 s of ansible start-ups; the contract suite covers the target itself
 def test_engine_through_the_ansible_target(host, gridxfer_home):
     ns, sshd, inv = host
