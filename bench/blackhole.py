@@ -82,7 +82,7 @@ def measure_capacity(urls: dict[str, str], src_file: Path, size: int, *, session
     s, since the XRootD throttle lets a fresh server burst). A slow server's transfers
     can take longer than the window, so the run lasts until every session has timed one.
     """
-    from gridxfer.campaign.scheduler import default_mover_factory
+    from gridxfer.campaign.engine.scheduler import default_mover_factory
     from gridxfer.movers.base import TransferParams
 
     stop = threading.Event()
@@ -135,8 +135,10 @@ def measure_capacity(urls: dict[str, str], src_file: Path, size: int, *, session
 
 def run_selector(label: str, selector: str, optimizer: str, exclusions: bool,
                  pool: dict[str, str], src: Path, workdir: Path, *, max_active: int) -> Row:
-    from gridxfer.campaign import journal, runner, scheduler
-    from gridxfer.campaign.selection import NoExclusions
+    from gridxfer.campaign import runner
+    from gridxfer.campaign.journal import store as journal
+    from gridxfer.campaign.engine import scheduler
+    from gridxfer.campaign.policy.selection import NoExclusions
 
     name = f"bh-{label}"
     spec = workdir / f"{name}.yaml"

@@ -69,8 +69,8 @@ def write_campaign(work: Path, files: int, max_active: int) -> Path:
 # ------------------------------------------------------------------ child phases
 def _phase_plan(spec_path: str) -> dict:
     from gridxfer.campaign import runner
-    from gridxfer.campaign.dataset import expand
-    from gridxfer.campaign.spec import load_spec
+    from gridxfer.campaign.spec.dataset import expand
+    from gridxfer.campaign.spec.schema import load_spec
 
     sw = Stopwatch()
     spec = load_spec(spec_path)
@@ -86,9 +86,9 @@ def _phase_plan(spec_path: str) -> dict:
 
 
 def _phase_dispatch(seconds: float) -> dict:
-    from gridxfer.campaign import journal
-    from gridxfer.campaign.scheduler import Scheduler
-    from gridxfer.campaign.spec import spec_from_dict
+    from gridxfer.campaign.journal import store as journal
+    from gridxfer.campaign.engine.scheduler import Scheduler
+    from gridxfer.campaign.spec.schema import spec_from_dict
 
     path = journal.journal_path(NAME)
     conn = journal.connect(path)
@@ -113,7 +113,7 @@ def _phase_dispatch(seconds: float) -> dict:
 
 
 def _phase_read() -> dict:
-    from gridxfer.campaign.report import build_report
+    from gridxfer.campaign.report.summary import build_report
     from gridxfer.campaign.runner import campaign_status
 
     sw = Stopwatch()

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import yaml
 
-from .errors import SpecError
+from gridxfer.errors import SpecError
 
 
 def read_text(path: str | os.PathLike, shown: str | None = None) -> str:

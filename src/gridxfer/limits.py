@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .errors import UsageError
+from gridxfer.errors import UsageError
 
 DAY = 86400.0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import UsageError
+from gridxfer.errors import UsageError
 
 # Limits of what can be represented, not policy: a size must fit SQLite's INTEGER (the
 # journal stores it), a duration must fit every timer (threading waits stop at ~292 years).

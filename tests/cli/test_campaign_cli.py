@@ -14,16 +14,16 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gridxfer.campaign import scheduler
+from gridxfer.campaign.engine import scheduler
 from gridxfer.cli.main import main
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Entry, TransferOutcome
 
 
 def _malformed_cases() -> dict:
-    """The malformed campaign files of tests/unit/test_spec.py (one list for both suites)."""
+    """The malformed campaign files of tests/unit/campaign/spec/test_spec.py (one list for both suites)."""
     import importlib.util
-    path = Path(__file__).resolve().parents[1] / "unit" / "test_spec.py"
+    path = Path(__file__).resolve().parents[1] / "unit" / "campaign" / "spec" / "test_spec.py"
     spec = importlib.util.spec_from_file_location("_gridxfer_spec_cases", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

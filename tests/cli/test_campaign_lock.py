@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gridxfer.campaign import lock as lock_mod
+from gridxfer.campaign.journal import lock as lock_mod
 from gridxfer.cli.main import main
 
 N_FILES = 6
@@ -24,7 +24,7 @@ N_FILES = 6
 GATED = r"""
 import os, shutil, zlib
 from urllib.parse import urlsplit
-from gridxfer.campaign import scheduler
+from gridxfer.campaign.engine import scheduler
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import TransferOutcome
 

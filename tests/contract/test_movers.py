@@ -268,12 +268,12 @@ def test_timeout_xrootd(slow_xrd, tmp_path):
 
 
 def _agents() -> list[int]:
-    """pids of this process's gfal2 copy children (movers/gfalagent.py)."""
+    """pids of this process's gfal2 copy children (movers/gfal/agent.py)."""
     import psutil
     pids = []
     for p in psutil.Process().children():
         try:
-            if p.status() != psutil.STATUS_ZOMBIE and "gridxfer.movers.gfalagent" in p.cmdline():
+            if p.status() != psutil.STATUS_ZOMBIE and "gridxfer.movers.gfal.agent" in p.cmdline():
                 pids.append(p.pid)
         except psutil.Error:        # ended meanwhile
             pass

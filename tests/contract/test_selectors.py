@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from gridxfer.campaign.exclusions import DefaultExclusions
-from gridxfer.campaign.selection import SELECTORS, EndpointStats, FileToPlace, make_selector
+from gridxfer.campaign.policy.exclusions import DefaultExclusions
+from gridxfer.campaign.policy.selection import SELECTORS, EndpointStats, FileToPlace, make_selector
 
 MB = 1_000_000
 POOL = ["root://a//d/", "root://b//d/", "root://c//d/", "root://d//d/"]

@@ -37,7 +37,7 @@ def good_journal(tmp_path, monkeypatch) -> Path:
                     f'destinations: [{{tier: T1, pool: ["file://{tmp_path}/dst/"]}}]\n'
                     'retries: {max: 0, backoff: 0s}\n')
     from gridxfer.campaign.runner import plan
-    from gridxfer.campaign.spec import load_spec
+    from gridxfer.campaign.spec.schema import load_spec
     path, _ = plan(load_spec(spec))
     return path
 

@@ -239,8 +239,8 @@ timeout: 60s
 
 @pytest.mark.parametrize("endpoint", ["t0-xrd", "t0-gsiftp"])
 def test_recursive_listing_through_the_mover(local_grid, endpoint):
-    from gridxfer.campaign.dataset import expand
-    from gridxfer.campaign.spec import SourceSpec
+    from gridxfer.campaign.spec.dataset import expand
+    from gridxfer.campaign.spec.schema import SourceSpec
 
     root = Path(local_grid.endpoints[endpoint].data_dir) / "c-list"
     (root / "a" / "b").mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.errors import TransferError
-from gridxfer.movers.xrootd import XRootDMover
+from gridxfer.movers.xrootd.mover import XRootDMover
 from gridxfer.testbed import localgrid
 
 pytestmark = pytest.mark.integration
@@ -45,7 +45,7 @@ ENDPOINT = "crash-xrd"
 
 # Recovery answers ``verdict`` for a POSC-pending destination, without touching it.
 _PENDING_VERDICT = """
-from gridxfer.campaign import recovery as _r
+from gridxfer.campaign.engine import recovery as _r
 _orig = _r._check_destination
 def _check(mover, src_ops, r, spec, *rest):
     try:
@@ -65,19 +65,20 @@ BREAKS = {
     "leave-pending": _PENDING_VERDICT.format(verdict="redo"),
     # the end of a run does not commit the results gathered since the last loop
     "no-close-flush": """
-from gridxfer.campaign import ledger as _l, scheduler as _s
+from gridxfer.campaign.engine import ledger as _l, scheduler as _s
 def _close(self, state, kind, now, **detail):
     _l.record_end(self.conn, state, kind, now, **detail)
 _s.Scheduler._close = _close
 """,
     # recovery is skipped: attempts left 'active' stay so
     "no-recovery": """
-from gridxfer.campaign import recovery as _rec, runner as _run
+from gridxfer.campaign.engine import recovery as _rec
+from gridxfer.campaign import runner as _run
 _run.sweep = lambda *a, **k: _rec.Swept(0, 0)
 """,
     # recovery redoes everything: complete files (finished but not committed) are deleted
     "redo-all": """
-from gridxfer.campaign import recovery as _r
+from gridxfer.campaign.engine import recovery as _r
 def _check(mover, src_ops, r, spec, *rest):
     try:
         mover.unlink(r["dst_url"])

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from gridxfer.campaign import runner
-from gridxfer.campaign.progress import health_lines
+from gridxfer.cli.progress import health_lines
 from gridxfer.cli.main import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-CONNECT_TIMEOUT = 10.0          # movers/xrdenv.py: XrdCl's ConnectionWindow, one try
+CONNECT_TIMEOUT = 10.0          # movers/xrootd/env.py: XrdCl's ConnectionWindow, one try
 
 
 def closed_port() -> int:

@@ -1,4 +1,4 @@
-"""gridxfer's own GridFTP client (movers/ftpcontrol.py, movers/gridftp.py) against the real
+"""gridxfer's own GridFTP client (movers/gridftp/control.py, movers/gridftp/client.py) against the real
 GSI globus-gridftp-server of the session's local grid: uploads, metadata, session reuse and
 recovery, cancel, and the fall back to gfal2 for a server it cannot authenticate to."""
 from __future__ import annotations
@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers import ftpcontrol, ftpdata, gridftp
+from gridxfer.movers.gridftp import control as ftpcontrol
+from gridxfer.movers.gridftp import data as ftpdata
+from gridxfer.movers.gridftp import client as gridftp
 from gridxfer.movers.base import TransferParams
-from gridxfer.movers.ftpcontrol import GsiControl, NativeUnavailable
+from gridxfer.movers.gridftp.control import GsiControl, NativeUnavailable
 from gridxfer.movers.registry import get_mover
 
 pytestmark = pytest.mark.usefixtures("local_grid")

@@ -120,7 +120,7 @@ def test_gsiftp_needs_the_proxy(local_grid, payload, tmp_path):
 
 def test_python_gfal2_gsiftp_and_root(local_grid, payload):
     pytest.importorskip("gfal2")
-    from gridxfer.movers.gfal import new_context
+    from gridxfer.movers.gfal.mover import new_context
     ctx = new_context()
     params = ctx.transfer_parameters()
     params.overwrite, params.create_parent = True, True

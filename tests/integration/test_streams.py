@@ -4,7 +4,7 @@ GridFTP: file -> gsiftp upload through globus-url-copy -p N (in-process gfal2 fo
 the copying process holds one control connection to the server's port plus N data
 connections.
 XRootD: root -> file download through XrdCl: the file is read over N channels of one TCP
-connection each (XrdCl substreams hang on throttled servers, see movers/xrootd.py), all to
+connection each (XrdCl substreams hang on throttled servers, see movers/xrootd/mover.py), all to
 the server's port, next to the one connection of the metadata channel (stat, checksum,
 mv); `ss` shows that N of them carry the data.
 Each case runs against its own fresh server so no earlier channel is reused.

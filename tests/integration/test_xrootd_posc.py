@@ -1,4 +1,4 @@
-"""file -> root:// uploads under POSC (movers/xrdupload.py) on a real xrootd server.
+"""file -> root:// uploads under POSC (movers/xrootd/upload.py) on a real xrootd server.
 
 The final name is opened with kXR_new|kXR_posc|kXR_mkpath: a failed, cancelled or
 refused upload must leave nothing at that name, an existing file is never touched
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from gridxfer.campaign import journal, recovery
-from gridxfer.campaign.spec import CampaignSpec, ChecksumSpec, SourceSpec, TierSpec
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.engine import recovery
+from gridxfer.campaign.spec.schema import CampaignSpec, ChecksumSpec, SourceSpec, TierSpec
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
-from gridxfer.movers.xrootd import XRootDMover
+from gridxfer.movers.xrootd.mover import XRootDMover
 from gridxfer.testbed import localgrid
 
 pytestmark = pytest.mark.integration
@@ -158,7 +159,7 @@ os._exit(0)                                       # no close: the upload never c
 MOVER_CHILD = """
 import os, sys
 from gridxfer.movers import TransferParams
-from gridxfer.movers.xrootd import XRootDMover
+from gridxfer.movers.xrootd.mover import XRootDMover
 src, dst = sys.argv[1], sys.argv[2]
 
 def progress(done, total):
@@ -278,7 +279,7 @@ def test_directory_source_is_refused_and_nothing_is_left(xrd, tmp_path):
 def test_small_files_are_verified_by_reading_them_back(xrd, tmp_path, monkeypatch):
     """Up to READ_BACK_MAX the stored bytes are read back through the open handle and no
     checksum query is made; a larger file still asks the server for its adler32."""
-    from gridxfer.movers import xrdupload
+    from gridxfer.movers.xrootd import upload as xrdupload
     queries: list[str] = []
     real = XRootDMover.checksum
     monkeypatch.setattr(XRootDMover, "checksum",
@@ -297,7 +298,7 @@ def test_small_files_are_verified_by_reading_them_back(xrd, tmp_path, monkeypatc
 def test_a_read_back_that_differs_fails_and_leaves_nothing(xrd, tmp_path, monkeypatch, damage):
     """The server's file is damaged on disk between the last write and the read-back: the
     upload is a (retryable) CHECKSUM error and the final name is removed."""
-    from gridxfer.movers import xrdupload
+    from gridxfer.movers.xrootd import upload as xrdupload
     real = xrdupload.stored_copy
 
     def damaged(handle, sent, stall, what):

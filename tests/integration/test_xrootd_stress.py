@@ -1,7 +1,7 @@
 """Concurrent XRootD transfers must never hang (campaign bug: one transfer at 0 bytes
 until the 600 s campaign timeout, "[ERROR] Operation expired").
 
-Cause (movers/xrdcksum.py): xrootd 5.5 drops the answer to a second checksum query for a
+Cause (movers/xrootd/cksum.py): xrootd 5.5 drops the answer to a second checksum query for a
 file whose checksum job is still running when both queries come over the same
 connection, and XrdCl puts all threads' queries to a server on one connection. Two
 transfers of the same fresh source file at once (two tiers, verify=both) therefore left
@@ -24,7 +24,7 @@ import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
-from gridxfer.movers import xrdwatch
+from gridxfer.movers.xrootd import watch as xrdwatch
 from gridxfer.movers.registry import mover_for
 from gridxfer.testbed import localgrid
 from gridxfer.testbed.localgrid import ServerSpec

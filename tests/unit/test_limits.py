@@ -7,8 +7,8 @@ import argparse
 import pytest
 
 from gridxfer import limits
-from gridxfer.campaign.dataset import expand
-from gridxfer.campaign.spec import load_spec
+from gridxfer.campaign.spec.dataset import expand
+from gridxfer.campaign.spec.schema import load_spec
 from gridxfer.cli.main import main
 from gridxfer.errors import SpecError, UsageError
 

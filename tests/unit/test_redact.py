@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from gridxfer.campaign import journal, ledger
-from gridxfer.campaign.spec import load_spec
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.engine import ledger
+from gridxfer.campaign.spec.schema import load_spec
 from gridxfer.errors import SpecError
 from gridxfer.redact import credential_in_url, redact, redact_obj
 
@@ -68,7 +69,7 @@ def test_list_file_refuses_a_name_with_a_credential(tmp_path):
     (tmp_path / "list.txt").write_text("a.root 10\nb.root?authz=hunter2 20\n")
     path = tmp_path / "c.yaml"
     path.write_text(_spec_text("root://h//d/").replace('{glob: "*"}', "{from: list.txt}"))
-    from gridxfer.campaign.dataset import expand
+    from gridxfer.campaign.spec.dataset import expand
     with pytest.raises(SpecError) as err:
         list(expand(load_spec(path).source))
     msg = str(err.value)
@@ -105,7 +106,7 @@ def test_journal_writes_are_redacted(tmp_path):
 
 def test_runner_refuses_a_spec_built_in_python(gridxfer_home):
     from gridxfer.campaign.runner import plan
-    from gridxfer.campaign.specmodel import CampaignSpec, SourceSpec, TierSpec
+    from gridxfer.campaign.spec.model import CampaignSpec, SourceSpec, TierSpec
     from gridxfer.errors import UsageError
     spec = CampaignSpec("c", SourceSpec("file:///s/", glob="*"),
                         (TierSpec("T1", ("root://bob:hunter2@h//d/",)),))
@@ -118,7 +119,7 @@ def test_runner_refuses_a_spec_built_in_python(gridxfer_home):
 def test_globus_url_copy_never_gets_a_credential_in_argv():
     from gridxfer.errors import TransferError
     from gridxfer.movers.base import TransferParams
-    from gridxfer.movers.globus import GlobusUrlCopyMover
+    from gridxfer.movers.gridftp.globus import GlobusUrlCopyMover
     mover = GlobusUrlCopyMover(binary="/bin/false-never-run")
     with pytest.raises(TransferError) as err:
         mover._run(["globus-url-copy", "file:///tmp/a", "ftp://bob:hunter2@h/b"],

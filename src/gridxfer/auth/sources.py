@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
-from ..errors import UsageError
-from ..redact import redact
-from .tokens import Token, TokenError, check_lifetime, parse
+from gridxfer.errors import UsageError
+from gridxfer.redact import redact
+from gridxfer.auth.tokens import Token, TokenError, check_lifetime, parse
 
 MAX_TOKEN_BYTES = 64 * 1024
 

@@ -25,8 +25,8 @@ from typing import Literal
 
 import jwt
 
-from ..errors import GridxferError
-from ..redact import redact
+from gridxfer.errors import GridxferError
+from gridxfer.redact import redact
 
 Operation = Literal["read", "create", "modify", "stage"]
 # Which scopes allow an operation, the canonical one first. WLCG profile 1.0:

@@ -17,11 +17,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..errors import GridxferError, UsageError
-from . import journal
-from .journal import CANCELLED
-from .lock import CampaignBusy, CampaignLock, holder
-from .recovery import sweep
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal.store import CANCELLED
+from gridxfer.campaign.journal.lock import CampaignBusy, CampaignLock, holder
+from gridxfer.campaign.engine.recovery import sweep
 
 CANCEL_MSG = "cancelled by `gridxfer campaign cancel`"
 
@@ -51,7 +51,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     try:
         conn = journal.connect(path)
         try:
-            from .runner import _journal_spec, prepare_environment     # runner imports us
+            from gridxfer.campaign.runner import _journal_spec, prepare_environment     # runner imports us
             spec = _journal_spec(path, journal.get_meta(conn))
             prepare_environment(spec)
             swept = sweep(conn, spec, mover_factory, ops_factory)

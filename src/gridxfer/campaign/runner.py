@@ -24,18 +24,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..errors import GridxferError, UsageError
-from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
-from . import journal
-from .journalcheck import JournalUnusable
-from .dataset import expand
-from .journal import CANCELLED
-from .lock import CampaignLock
-from .recovery import recover, sweep  # noqa: F401  (recover re-exported for callers)
-from .scheduler import Observer, Scheduler, SchedulerResult
-from .spec import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
-from .cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
-from .status import (  # noqa: F401  (re-exported: callers import them from here)
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal.check import JournalUnusable
+from gridxfer.campaign.spec.dataset import expand
+from gridxfer.campaign.journal.store import CANCELLED
+from gridxfer.campaign.journal.lock import CampaignLock
+from gridxfer.campaign.engine.recovery import recover, sweep  # noqa: F401  (recover re-exported for callers)
+from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerResult
+from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
+from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
+from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
     CampaignStatus, _alive, campaign_status, list_campaigns)
 
 
@@ -77,8 +77,8 @@ def prepare_environment(spec: CampaignSpec) -> None:
     """Endpoint names came from the testbed inventory: give clients its environment
     (X509_*, XRD_*) before any mover is imported."""
     if spec.inventory:
-        from ..errors import GridxferError
-        from ..testbed.inventory import load_inventory
+        from gridxfer.errors import GridxferError
+        from gridxfer.testbed.inventory import load_inventory
         try:
             os.environ.update(load_inventory().client_env())
         except GridxferError:       # URLs are resolved already; clients may have their own env

@@ -16,11 +16,11 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-from ..errors import Interrupted, PartialFailure, UsageError
-from ..limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
-from ..movers.names import printable
-from ..redact import redact, redact_obj
-from ..units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
+from gridxfer.errors import Interrupted, PartialFailure, UsageError
+from gridxfer.limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
+from gridxfer.movers.names import printable
+from gridxfer.redact import redact, redact_obj
+from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
 
 
 def _echo_json(obj: Any) -> None:
@@ -84,7 +84,7 @@ def _alerter(name: str, kw: dict[str, Any]):
     if floor is None and base is None:
         raise UsageError("alerts need a threshold: --alert-floor RATE or --alert-baseline FRACTION")
     try:
-        from ..monitoring.alerts import DropAlerter
+        from gridxfer.monitoring.alerts import DropAlerter
     except ImportError as exc:
         raise UsageError(f"throughput alerts are not available: {exc}") from None
     floor_bps = None
@@ -109,11 +109,11 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
         observers.append(lambda snap: alerter.observe(time.time(), snap.rate))
     with contextlib.ExitStack() as stack:
         if not quiet and not as_json:
-            from ..campaign.progress import LiveProgress      # rich: only when shown
+            from gridxfer.cli.progress import LiveProgress      # rich: only when shown
             live = stack.enter_context(LiveProgress(name))
             observers.append(live)
-        from ..campaign.journal import journal_path
-        from ..campaign.journalcheck import reading
+        from gridxfer.campaign.journal.store import journal_path
+        from gridxfer.campaign.journal.check import reading
         try:
             with reading(journal_path(name)):      # a full disk, a damaged journal: one line
                 result = start(observers=observers, selector_name=selector)
@@ -170,8 +170,8 @@ def _render_result(r, as_json: bool) -> None:
 def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, selector: str | None,
             replace: bool, **kw: Any) -> None:
     """Run the campaign described in FILE (YAML)."""
-    from ..campaign import runner
-    from ..campaign.spec import load_spec
+    from gridxfer.campaign import runner
+    from gridxfer.campaign.spec.schema import load_spec
     _check_selector(selector)
     spec = load_spec(file)
     if dry_run:
@@ -199,7 +199,7 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
 
     First removes what earlier runs left at the destinations (temporary names, partial
     files) and says how many; a crashed run's transfers are checked and kept or redone."""
-    from ..campaign import runner
+    from gridxfer.campaign import runner
     _check_selector(selector)
     if dry_run:
         _render_status(runner.campaign_status(name), as_json, links=False)
@@ -211,7 +211,7 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
 
 def _check_selector(name: str | None) -> None:
     if name is not None:
-        from ..campaign.selection import make_selector
+        from gridxfer.campaign.policy.selection import make_selector
         make_selector(name)
 
 
@@ -225,7 +225,7 @@ def status_cmd(name: str, as_json: bool, links: bool) -> None:
     "in flight" counts files handed to a worker: moving data, being verified, or (small
     files, dispatched ahead in bundles) waiting for one of the link's max_active slots.
     The live view of `campaign run` shows the running ones and the queued ones apart."""
-    from ..campaign.runner import campaign_status
+    from gridxfer.campaign.runner import campaign_status
     _render_status(campaign_status(name, links=links), as_json, links)
 
 
@@ -260,7 +260,7 @@ def _render_status(st, as_json: bool, links: bool) -> None:
               help="Write a throughput timeline PNG to this file.")
 def report_cmd(name: str, as_json: bool, png: str | None) -> None:
     """Throughput statistics per link and endpoint, distribution, shares over time."""
-    from ..campaign.report import build_report, write_png
+    from gridxfer.campaign.report.summary import build_report, write_png
     rep = build_report(name)
     out = str(write_png(name, png)) if png else None
     if as_json:
@@ -301,7 +301,7 @@ def _render_report(rep) -> None:
                       f"{100 * b.share:.1f}", "#" * round(40 * b.share))
         con.print(t)
     if rep.share.endpoints:
-        from ..campaign.share import render_share
+        from gridxfer.campaign.report.share import render_share
         con.print("[bold]share per destination endpoint[/]")
         con.print(redact(render_share(rep.share)), markup=False, highlight=False)
     for f in rep.failed_files[:20]:
@@ -314,7 +314,7 @@ def _render_report(rep) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def list_cmd(as_json: bool) -> None:
     """Campaign journals under $GRIDXFER_HOME/campaigns."""
-    from ..campaign.runner import list_campaigns
+    from gridxfer.campaign.runner import list_campaigns
     items = list_campaigns()
     if as_json:
         _echo_json([s.to_dict() for s in items])
@@ -330,4 +330,4 @@ def list_cmd(as_json: bool) -> None:
                    f"{s.files.get('failed', 0)} failed  {s.journal}")
 
 
-from . import campaign_cancel  # noqa: E402  (registers `campaign cancel` on this group)
+from gridxfer.cli import campaign_cancel  # noqa: E402  (registers `campaign cancel` on this group)

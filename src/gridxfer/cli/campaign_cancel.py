@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..limits import MAX_DURATION, parse_within
-from ..units import parse_duration
-from .campaign import _echo, _echo_json, group
+from gridxfer.limits import MAX_DURATION, parse_within
+from gridxfer.units import parse_duration
+from gridxfer.cli.campaign import _echo, _echo_json, group
 
 
 @group.command("cancel")
@@ -22,7 +22,7 @@ def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
     after Ctrl-C (exit 4; `resume` continues it).
     Not running: what an earlier run left is cleaned up and every pending file is
     marked cancelled; `resume --retry-cancelled` brings them back."""
-    from ..campaign.cancel import cancel_campaign
+    from gridxfer.campaign.cancel import cancel_campaign
     r = cancel_campaign(name, wait=parse_within(wait, parse_duration, MAX_DURATION, "--wait"))
     if as_json:
         _echo_json(r.to_dict())

@@ -14,9 +14,9 @@ import sys
 
 import click
 
-from .. import __version__
-from ..errors import GridxferError, exit_code_for
-from ..redact import redact
+from gridxfer import __version__
+from gridxfer.errors import GridxferError, exit_code_for
+from gridxfer.redact import redact
 
 # command name -> (module under gridxfer.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -120,7 +120,7 @@ def leave(code: int) -> None:
     processes are stopped here, and output and logs are flushed."""
     if not any(name in sys.modules for name in NATIVE_MODULES):
         sys.exit(code)
-    agents = sys.modules.get("gridxfer.movers.gfalagent")
+    agents = sys.modules.get("gridxfer.movers.gfal.agent")
     if agents is not None:
         agents.stop_all()
     logging.shutdown()

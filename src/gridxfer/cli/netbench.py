@@ -5,9 +5,9 @@ import json
 
 import click
 
-from ..limits import (IPERF3_MAX_DURATION, IPERF3_MAX_OMIT, IPERF3_MAX_STREAMS, MAX_BITRATE,
+from gridxfer.limits import (IPERF3_MAX_DURATION, IPERF3_MAX_OMIT, IPERF3_MAX_STREAMS, MAX_BITRATE,
                       parse_within)
-from ..units import parse_bitrate, parse_duration
+from gridxfer.units import parse_bitrate, parse_duration
 
 _STREAMS = click.IntRange(1, IPERF3_MAX_STREAMS)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -37,7 +37,7 @@ def _path_line(path) -> str:
 
 
 def _emit(result, as_json: bool, render) -> None:
-    from ..netbench.bench import to_json
+    from gridxfer.netbench.bench import to_json
     if as_json:
         click.echo(json.dumps(to_json(result), indent=2, sort_keys=True))
     else:
@@ -46,7 +46,7 @@ def _emit(result, as_json: bool, render) -> None:
 
 
 def _tcp_lines(r) -> list[str]:
-    from ..netbench.stats import format_table
+    from gridxfer.netbench.stats import format_table
     s = r.summary
     out = [f"TCP {r.src} -> {r.dst}: {r.streams} stream(s), {r.duration:g} s x {r.repeat} run(s); "
            + _path_line(r.path),
@@ -87,7 +87,7 @@ def group() -> None:
 @_JSON
 def tcp(src, dst, streams, duration, repeat, omit, histogram_of, bin_width, as_json) -> None:
     """TCP throughput SRC -> DST: min/avg/max/stddev and a frequency distribution."""
-    from ..netbench import bench
+    from gridxfer.netbench import bench
     res = bench.tcp(src, dst, streams=streams, duration=_duration(duration), repeat=repeat,
                     omit=_omit(omit), histogram_of=histogram_of,
                     bin_width_bps=_bitrate(bin_width, "--bin-width") if bin_width else None)
@@ -104,7 +104,7 @@ def tcp(src, dst, streams, duration, repeat, omit, histogram_of, bin_width, as_j
 @_JSON
 def udp(src, dst, rate, duration, length, as_json) -> None:
     """UDP datagrams sent and lost SRC -> DST at a given rate."""
-    from ..netbench import bench
+    from gridxfer.netbench import bench
     res = bench.udp(src, dst, rate_bps=_bitrate(rate, "--rate"), duration=_duration(duration),
                     length=length)
 
@@ -125,7 +125,7 @@ def udp(src, dst, rate, duration, length, as_json) -> None:
 @_JSON
 def rtt(src, dst, count, as_json) -> None:
     """Round-trip time SRC -> DST (ping), against the configured link RTT."""
-    from ..netbench import bench
+    from gridxfer.netbench import bench
     res = bench.rtt(src, dst, count=count)
 
     def render(r):
@@ -142,7 +142,7 @@ def rtt(src, dst, count, as_json) -> None:
 @_JSON
 def matrix(hosts, streams, duration, as_json) -> None:
     """TCP throughput (Mbit/s) for every ordered pair of HOSTS (default: all)."""
-    from ..netbench import bench
+    from gridxfer.netbench import bench
     res = bench.matrix(list(hosts) or None, streams=streams, duration=_duration(duration))
 
     def render(r):
@@ -177,7 +177,7 @@ def compare(src, dst, before, after, streams, duration, repeat, omit, png, dry_r
     Each profile is applied to both hosts' namespaces (per-namespace keys only;
     net.core.* is global and skipped), measured, then rolled back.
     """
-    from ..netbench import compare as cmp
+    from gridxfer.netbench import compare as cmp
     if dry_run:
         plan = cmp.plan(src, dst, before=before, after=after)
         if as_json:

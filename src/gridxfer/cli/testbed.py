@@ -15,12 +15,12 @@ from types import ModuleType
 
 import click
 
-from .. import state
-from ..errors import UsageError
-from ..testbed import inventory as inv_mod
-from ..testbed.inventory import Inventory, TestbedError
-from ..limits import MAX_BYTERATE, MAX_DURATION, MAX_SIZE, parse_within
-from ..units import fmt_bytes, fmt_rate, parse_byterate, parse_duration, parse_size
+from gridxfer import state
+from gridxfer.errors import UsageError
+from gridxfer.testbed import inventory as inv_mod
+from gridxfer.testbed.inventory import Inventory, TestbedError
+from gridxfer.limits import MAX_BYTERATE, MAX_DURATION, MAX_SIZE, parse_within
+from gridxfer.units import fmt_bytes, fmt_rate, parse_byterate, parse_duration, parse_size
 
 TOKEN_FILE = "bearer-token"       # $GRIDXFER_HOME/testbed/bearer-token, written by `env`
 
@@ -90,7 +90,7 @@ def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limi
     if topology:
         inv = _netgrid().up(topology)
     else:
-        from ..testbed import localgrid
+        from gridxfer.testbed import localgrid
         inv = localgrid.up(spec)
     _render_inventory(inv, as_json)
 
@@ -108,7 +108,7 @@ def _pairs(items: tuple[str, ...], option: str, parse) -> dict[str, float]:
 def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...], with_auth: bool = False):
     import dataclasses
 
-    from ..testbed.localgrid import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec
+    from gridxfer.testbed.localgrid import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec
     servers = DEFAULT_SERVERS + (AUTH_SERVERS if with_auth else ())
     rates = _pairs(throttles, "--throttle",
                    lambda v: parse_within(v, parse_byterate, MAX_BYTERATE, "--throttle"))
@@ -125,7 +125,7 @@ def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...], with_auth: 
 
 def _dry_run_up(topology: str | None, spec) -> None:
     if topology:
-        from ..testbed.topology import load
+        from gridxfer.testbed.topology import load
         topo = load(topology)          # a dry run validates what `up` would reject
         click.echo(f"would start the network-namespace testbed {topo.name!r} described by "
                    f"{topology}: {len(topo.tiers)} tiers, {len(topo.hosts)} hosts, "
@@ -177,7 +177,7 @@ def down_cmd(dry_run: bool) -> None:
     if mode == "netns":
         _netgrid().down()
     else:
-        from ..testbed import localgrid
+        from gridxfer.testbed import localgrid
         localgrid.down()
     click.echo("testbed down")
 
@@ -190,7 +190,7 @@ def status_cmd(as_json: bool) -> None:
     if mode == "netns":
         st = _netgrid().status()
     else:
-        from ..testbed import localgrid
+        from gridxfer.testbed import localgrid
         st = localgrid.status()
     if as_json:
         click.echo(json.dumps(st, indent=2, sort_keys=True, default=str))
@@ -215,7 +215,7 @@ def env_cmd(token_lifetime: str) -> None:
     Token: a fresh token (storage.read:/ storage.modify:/) in a 0600 file named by
     BEARER_TOKEN_FILE (read by XRootD's ztn); BEARER_TOKEN is set from that file for
     gfal2, which reads only BEARER_TOKEN. The token itself is never printed."""
-    from ..testbed import tokens as tok_mod
+    from gridxfer.testbed import tokens as tok_mod
     lifetime = parse_within(token_lifetime, parse_duration, MAX_DURATION, "--token-lifetime")
     inv = inv_mod.load_inventory()
     for key, value in sorted(inv.client_env().items()):
@@ -240,7 +240,7 @@ def env_cmd(token_lifetime: str) -> None:
 def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None, subject: str | None) -> None:
     """Print a bearer token signed by the testbed's issuer (WLCG profile), e.g.
     BEARER_TOKEN=$(gridxfer testbed token --scope storage.create:/up --lifetime 10m)."""
-    from ..testbed import tokens as tok_mod
+    from gridxfer.testbed import tokens as tok_mod
     seconds = parse_within(lifetime, parse_duration, MAX_DURATION, "--lifetime")
     if seconds <= 0:
         raise UsageError(f"--lifetime {lifetime!r}: must be positive")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import GridxferError, PartialFailure, UsageError
-from ..limits import (MAX_BITRATE, MAX_BYTERATE, MAX_RTT, MAX_SIZE, MAX_STREAMS, parse_within,
+from gridxfer.errors import GridxferError, PartialFailure, UsageError
+from gridxfer.limits import (MAX_BITRATE, MAX_BYTERATE, MAX_RTT, MAX_SIZE, MAX_STREAMS, parse_within,
                       require)
-from ..units import parse_bitrate, parse_byterate, parse_duration, parse_size
+from gridxfer.units import parse_bitrate, parse_byterate, parse_duration, parse_size
 
 HOST_HELP = """Target host; repeat for several. local (default) | netns:NAME |
 ssh:[USER@]HOST[:PORT] | ansible:NAME or a bare inventory NAME (needs --inventory)."""
@@ -59,7 +59,7 @@ def host_options(f):
     @functools.wraps(f)
     def wrapper(*args, hosts, inventory, ssh_key, known_hosts, accept_unknown_host_key, sudo,
                 **kwargs):
-        from ..tuning.hosts import SshOptions
+        from gridxfer.tuning.hosts import SshOptions
         kwargs["target_args"] = dict(
             inventory=inventory,
             ssh=SshOptions(ssh_key, known_hosts, accept_unknown_host_key, sudo))
@@ -69,7 +69,7 @@ def host_options(f):
 
 def _for_each_host(hosts, target_args, action):
     """Run ``action(target)`` per host. One host: its error propagates; several: exit 3."""
-    from ..tuning.hosts import make_target
+    from gridxfer.tuning.hosts import make_target
     targets = [make_target(h, **target_args) for h in hosts]     # bad --host: exit 2 first
     results, errors = [], []
     for target in targets:
@@ -106,7 +106,7 @@ def group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def list_cmd(as_json: bool) -> None:
     """The available profiles."""
-    from ..tuning.profile import list_profiles, load_profile
+    from gridxfer.tuning.profile import list_profiles, load_profile
     profiles = [load_profile(str(p)) for p in list_profiles()]
     if as_json:
         _emit_json([{"name": p.name, "path": p.path, "source": p.source, "intent": p.intent,
@@ -123,10 +123,10 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def show_cmd(profile: str, ansible_vars: bool, as_json: bool) -> None:
     """Every setting of PROFILE (includes resolved) and where it comes from."""
-    from ..tuning.profile import load_profile
+    from gridxfer.tuning.profile import load_profile
     p = load_profile(profile)
     if ansible_vars:
-        from ..tuning.export import ansible_vars_yaml
+        from gridxfer.tuning.export import ansible_vars_yaml
         click.echo(ansible_vars_yaml(p), nl=False)
     elif as_json:
         _emit_json(p)
@@ -149,7 +149,7 @@ def _print_items(label: str, items) -> None:
 
 
 def _warn_crashed(target) -> None:
-    from ..tuning import state as tstate
+    from gridxfer.tuning import state as tstate
     st = tstate.load(target.state_id)
     if st and st.status == tstate.APPLYING:
         click.echo(f"gridxfer: warning: an apply of {st.profile} on {target.label} stopped "
@@ -161,8 +161,8 @@ def _warn_crashed(target) -> None:
 @host_options
 def diff_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> None:
     """Current value vs PROFILE, key by key (~ change, - skipped, ! cannot apply)."""
-    from ..tuning.engine import diff
-    from ..tuning.profile import load_profile
+    from gridxfer.tuning.engine import diff
+    from gridxfer.tuning.profile import load_profile
     p = load_profile(profile)
 
     def one(t):
@@ -187,8 +187,8 @@ def diff_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> None:
 def apply_cmd(profile, hosts, ifaces, skip_global, as_json, target_args, dry_run, persist,
               force) -> None:
     """Apply PROFILE all-or-nothing: validate, save originals, write, read back, verify."""
-    from ..tuning.engine import ValidationError, apply
-    from ..tuning.profile import load_profile
+    from gridxfer.tuning.engine import ValidationError, apply
+    from gridxfer.tuning.profile import load_profile
     p = load_profile(profile)
 
     def one(t):
@@ -215,8 +215,8 @@ def apply_cmd(profile, hosts, ifaces, skip_global, as_json, target_args, dry_run
 @host_options
 def verify_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> None:
     """Check that PROFILE is in force; exit 1 on drift."""
-    from ..tuning.engine import DriftDetected, verify
-    from ..tuning.profile import load_profile
+    from gridxfer.tuning.engine import DriftDetected, verify
+    from gridxfer.tuning.profile import load_profile
     p = load_profile(profile)
     results = _for_each_host(hosts, target_args,
                              lambda t: verify(p, t, ifaces=ifaces, skip_global=skip_global))
@@ -239,7 +239,7 @@ def verify_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> Non
 @click.option("--dry-run", is_flag=True, help="Show what would be restored.")
 def rollback_cmd(hosts, ifaces, skip_global, as_json, target_args, dry_run) -> None:
     """Restore the originals saved by apply, in reverse order (also after a crash)."""
-    from ..tuning.engine import rollback
+    from gridxfer.tuning.engine import rollback
     results = _for_each_host(hosts, target_args, lambda t: rollback(t, dry_run=dry_run))
     if as_json:
         _emit_json(results)
@@ -280,7 +280,7 @@ def _require_unit(raw: str, option: str, example: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def advise_cmd(bandwidth, rtt, streams, headroom, write_profile, dry_run, as_json) -> None:
     """Socket buffers from the bandwidth-delay product, with the arithmetic shown."""
-    from ..tuning.advise import advice_profile, advise
+    from gridxfer.tuning.advise import advice_profile, advise
     _require_unit(bandwidth, "--bandwidth", "10Gbit/s (or 1G, 900Mbit/s)")
     _require_unit(rtt, "--rtt", "18ms (or 0.018s)")
     a = advise(parse_within(bandwidth, parse_bitrate, MAX_BITRATE, "--bandwidth"),
@@ -316,7 +316,7 @@ def advise_cmd(bandwidth, rtt, streams, headroom, write_profile, dry_run, as_jso
 @click.option("--json", "as_json", is_flag=True)
 def plan_cmd(rate, tape_drive_rate, tape_target, buffer_, as_json) -> None:
     """Service-challenge capacity arithmetic: link size, tape drives, buffer time-to-full."""
-    from ..tuning.plan import parse_rate_range, plan
+    from gridxfer.tuning.plan import parse_rate_range, plan
     def rate_of(raw: str, option: str) -> float:
         return parse_within(raw, parse_byterate, MAX_BYTERATE, option)
     drive = parse_rate_range(tape_drive_rate) if tape_drive_rate else None

@@ -26,8 +26,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from ..units import fmt_duration, fmt_rate
+from gridxfer.errors import UsageError
+from gridxfer.units import fmt_duration, fmt_rate
 
 log = logging.getLogger(__name__)
 

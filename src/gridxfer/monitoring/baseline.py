@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..state import read_json, subdir, write_json
+from gridxfer.state import read_json, subdir, write_json
 
 Mode = Literal["ewma", "hourly", "auto"]
 

@@ -26,11 +26,11 @@ from typing import Any, Callable, Iterable, NoReturn
 
 import nagiosplugin
 
-from .. import __version__
-from ..errors import GridxferError
-from ..limits import MAX_WINDOW
-from ..redact import redact
-from ..units import parse_duration
+from gridxfer import __version__
+from gridxfer.errors import GridxferError
+from gridxfer.limits import MAX_WINDOW
+from gridxfer.redact import redact
+from gridxfer.units import parse_duration
 
 UNKNOWN = 3
 _DATA_ERRORS = (GridxferError, OSError, sqlite3.Error, ValueError, KeyError, TypeError,
@@ -163,7 +163,7 @@ class GxCheck(nagiosplugin.Check):
     def __call__(self) -> None:
         super().__call__()
         if self.prom_file:
-            from .prometheus import check_samples, write_textfile
+            from gridxfer.monitoring.prometheus import check_samples, write_textfile
             try:
                 write_textfile(self.prom_file, check_samples(self.name, self))
             except OSError as exc:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..redact import redact
-from ..state import write_atomic
+from gridxfer.redact import redact
+from gridxfer.state import write_atomic
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,8 @@ def check_samples(check_name: str, check: Any) -> list[Sample]:
 
 
 def campaign_samples(paths: list[Path], window: float, now: float | None = None) -> list[Sample]:
-    from ..campaign import journal as jr
-    from .sources.journal import window_throughput
+    from gridxfer.campaign.journal import store as jr
+    from gridxfer.monitoring.sources.journal import window_throughput
     now = time.time() if now is None else now
     out: list[Sample] = []
     for path in paths:
@@ -126,12 +126,12 @@ def buffer_samples(path: Path, used: float, capacity: float) -> list[Sample]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import GridxferError
-    from ..units import parse_duration, parse_size
-    from .sources import cta, dcache, jsonl
-    from .sources.journal import journal_paths
-    from .sources.tapelog import aggregate
-    from .sources.taperead import read_sessions
+    from gridxfer.errors import GridxferError
+    from gridxfer.units import parse_duration, parse_size
+    from gridxfer.monitoring.sources import cta, dcache, jsonl
+    from gridxfer.monitoring.sources.journal import journal_paths
+    from gridxfer.monitoring.sources.tapelog import aggregate
+    from gridxfer.monitoring.sources.taperead import read_sessions
     p = argparse.ArgumentParser(prog="python -m gridxfer.monitoring.prometheus",
                                 description="Write gridxfer metrics for node_exporter.")
     p.add_argument("--prom-file", type=Path, required=True)

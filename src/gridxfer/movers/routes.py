@@ -34,14 +34,14 @@ class Route:
         return self._cell[0]
 
 
-XROOTD = Route("gridxfer.movers.xrootd", "XRootDMover", frozenset({"root"}),
+XROOTD = Route("gridxfer.movers.xrootd.mover", "XRootDMover", frozenset({"root"}),
                frozenset({("file", "root"), ("root", "file"), ("root", "root")}),
                frozenset({("root", "root")}), metadata_for=("root",))
-GLOBUS = Route("gridxfer.movers.globus", "GlobusUrlCopyMover", GRIDFTP,
+GLOBUS = Route("gridxfer.movers.gridftp.globus", "GlobusUrlCopyMover", GRIDFTP,
                frozenset({("file", s) for s in GRIDFTP} | {(s, "file") for s in GRIDFTP}))
 SPOOL = Route("gridxfer.movers.spool", "SpoolMover", frozenset({"root"} | GRIDFTP),
               frozenset({("root", g) for g in GRIDFTP} | {(g, "root") for g in GRIDFTP}))
-GFAL = Route("gridxfer.movers.gfal", "GfalMover", _GFAL_SCHEMES,
+GFAL = Route("gridxfer.movers.gfal.mover", "GfalMover", _GFAL_SCHEMES,
              frozenset((a, b) for a in _GFAL_SCHEMES for b in _GFAL_SCHEMES),
              frozenset((a, b) for a in GRIDFTP for b in GRIDFTP),
              metadata_for=("gsiftp", "ftp", "file"))

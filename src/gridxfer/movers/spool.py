@@ -19,10 +19,10 @@ import threading
 from gridxfer.errors import UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
-from gridxfer.movers.common import DelegatedOps, verified_copy
-from gridxfer.movers.globus import GlobusUrlCopyMover
+from gridxfer.movers.integrity import DelegatedOps, verified_copy
+from gridxfer.movers.gridftp.globus import GlobusUrlCopyMover
 from gridxfer.movers.urls import scheme_of
-from gridxfer.movers.xrootd import XRootDMover
+from gridxfer.movers.xrootd.mover import XRootDMover
 
 
 _PREFIX = ".gxspool-"

@@ -26,7 +26,7 @@ def scheme_of(url: str) -> str:
     The scheduler asks this several times per file: a plain URL (``_plain``) is read with
     one regex match (0.4 us against urlsplit's 2.2 us); anything else goes through
     urlsplit, which also rejects malformed IPv6 hosts. Both give the same scheme
-    (tests/unit/test_movers_urls.py)."""
+    (tests/unit/movers/test_movers_urls.py)."""
     if _plain(url):
         m = _SCHEME.match(url)
         scheme = m.group()[:-1].lower() if m else ""

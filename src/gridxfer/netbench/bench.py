@@ -12,10 +12,10 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from ..testbed import netgrid
-from . import iperf, stats
-from .iperf import BenchHost, NetbenchError, TcpRun, UdpRun
+from gridxfer.errors import UsageError
+from gridxfer.testbed import netgrid
+from gridxfer.netbench import iperf, stats
+from gridxfer.netbench.iperf import BenchHost, NetbenchError, TcpRun, UdpRun
 
 
 @dataclass(frozen=True)

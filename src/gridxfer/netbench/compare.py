@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from . import bench
+from gridxfer.errors import UsageError
+from gridxfer.netbench import bench
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class CompareResult:
 @contextlib.contextmanager
 def profile_applied(profile_name: str, namespaces: list[str]) -> Iterator[tuple[list[str], list[str]]]:
     """Apply ``profile_name`` to every namespace for the block; roll back afterwards."""
-    from ..tuning import api
-    from ..tuning.targets.netns import NetnsTarget
+    from gridxfer.tuning import api
+    from gridxfer.tuning.targets.netns import NetnsTarget
     profile = api.load_profile(profile_name)
     targets = [NetnsTarget(ns) for ns in namespaces]
     done: list = []
@@ -84,15 +84,15 @@ def compare(src: str, dst: str, *, before: str, after: str, streams: int = 1,
     speedup = runs[1].result.summary.avg / base if base > 0 else float("inf")
     out = None
     if png:
-        from .plot import compare_png
+        from gridxfer.netbench.plot import compare_png
         out = str(compare_png(runs[0], runs[1], Path(png)))
     return CompareResult(src, dst, runs[0], runs[1], speedup, out)
 
 
 def plan(src: str, dst: str, *, before: str, after: str) -> dict[str, list[dict[str, str]]]:
     """What each profile would set on both namespaces (the --dry-run of compare)."""
-    from ..tuning import api
-    from ..tuning.targets.netns import NetnsTarget
+    from gridxfer.tuning import api
+    from gridxfer.tuning.targets.netns import NetnsTarget
     hosts = [bench.resolve(src), bench.resolve(dst)]
     out: dict[str, list[dict[str, str]]] = {}
     for name in (before, after):

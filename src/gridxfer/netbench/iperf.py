@@ -14,9 +14,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import GridxferError
-from ..testbed.netns import wrap
-from ..testbed.procs import stop_popen
+from gridxfer.errors import GridxferError
+from gridxfer.testbed.netns import wrap
+from gridxfer.testbed.procs import stop_popen
 
 DEFAULT_PORT = 5201
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import stats
+from gridxfer.netbench import stats
 
 if TYPE_CHECKING:
-    from .compare import ProfileRun
+    from gridxfer.netbench.compare import ProfileRun
 
 
 def compare_png(before: ProfileRun, after: ProfileRun, path: Path) -> Path:

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .inventory import TestbedError
-from .procs import run_quiet
+from gridxfer.testbed.inventory import TestbedError
+from gridxfer.testbed.procs import run_quiet
 
 CA_SUBJECT = "/DC=org/DC=gridxfer/CN=gridxfer Test CA"
 USER_SUBJECT = "/DC=org/DC=gridxfer/OU=users/CN=gridxfer tester"

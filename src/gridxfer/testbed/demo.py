@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from dataclasses import dataclass
 
-from ..units import fmt_bytes, parse_size
+from gridxfer.units import fmt_bytes, parse_size
 
 OUT = Path("demo-out").resolve()
 CAMPAIGN = "demo-t0-t1"
@@ -132,7 +132,7 @@ def independent_checksum(inv, url: str) -> str:
     "[3012] Program failed" now and then), `xrdadler32` on the file where the server keeps it."""
     parts = urlsplit(url)
     if parts.scheme == "root":
-        from ..movers.urls import url_path
+        from gridxfer.movers.urls import url_path
         path = url_path(url)
         local = inv.local_path(url)
         out = _tool(["xrdfs", parts.netloc, "query", "checksum", path], attempts=3,
@@ -145,7 +145,7 @@ def independent_checksum(inv, url: str) -> str:
 
 
 def verify_sample(inv, layout: Layout) -> int:
-    from ..campaign import journal
+    from gridxfer.campaign.journal import store as journal
     conn = journal.connect(journal.journal_path(CAMPAIGN), readonly=True)
     try:
         samples = [(tier, row) for tier in layout.tiers for row in conn.execute(
@@ -168,7 +168,7 @@ def main() -> int:
     os.environ["GRIDXFER_HOME"] = str(OUT / "home")
     files = int(os.environ.get("GRIDXFER_DEMO_FILES", "16"))
     size = parse_size(os.environ.get("GRIDXFER_DEMO_SIZE", "64MB"))
-    from .inventory import load_inventory
+    from gridxfer.testbed.inventory import load_inventory
 
     layout = choose_layout()
     gridxfer("testbed", "down", check=False, capture=True)   # leftovers of an earlier run

@@ -33,10 +33,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .ca import GsiFiles
-from .inventory import Endpoint, TestbedError
-from .procs import listens, run_quiet, spawn, wait_ready
-from .xrootd import check_reachable, chown_tree, ensure_user, server_layout
+from gridxfer.testbed.ca import GsiFiles
+from gridxfer.testbed.inventory import Endpoint, TestbedError
+from gridxfer.testbed.procs import listens, run_quiet, spawn, wait_ready
+from gridxfer.testbed.xrootd import check_reachable, chown_tree, ensure_user, server_layout
 
 GRIDFTP = "/usr/sbin/globus-gridftp-server"
 

@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
-from . import ca as ca_mod
-from .inventory import TestbedError
-from .xrdhttp import AUTH_MODES, AuthMode
+from gridxfer.testbed import ca as ca_mod
+from gridxfer.testbed.inventory import TestbedError
+from gridxfer.testbed.xrdhttp import AUTH_MODES, AuthMode
 
 Kind = Literal["xrootd", "gsiftp", "ftp"]
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from .. import state
-from ..errors import GridxferError, SpecError
-from ..redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
+from gridxfer import state
+from gridxfer.errors import GridxferError, SpecError
+from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 
 INVENTORY_NAME = "inventory.json"
 Mode = Literal["local", "netns"]

@@ -24,16 +24,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from .. import state
-from . import ca as ca_mod
-from . import inventory as inv_mod
-from . import tokens as tok_mod
-from .gridftp import check_gsi_login, start_gridftp
-from .inventory import Endpoint, Inventory, TestbedError
-from .gridspec import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec, ServerSpec, check_spec
-from .procs import alive, matching_procs, pidfile_procs, run_quiet, terminate, tree
-from .xrdhttp import XrdSecurity
-from .xrootd import chown_tree, ensure_user, start_xrootd
+from gridxfer import state
+from gridxfer.testbed import ca as ca_mod
+from gridxfer.testbed import inventory as inv_mod
+from gridxfer.testbed import tokens as tok_mod
+from gridxfer.testbed.gridftp import check_gsi_login, start_gridftp
+from gridxfer.testbed.inventory import Endpoint, Inventory, TestbedError
+from gridxfer.testbed.gridspec import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec, ServerSpec, check_spec
+from gridxfer.testbed.procs import alive, matching_procs, pidfile_procs, run_quiet, terminate, tree
+from gridxfer.testbed.xrdhttp import XrdSecurity
+from gridxfer.testbed.xrootd import chown_tree, ensure_user, start_xrootd
 
 __all__ = ["AUTH_SERVERS", "DEFAULT_SERVERS", "LocalGridSpec", "ServerSpec", "client_env", "down",
            "gsi_of", "put_local", "status", "stop_server", "up"]

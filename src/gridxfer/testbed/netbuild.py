@@ -8,9 +8,9 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from . import netns, wanlink
-from .inventory import testbed_dir
-from .topology import ROUTER_ADDR, Topology
+from gridxfer.testbed import netns, wanlink
+from gridxfer.testbed.inventory import testbed_dir
+from gridxfer.testbed.topology import ROUTER_ADDR, Topology
 
 MTU = wanlink.MTU
 TABLE_BASE = 1000

@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import state
-from ..errors import UsageError
-from . import inventory as inv_mod
-from . import netbuild, netns, netservices
-from .inventory import TestbedError, testbed_dir
-from .topology import load
+from gridxfer import state
+from gridxfer.errors import UsageError
+from gridxfer.testbed import inventory as inv_mod
+from gridxfer.testbed import netbuild, netns, netservices
+from gridxfer.testbed.inventory import TestbedError, testbed_dir
+from gridxfer.testbed.topology import load
 
 STATE_NAME = "netgrid.json"
 LOCAL = "local"                 # this machine (root namespace) as a grid host
@@ -115,7 +115,7 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
     if not netns.has_cap_net_admin():
         notify("no CAP_NET_ADMIN: network namespaces unavailable; falling back to the "
                "loopback local grid (no RTT, rate or loss emulation)")
-        from . import localgrid
+        from gridxfer.testbed import localgrid
         return localgrid.up()
     if inv_mod.inventory_path().exists():
         try:

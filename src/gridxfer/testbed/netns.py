@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import GridxferError
+from gridxfer.errors import GridxferError
 
 NETNS_DIR = Path("/run/netns")
 ETC_NETNS = Path("/etc/netns")      # per-namespace /etc overrides (bind-mounted by ip netns exec)

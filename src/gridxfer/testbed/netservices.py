@@ -23,13 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import ca as ca_mod
-from . import inventory as inv_mod
-from .inventory import Endpoint, Inventory
-from .netns import wrap
-from .procs import run_quiet, spawn, wait_ready
-from .topology import Topology
-from .xrdhttp import XrdSecurity
+from gridxfer.testbed import ca as ca_mod
+from gridxfer.testbed import inventory as inv_mod
+from gridxfer.testbed.inventory import Endpoint, Inventory
+from gridxfer.testbed.netns import wrap
+from gridxfer.testbed.procs import run_quiet, spawn, wait_ready
+from gridxfer.testbed.topology import Topology
+from gridxfer.testbed.xrdhttp import XrdSecurity
 
 XROOTD_PORT = 1094
 SSH_PORT = 22
@@ -40,7 +40,7 @@ BASE_PREFIX = "gridxfer-netgrid-"
 
 
 def _save(st: dict[str, Any]) -> None:
-    from .netgrid import _save as save_state
+    from gridxfer.testbed.netgrid import _save as save_state
     save_state(st)
 
 
@@ -58,9 +58,9 @@ def _extra(st: dict[str, Any]) -> dict[str, Any]:
 
 def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], None]) -> Inventory:
     """Start every host's services; write and return the netns Inventory."""
-    from .gridftp import start_gridftp
-    from .localgrid import client_env
-    from .xrootd import ensure_user, start_xrootd
+    from gridxfer.testbed.gridftp import start_gridftp
+    from gridxfer.testbed.localgrid import client_env
+    from gridxfer.testbed.xrootd import ensure_user, start_xrootd
 
     wanted = [h for h in topo.hosts if h.services]
     endpoints: dict[str, Endpoint] = {}

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import psutil
 
-from .inventory import TestbedError
+from gridxfer.testbed.inventory import TestbedError
 
 
 @dataclass(frozen=True)

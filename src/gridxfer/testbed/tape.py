@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import GridxferError, UsageError
-from ..units import parse_byterate, parse_duration, parse_size
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.units import parse_byterate, parse_duration, parse_size
 
 EMULATION = "EMULATED tape (gridxfer.testbed.tape): no real tape hardware"
 STAGING = ".tape-staging"

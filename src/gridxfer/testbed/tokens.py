@@ -40,8 +40,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from ..errors import UsageError
-from .inventory import Inventory, TestbedError
+from gridxfer.errors import UsageError
+from gridxfer.testbed.inventory import Inventory, TestbedError
 
 ISSUER_URL = "https://issuer.gridxfer-testbed.invalid"
 AUDIENCE = "https://gridxfer-testbed.invalid"

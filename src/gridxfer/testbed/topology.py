@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import SpecError, UsageError
-from ..inputs import parse_yaml, read_text
-from ..units import parse_bitrate, parse_duration
+from gridxfer.errors import SpecError, UsageError
+from gridxfer.inputs import parse_yaml, read_text
+from gridxfer.units import parse_bitrate, parse_duration
 
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 ROUTER_ADDR = ipaddress.ip_address("198.18.0.1")

@@ -20,8 +20,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import netns
-from .topology import Link
+from gridxfer.testbed import netns
+from gridxfer.testbed.topology import Link
 
 MTU = "65000"
 LOOP_NEXTHOP = "198.18.0.2"      # fictitious next hop on veth loops (static neighbour)

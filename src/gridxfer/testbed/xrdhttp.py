@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import tokens as tok_mod
-from .inventory import TestbedError
+from gridxfer.testbed import tokens as tok_mod
+from gridxfer.testbed.inventory import TestbedError
 
 AuthMode = Literal["none", "token", "gsi"]
 AUTH_MODES: tuple[str, ...] = ("none", "token", "gsi")

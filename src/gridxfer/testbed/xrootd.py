@@ -38,10 +38,10 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import xrdhttp
-from .inventory import Endpoint, TestbedError
-from .xrdhttp import XrdSecurity
-from .procs import free_port, listens, run_quiet, spawn, wait_ready
+from gridxfer.testbed import xrdhttp
+from gridxfer.testbed.inventory import Endpoint, TestbedError
+from gridxfer.testbed.xrdhttp import XrdSecurity
+from gridxfer.testbed.procs import free_port, listens, run_quiet, spawn, wait_ready
 
 XROOTD = "/usr/bin/xrootd"
 SERVICE_USER = "gridxfer"

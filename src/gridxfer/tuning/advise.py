@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from gridxfer.errors import UsageError
 
 DEFAULT_HEADROOM = 1.25     # within the SC seed's 1.2-1.3x
 

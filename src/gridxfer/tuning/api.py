@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .engine import (ApplyFailed, ApplyResult, CrashedApply, Drift, DriftDetected, Item,
+from gridxfer.tuning.engine import (ApplyFailed, ApplyResult, CrashedApply, Drift, DriftDetected, Item,
                      RollbackResult, ValidationError, VerifyResult)
-from .engine import apply as _apply
-from .engine import diff as _diff
-from .engine import rollback as _rollback
-from .engine import verify as _verify
-from .profile import Profile, Setting, list_profiles, load_profile
-from .targets.base import TuningTarget
+from gridxfer.tuning.engine import apply as _apply
+from gridxfer.tuning.engine import diff as _diff
+from gridxfer.tuning.engine import rollback as _rollback
+from gridxfer.tuning.engine import verify as _verify
+from gridxfer.tuning.profile import Profile, Setting, list_profiles, load_profile
+from gridxfer.tuning.targets.base import TuningTarget
 
 __all__ = ["load_profile", "list_profiles", "diff", "apply", "verify", "rollback", "Profile",
            "Setting", "Item", "ApplyResult", "VerifyResult", "Drift", "RollbackResult",

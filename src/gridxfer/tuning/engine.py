@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import GridxferError, UsageError
-from . import state as tstate
-from .profile import NIC_PREFIX, Profile, render_sysctl_d
-from .settings import UNSUPPORTED, nic_key, read_values, same, split_nic_key, write_values
-from .targets.base import TargetError, TuningTarget, WriteFailed
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.tuning import state as tstate
+from gridxfer.tuning.profile import NIC_PREFIX, Profile, render_sysctl_d
+from gridxfer.tuning.settings import UNSUPPORTED, nic_key, read_values, same, split_nic_key, write_values
+from gridxfer.tuning.targets.base import TargetError, TuningTarget, WriteFailed
 
 SAME, CHANGE, SKIPPED, INVALID = "same", "change", "skipped", "invalid"
 CC_KEY, CC_AVAIL = "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control"

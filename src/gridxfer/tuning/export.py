@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .profile import NIC_PREFIX, Profile, list_profiles, load_profile
+from gridxfer.tuning.profile import NIC_PREFIX, Profile, list_profiles, load_profile
 
 VARS_DIR = Path(__file__).resolve().parents[3] / "playbooks" / "vars"
 

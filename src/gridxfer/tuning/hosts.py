@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UsageError
-from .targets.base import TuningTarget
+from gridxfer.errors import UsageError
+from gridxfer.tuning.targets.base import TuningTarget
 
 _SSH_RE = re.compile(r"(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
                      r"(?::(?P<port>\d{1,5}))?")
@@ -31,11 +31,11 @@ def make_target(spec: str, *, inventory: str | None = None, ssh: SshOptions = Ss
                 ansible_check: bool = False) -> TuningTarget:
     spec = spec.strip()
     if spec == "local":
-        from .targets.local import LocalTarget
+        from gridxfer.tuning.targets.local import LocalTarget
         return LocalTarget()
     scheme, sep, rest = spec.partition(":")
     if sep and scheme == "netns":
-        from .targets.netns import NetnsTarget
+        from gridxfer.tuning.targets.netns import NetnsTarget
         return NetnsTarget(rest)
     if sep and scheme == "ssh":
         m = _SSH_RE.fullmatch(rest)
@@ -44,7 +44,7 @@ def make_target(spec: str, *, inventory: str | None = None, ssh: SshOptions = Ss
         port = int(m.group("port") or 22)
         if not 0 < port < 65536:
             raise UsageError(f"--host {spec!r}: port out of range")
-        from .targets.ssh import SshTarget
+        from gridxfer.tuning.targets.ssh import SshTarget
         return SshTarget(m.group("host").strip("[]"), user=m.group("user"), port=port,
                          key_filename=ssh.key_filename, known_hosts=ssh.known_hosts,
                          accept_unknown_host_key=ssh.accept_unknown_host_key, sudo=ssh.sudo)
@@ -57,5 +57,5 @@ def make_target(spec: str, *, inventory: str | None = None, ssh: SshOptions = Ss
     if not inventory:
         raise UsageError(f"--host {spec!r}: an inventory host needs --inventory FILE "
                          "(or use local, netns:NAME, ssh:[USER@]HOST[:PORT])")
-    from .targets.ansible import AnsibleTarget
+    from gridxfer.tuning.targets.ansible import AnsibleTarget
     return AnsibleTarget(name, inventory, check=ansible_check)

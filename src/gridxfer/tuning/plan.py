@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import UsageError
-from ..units import fmt_duration, parse_byterate
+from gridxfer.errors import UsageError
+from gridxfer.units import fmt_duration, parse_byterate
 
 HEADROOM, EFFICIENCY, RECOVERY = 1.5, 2.0, 2.0
 STANDARD_LINKS_GBPS = (1, 10, 25, 40, 100, 200, 400, 800)

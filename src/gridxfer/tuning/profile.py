@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import SpecError, UsageError
-from .rules import check_nic, check_sysctl
+from gridxfer.errors import SpecError, UsageError
+from gridxfer.tuning.rules import check_nic, check_sysctl
 
 BUNDLED_DIR = Path(__file__).resolve().parents[3] / "sysctl-profiles"
 NIC_PREFIX = "nic."

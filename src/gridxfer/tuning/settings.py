@@ -11,8 +11,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from ..errors import UsageError
-from .targets.base import TuningTarget, WriteFailed
+from gridxfer.errors import UsageError
+from gridxfer.tuning.targets.base import TuningTarget, WriteFailed
 
 UNSUPPORTED = "<unsupported>"
 _NIC_KEY_RE = re.compile(r"nic\[([^\]]+)\]\.(.+)")

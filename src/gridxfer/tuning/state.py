@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import state as gstate
-from ..errors import GridxferError
+from gridxfer import state as gstate
+from gridxfer.errors import GridxferError
 
 APPLYING, APPLIED, RESTORED = "applying", "applied", "restored"
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..testbed.netns import kill_pids, pids
-from ..testbed.procs import stop_popen, tree
+from gridxfer.testbed.netns import kill_pids, pids
+from gridxfer.testbed.procs import stop_popen, tree
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:

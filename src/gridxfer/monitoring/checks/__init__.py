@@ -7,25 +7,25 @@ from __future__ import annotations
 
 
 def throughput_main() -> None:
-    from .throughput import main
+    from gridxfer.monitoring.checks.throughput import main
     main()
 
 
 def tape_main() -> None:
-    from .tape import main
+    from gridxfer.monitoring.checks.tape import main
     main()
 
 
 def buffer_main() -> None:
-    from .buffer import main
+    from gridxfer.monitoring.checks.buffer import main
     main()
 
 
 def tuning_main() -> None:
-    from .tuning import main
+    from gridxfer.monitoring.checks.tuning import main
     main()
 
 
 def link_main() -> None:
-    from .link import main
+    from gridxfer.monitoring.checks.link import main
     main()

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import nagiosplugin
 
-from ...units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_size
-from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
+from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_size
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       duration_arg, run_plugin, typed)
-from ..sources.journal import journal_paths, window_throughput
-from .tape import add_source_args, read_window
+from gridxfer.monitoring.sources.journal import journal_paths, window_throughput
+from gridxfer.monitoring.checks.tape import add_source_args, read_window
 
 NAME = "buffer"
 TTF_CAP = 365 * 86400.0    # perfdata value when the buffer is not filling

@@ -10,10 +10,10 @@ import argparse
 
 import nagiosplugin
 
-from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       duration_arg, range_arg, run_plugin)
-from ..sources.iperf import run_iperf3
-from ...limits import IPERF3_MAX_DURATION, IPERF3_MAX_STREAMS
+from gridxfer.monitoring.sources.iperf import run_iperf3
+from gridxfer.limits import IPERF3_MAX_DURATION, IPERF3_MAX_STREAMS
 
 NAME = "link"
 

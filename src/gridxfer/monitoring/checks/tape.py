@@ -19,14 +19,14 @@ from pathlib import Path
 
 import nagiosplugin
 
-from ...units import fmt_bytes, fmt_duration, fmt_rate, parse_size
-from .. import baseline as bl
-from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
+from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_size
+from gridxfer.monitoring import baseline as bl
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       StateContext, duration_arg, perf_label, range_arg, run_plugin, typed)
-from ..sources import cta, dcache, jsonl
-from ..sources.logtime import FUTURE_TOLERANCE, LogClock, zone_arg
-from ..sources.taperead import LogSource, TapeRead, read_series
-from ..sources.tapelog import Parser, TapeWindow, aggregate
+from gridxfer.monitoring.sources import cta, dcache, jsonl
+from gridxfer.monitoring.sources.logtime import FUTURE_TOLERANCE, LogClock, zone_arg
+from gridxfer.monitoring.sources.taperead import LogSource, TapeRead, read_series
+from gridxfer.monitoring.sources.tapelog import Parser, TapeWindow, aggregate
 
 NAME = "tape"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import nagiosplugin
 
-from ...units import fmt_duration, fmt_rate
-from .. import baseline as bl
-from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, StateContext,
+from gridxfer.units import fmt_duration, fmt_rate
+from gridxfer.monitoring import baseline as bl
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, StateContext,
                       duration_arg, perf_label, range_arg, run_plugin)
-from ..sources.journal import journal_paths, window_throughput
+from gridxfer.monitoring.sources.journal import journal_paths, window_throughput
 
 NAME = "throughput"
 
@@ -118,7 +118,7 @@ def build_parser() -> PluginParser:
 
 
 def build(args: argparse.Namespace) -> nagiosplugin.Check:
-    from ..nagios import PluginUsage
+    from gridxfer.monitoring.nagios import PluginUsage
     if args.campaign and args.journal:
         raise PluginUsage("use --campaign or --journal, not both")
     if not 0 < args.baseline_alpha <= 1:

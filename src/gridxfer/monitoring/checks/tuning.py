@@ -10,7 +10,7 @@ import argparse
 
 import nagiosplugin
 
-from ..nagios import (GxCheck, GxResource, LineSummary, PluginParser, one_line,
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, one_line,
                       run_plugin)
 
 NAME = "tuning"
@@ -23,8 +23,8 @@ class Tuning(GxResource):
         self.headline = ""
 
     def collect(self):
-        from ...tuning.api import load_profile, verify
-        from ...tuning.hosts import SshOptions, make_target
+        from gridxfer.tuning.api import load_profile, verify
+        from gridxfer.tuning.hosts import SshOptions, make_target
         a = self.args
         target = make_target(a.target, ssh=SshOptions(key_filename=a.ssh_key,
                                                       known_hosts=a.known_hosts))

@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .logtime import LogClock
-from .tapelog import TapeSession
+from gridxfer.monitoring.sources.logtime import LogClock
+from gridxfer.monitoring.sources.tapelog import TapeSession
 
 FINISHED = "Tape session finished"
 ARCHIVE_KINDS = frozenset({"ArchiveForUser", "ArchiveForRepack"})

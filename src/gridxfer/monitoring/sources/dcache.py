@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Callable
 from zoneinfo import ZoneInfo
 
-from .logtime import LogClock
-from .tapelog import TapeSession
+from gridxfer.monitoring.sources.logtime import LogClock
+from gridxfer.monitoring.sources.tapelog import TapeSession
 
 KINDS = ("store", "restore")
 _RECORD = re.compile(

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ...errors import GridxferError
+from gridxfer.errors import GridxferError
 
 
 class IperfError(GridxferError):

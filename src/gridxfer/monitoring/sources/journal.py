@@ -3,7 +3,7 @@
 Every attempt that overlaps the window contributes its bytes prorated to the overlap:
 an attempt of 100 MB over [t, t+10s] contributes 50 MB to a window that starts at t+5.
 Attempts still running (``ended`` NULL) count the bytes recorded so far over
-[started, now]. Column names are the contract in ``gridxfer.campaign.journal``.
+[started, now]. Column names are the contract in ``gridxfer.campaign.journal.store``.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...campaign import journal as jr
-from ...errors import UsageError
+from gridxfer.campaign.journal import store as jr
+from gridxfer.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .tapelog import TapeSession
+from gridxfer.monitoring.sources.tapelog import TapeSession
 
 WRITE_KINDS = frozenset({"", "write", "archive", "store", "migration", "flush",
                          "ArchiveForUser", "ArchiveForRepack"})

@@ -14,8 +14,8 @@ from typing import Iterable
 
 import nagiosplugin
 
-from .logtail import require_regular, tail
-from .tapelog import Parser, TapeSession
+from gridxfer.monitoring.sources.logtail import require_regular, tail
+from gridxfer.monitoring.sources.tapelog import Parser, TapeSession
 
 _FIELDS = {f.name for f in fields(TapeSession)}
 

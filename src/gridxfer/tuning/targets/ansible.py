@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ..export import unsafe_yaml
-from .base import CommandTarget, RunResult, TargetError, WriteFailed
-from .local import run_local
+from gridxfer.tuning.export import unsafe_yaml
+from gridxfer.tuning.targets.base import CommandTarget, RunResult, TargetError, WriteFailed
+from gridxfer.tuning.targets.local import run_local
 
 PLAYBOOK = Path(__file__).resolve().parents[4] / "playbooks" / "tune.yml"
 RUNTIME_FILE = "/run/gridxfer/sysctl-runtime.conf"

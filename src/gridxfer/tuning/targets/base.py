@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...errors import GridxferError
-from ..rules import GLOBAL_ONLY
+from gridxfer.errors import GridxferError
+from gridxfer.tuning.rules import GLOBAL_ONLY
 
 GLOBAL_ONLY_REASON = "global-only key: it belongs to the initial network namespace"
 NOT_NET_REASON = ("global key: only net.* keys can belong to a network namespace; writing it "

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .local import run_local
+from gridxfer.tuning.targets.local import run_local
 
 REVOKED, CERT_AUTHORITY = "@revoked", "@cert-authority"
 KNOWN, CHANGED, UNKNOWN, REVOKED_KEY = "known", "changed", "unknown", "revoked"

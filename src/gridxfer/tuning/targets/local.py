@@ -5,7 +5,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from .base import RunResult, TuningTarget, WriteFailed, proc_path
+from gridxfer.tuning.targets.base import RunResult, TuningTarget, WriteFailed, proc_path
 
 
 def run_local(argv: Sequence[str], *, input: str | None = None, timeout: float = 120) -> RunResult:

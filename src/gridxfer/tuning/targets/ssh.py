@@ -16,9 +16,9 @@ import socket
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...errors import GridxferError
-from . import known_hosts as kh
-from .base import CommandTarget, RunResult, TargetError
+from gridxfer.errors import GridxferError
+from gridxfer.tuning.targets import known_hosts as kh
+from gridxfer.tuning.targets.base import CommandTarget, RunResult, TargetError
 
 _RSA_ALGORITHMS = ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
 

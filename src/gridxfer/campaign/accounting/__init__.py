@@ -1,0 +1,1 @@
+"""Accounting: per-endpoint meters and campaign statistics snapshots."""

@@ -1,0 +1,1 @@
+"""The campaign engine: the dispatcher loop, its jobs, workers, slots and watchdog."""

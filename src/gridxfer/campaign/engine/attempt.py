@@ -1,0 +1,64 @@
+"""One transfer attempt, as a worker thread runs it: mover call, destination checksum
+check, and the error turned into a one-line ``Result`` (a mover bug never escapes)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers import names
+from gridxfer.movers.base import TransferParams, normalise_adler32
+from gridxfer.campaign.engine.jobs import Job, Result
+from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
+from gridxfer.campaign.accounting.stats import Accounting
+
+
+def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
+                mover_for: Callable[[str, str], object], ops_for: Callable[[str], object | None],
+                acct: Accounting, clock: Callable[[], float],
+                on_data_done: Callable[[], None] | None = None) -> Result:
+    """Copy ``job.src_url`` to ``job.dst_url``; never raises."""
+    mover = None
+    try:
+        names.check_transfer(job.name, spec.source.url, job.src_url, job.endpoint, job.dst_url)
+        mover = mover_for(job.src_url, job.dst_url)
+        params = TransferParams(
+            streams=tier.streams, tcp_buffer=tier.tcp_buffer, timeout=spec.timeout,
+            checksum=spec.checksum.algorithm, expected_checksum=job.expected,
+            verify=spec.checksum.verify if spec.checksum.algorithm else "none",
+            overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel,
+            temp_url=job.tmp_url, on_data_done=on_data_done)
+        flight = job.flight
+        out = mover.copy(job.src_url, job.dst_url, params=params,
+                         progress=lambda done, total: acct.progress(flight, done))
+        if (job.expected and out.checksum and params.verify != "none"
+                and normalise_adler32(out.checksum) != job.expected):
+            unlink_quietly(ops_for(job.dst_url), job.dst_url)
+            return Result(job, None, ErrorClass.CHECKSUM,
+                          f"destination adler32 {normalise_adler32(out.checksum)} != expected "
+                          f"{job.expected}", clock())
+        return Result(job, out, None, "", clock())
+    except TransferError as exc:
+        if exc.error_class is ErrorClass.CHECKSUM and mover is not None:
+            unlink_quietly(ops_for(job.dst_url), job.dst_url)
+        msg = str(exc)
+        prefix = f"{exc.error_class.value}: "
+        return Result(job, None, exc.error_class,
+                      first_line(msg[len(prefix):] if msg.startswith(prefix) else msg), clock())
+    except Exception as exc:        # a mover bug must not kill the campaign
+        return Result(job, None, ErrorClass.OTHER, first_line(f"{type(exc).__name__}: {exc}"),
+                      clock())
+
+
+def unlink_quietly(mover: object | None, url: str) -> None:
+    fn = getattr(mover, "unlink", None)
+    if fn is None:
+        return
+    try:
+        fn(url)
+    except Exception:       # best effort: the copy may never have reached its final name
+        pass
+
+
+def first_line(text: str) -> str:
+    text = text.strip().splitlines()
+    return text[0][:500] if text else "unknown error"

@@ -1,0 +1,95 @@
+"""Default factories for the scheduler's extension points (one concept: what plugs in).
+
+``selector_factory(name) -> DestinationSelector`` (one per tier),
+``exclusion_factory() -> ExclusionPolicy`` (one per campaign; the default one is
+``default_exclusion_factory(spec)``, with the campaign's cooldowns),
+``optimizer_factory(TierSpec) -> ConcurrencyOptimizer`` (one per tier),
+``mover_factory(src, dst, third_party) -> Mover`` (cached per worker thread: ``ThreadMovers``),
+``ops_factory(url) -> Mover`` (stat/checksum/unlink/space for one URL).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterable
+
+from gridxfer.campaign.policy import exclusions as exclusions_mod
+from gridxfer.campaign.policy import optimizer as optimizer_mod
+from gridxfer.campaign.policy import selection
+from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
+
+MoverFactory = Callable[[str, str, bool], object]
+
+
+def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+    from gridxfer.movers.registry import get_mover
+    return get_mover(src, dst, third_party=third_party)
+
+
+def default_ops_factory(url: str) -> object:
+    """The mover answering stat/checksum/unlink/space for one URL."""
+    from gridxfer.movers.registry import mover_for
+    return mover_for(url)
+
+
+def ops_factory_for(mover_factory: MoverFactory | None,
+                    ops_factory: Callable[[str], object] | None) -> Callable[[str], object]:
+    """Metadata operations: the registry's, unless a custom copy mover was given (tests)."""
+    if ops_factory is not None:
+        return ops_factory
+    if mover_factory is None:
+        return lambda url: default_ops_factory(url)
+    return lambda url: mover_factory(url, url, False)
+
+
+def default_selector_factory(name: str) -> selection.DestinationSelector:
+    return selection.make_selector(name)
+
+
+def default_exclusion_factory(spec: CampaignSpec | None = None) -> selection.ExclusionPolicy:
+    """The default policy, with the campaign's ``circuit_breaker`` cooldowns."""
+    if spec is None:
+        return exclusions_mod.DefaultExclusions()
+    cb = spec.circuit_breaker
+    return exclusions_mod.DefaultExclusions(cooldown=cb.cooldown, max_cooldown=cb.max_cooldown)
+
+
+def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    return optimizer_mod.make_optimizer(optimizer_mod.DEFAULT_OPTIMIZER, tier.min_active,
+                                        tier.max_active)
+
+
+def fixed_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    return optimizer_mod.FixedConcurrency(tier.min_active, tier.max_active)
+
+
+def default_selector_name() -> str:
+    return getattr(selection, "DEFAULT_SELECTOR", "round-robin")
+
+
+class ThreadMovers:
+    """Each worker thread's movers, one per (source scheme, destination scheme): a mover
+    keeps its sessions (GSI, XRootD) between files, and sessions stay with their thread."""
+
+    def __init__(self, factory: MoverFactory, third_party: bool) -> None:
+        self._factory, self._third_party = factory, third_party
+        self._local = threading.local()
+
+    def __call__(self, src: str, dst: str) -> object:
+        cache = getattr(self._local, "movers", None)
+        if cache is None:
+            cache = self._local.movers = {}
+        key = (src.split(":", 1)[0], dst.split(":", 1)[0])
+        if key not in cache:
+            cache[key] = self._factory(src, dst, self._third_party)
+        return cache[key]
+
+    def warm(self, src: str, endpoints: Iterable[str]) -> None:
+        """Open this thread's sessions to the endpoints before it takes a job (a GSI
+        handshake per thread and server, otherwise paid inside a transfer)."""
+        for ep in endpoints:
+            stat = getattr(self(src, ep), "stat", None)
+            if stat is not None:
+                try:
+                    stat(ep)
+                except Exception:
+                    pass

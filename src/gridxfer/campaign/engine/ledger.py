@@ -1,0 +1,89 @@
+"""The scheduler's journal writes: one transaction per scheduler loop (the results it
+collected and the transfers it dispatched), and one at the end of a run (batched, so a
+no-op mover runs thousands of files per second).
+Row tuples are built by the scheduler in the column order of the statements below."""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+
+from gridxfer.redact import redact
+from gridxfer.campaign.journal import store as journal
+
+
+@dataclass
+class Batch:
+    """Journal rows gathered during one scheduler loop, written as ONE transaction.
+
+    Results may wait for the next dispatch (a crash before the commit leaves their
+    attempts 'active', which recovery settles by checking the destination); a dispatch
+    never waits: its attempt rows are committed before the transfers start."""
+    file_updates: list = field(default_factory=list)   # (endpoint, dst_url, updated, id)
+    attempts: list = field(default_factory=list)       # (id, file_id, tier, endpoint, dst_url, started, streams, tmp_url)
+    events: list = field(default_factory=list)         # (kind, detail)
+    att_rows: list = field(default_factory=list)       # finished attempts
+    done_rows: list = field(default_factory=list)
+    pend_rows: list = field(default_factory=list)
+    fail_rows: list = field(default_factory=list)
+    cancel_rows: list = field(default_factory=list)
+    skip_rows: list = field(default_factory=list)      # charged without a transfer (pooldown.py)
+
+    def __bool__(self) -> bool:
+        return any((self.file_updates, self.events, self.att_rows, self.done_rows,
+                    self.pend_rows, self.fail_rows, self.cancel_rows, self.skip_rows))
+
+
+# (Batch field, statement), in the order they run: results first, then dispatches (a
+# file retried at once goes pending, then active again, in the same transaction).
+_STATEMENTS = (
+    ("att_rows", "UPDATE attempts SET status=?, ended=?, bytes=?, rate=?, "
+                 "streams=coalesce(?, streams), mode=?, error_class=?, error_msg=?, tmp_url=? "
+                 "WHERE id=?"),
+    ("done_rows", "UPDATE files SET state='done', checksum=?, error_class=NULL, "
+                  "error_msg=NULL, updated=? WHERE id=?"),
+    ("pend_rows", "UPDATE files SET state='pending', error_class=?, error_msg=?, "
+                  "not_before=?, updated=? WHERE id=?"),
+    ("fail_rows", "UPDATE files SET state='failed', error_class=?, error_msg=?, "
+                  "updated=? WHERE id=?"),
+    ("cancel_rows", "UPDATE files SET state='pending', attempts=max(0, attempts-1), "
+                    "updated=? WHERE id=?"),
+    ("skip_rows", "UPDATE files SET state=?, attempts=attempts+1, error_class=?, error_msg=?, "
+                  "not_before=?, updated=? WHERE id=?"),
+    ("file_updates", "UPDATE files SET state='active', endpoint=?, dst_url=?, "
+                     "attempts=attempts+1, updated=? WHERE id=?"),
+    ("attempts", "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, streams, "
+                 "tmp_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+)
+
+
+def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
+    """Finished attempts and the files' new states (done, pending for a retry, failed,
+    pending again after a cancel that does not count as an attempt), then files going
+    active with their attempt rows, then events: one transaction."""
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        for name, sql in _STATEMENTS:
+            rows = getattr(b, name)
+            if rows:
+                c.executemany(sql, [_clean(r) for r in rows])
+        for kind, detail in b.events:
+            journal.add_event(c, kind, ts=now, **detail)
+        c.execute("COMMIT")
+    except BaseException:
+        if c.in_transaction:      # SQLite already rolled back after SQLITE_FULL / IOERR
+            c.execute("ROLLBACK")
+        raise
+
+
+def _clean(row: tuple) -> tuple:
+    """The row with every text redacted (error messages echo URLs, and URLs may carry
+    credentials: ``gridxfer.redact``)."""
+    return tuple(redact(v) if isinstance(v, str) else v for v in row)
+
+
+def record_end(c: sqlite3.Connection, state: str, kind: str, now: float, **detail) -> None:
+    """The run's closing event and the campaign state in ``meta``."""
+    c.execute("BEGIN IMMEDIATE")
+    journal.add_event(c, kind, ts=now, **detail)
+    journal.set_meta(c, [("state", state), ("updated", repr(now))])
+    c.execute("COMMIT")

@@ -1,0 +1,334 @@
+"""The scheduler: worker threads, per-link caps, destination choice, retries, stop.
+
+One dispatcher (the calling thread) owns the journal connection. Each loop it applies
+finished transfers and dispatches new ones, each as ONE transaction (batched, so a
+no-op mover runs thousands of files per second). An attempt row is committed before
+its transfer starts, with the temporary name the mover must write to (``tmp_url``), so a
+killed process leaves a trail that ``recovery`` follows to every byte it wrote.
+
+Extension points (issue 3 plugs in here without editing this file): the selector,
+exclusion, optimizer and mover factories, defaults in ``factories.py``. The parts:
+``feed.py`` (pending files and retries), ``workers.py`` (threads), ``slots.py`` (per-link
+slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcomes.py``
+(results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers),
+``pooldown.py`` (excluded endpoints journalled; a tier whose whole pool is down).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+import threading
+import time
+from typing import Callable, Sequence
+
+from gridxfer.errors import ErrorClass
+from gridxfer.movers import names
+from gridxfer.movers.urls import attempt_temp_url
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.engine import ledger
+from gridxfer.campaign.policy import optimizer as optimizer_mod
+from gridxfer.campaign.engine import outcomes
+from gridxfer.campaign.policy import selection
+from gridxfer.campaign.engine import watchdog
+from gridxfer.campaign.engine.attempt import run_attempt
+from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
+    MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
+    default_optimizer_factory, default_selector_factory, default_selector_name,
+    fixed_optimizer_factory, ops_factory_for, ThreadMovers)
+from gridxfer.campaign.engine.feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
+from gridxfer.campaign.engine.jobs import Job, Result, SchedulerResult  # noqa: F401
+from gridxfer.campaign.engine.pooldown import PoolHealth
+from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
+from gridxfer.campaign.accounting.stats import Accounting, StatsSnapshot
+from gridxfer.campaign.engine.slots import LinkSlots
+from gridxfer.campaign.engine.workers import WorkerPool
+
+Observer = Callable[[StatsSnapshot], None]
+OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
+STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
+RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
+
+
+def _default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+    return default_mover_factory(src, dst, third_party)    # looked up at call time (tests)
+
+
+class Scheduler:
+    def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, *,
+                 mover_factory: MoverFactory | None = None,
+                 ops_factory: Callable[[str], object] | None = None,
+                 selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
+                 exclusion_factory: Callable[[], selection.ExclusionPolicy] | None = None,
+                 optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
+                 selector_name: str | None = None, observers: Sequence[Observer] = (),
+                 stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
+                 stop_grace: float = STOP_GRACE) -> None:
+        self.conn, self.spec, self.clock = conn, spec, clock
+        self.tiers = {t.name: t for t in spec.destinations}
+        self.mover_factory = mover_factory or _default_mover_factory
+        self.ops_factory = ops_factory_for(mover_factory, ops_factory)
+        self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
+                               for t in spec.destinations}
+        self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}
+        self.exclusions = (exclusion_factory() if exclusion_factory is not None
+                           else default_exclusion_factory(spec))
+        self.optimizers = {t.name: optimizer_factory(t) for t in spec.destinations}
+        self.observers = list(observers)
+        self.stop = stop or threading.Event()
+        self.hurry = threading.Event()          # a second Ctrl-C: do not wait for transfers
+        self.stop_grace = stop_grace
+        self.started = clock()
+        self.acct = Accounting({t.name: t.pool for t in spec.destinations}, started=self.started,
+                               clock=clock)
+        self._pool = WorkerPool(self._transfer)
+        self._inflight: dict[int, Job] = {}
+        self._feed = PendingFeed(conn, self.tiers)
+        self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
+                                 wait=spec.pool_down_wait)    # exclusions, pools down
+        self._next_opt = {t: 0.0 for t in self.tiers}
+        self._attempt_id = journal.next_attempt_id(conn)
+        self._tmp_tag = os.urandom(3).hex()     # + attempt id: this run's temporary names
+        self._movers = ThreadMovers(self.mover_factory, spec.third_party)
+        self._batch = ledger.Batch()            # journal rows not committed yet
+        self._batch_since = 0.0                 # when the journal was last committed
+        self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
+
+    # ------------------------------------------------------------ main loop
+    def run(self) -> SchedulerResult:
+        self._load_counts()
+        journal.add_event(self.conn, "started", selector=self.selector_names,
+                          tiers=sorted(self.tiers))
+        journal.set_meta(self.conn, [("state", "running")])
+        workers = sum(t.max_active for t in self.spec.destinations)
+        self._pool.start(workers)
+        next_tick = 0.0
+        try:
+            while True:
+                self._drain(block=0.0)
+                now = self.clock()
+                if self.stop.is_set():
+                    return self._shutdown()
+                if now >= next_tick:            # once a second: timeouts are >= 10 s
+                    self._tick(now)
+                    self._watchdog(now)
+                    next_tick = now + 1.0
+                self._dispatch(now)
+                if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
+                    self._flush(now)
+                if not self._inflight and not self._feed.has_work():
+                    return self._finish()
+                self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
+                                      self._feed.next_retry_in(now)))
+        finally:
+            self._stop_threads()
+
+    def _stop_threads(self) -> None:
+        """Workers exit on a sentinel and are joined (a thread still inside XrdCl/gfal2 at
+        interpreter exit can abort the process); policies with ``close()`` are closed."""
+        self._pool.close()
+        for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
+            close = getattr(obj, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass
+        self._pool.join(1.0 if self.hurry.is_set() else 10.0)
+
+    def _load_counts(self) -> None:
+        counts = journal.tally(self.conn)
+        for tier in self.tiers:
+            by = counts.get(tier, {})
+            get = lambda s: by.get(s, (0, 0))
+            self.acct.load(tier, files_total=sum(n for n, _ in by.values()),
+                           bytes_total=sum(b for _, b in by.values()),
+                           done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
+                           bytes_failed=get("failed")[1],
+                           queued=get("pending")[0] + get("active")[0])
+
+    def _tick(self, now: float) -> None:
+        self.acct.tick(now)
+        events = []
+        for tier, opt in self.optimizers.items():
+            if now < self._next_opt[tier]:
+                continue
+            self._next_opt[tier] = now + OPTIMIZER_PERIOD
+            sample = self.acct.link_sample(tier, now)
+            decision = opt.update(now, sample)
+            spec = self.tiers[tier]
+            active = max(1, min(decision.active, spec.max_active))
+            decision = optimizer_mod.Decision(active, decision.reason)
+            self._slots.set_cap(tier, active)
+            prev = self.acct.cap(tier)
+            if active != prev:
+                self.acct.set_cap(tier, active, decision.reason)
+                events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
+        for tier in self.tiers:     # also links with every slot taken (_dispatch skips those)
+            if not self.acct.queued(tier):
+                continue
+            eligible, ev = self.health.eligible(tier, now)
+            events.extend(ev)
+            if not eligible:
+                self._hold(tier, now)
+        self._batch.events.extend(events)
+        if self.observers:
+            snap = dataclasses.replace(self._slots.annotate(self.acct.snapshot(now)),
+                                       excluded=self.health.excluded(),
+                                       pools_down=self.health.pools_down(now))
+            for obs in self.observers:
+                obs(snap)
+
+    # ------------------------------------------------------------ dispatch
+    def _hold(self, tier: str, now: float) -> None:
+        """No endpoint of ``tier`` takes a file now: ``PoolHealth.hold`` (pooldown.py)."""
+        self.health.hold(tier, now, feed=self._feed, batch=self._batch, conn=self.conn,
+                         flush=lambda: self._flush(now))
+
+    def _dispatch(self, now: float) -> None:
+        file_updates, attempts, jobs = [], [], []
+        for tier, spec in self.tiers.items():
+            if self._slots.wants_spare_workers(tier):       # verifications hold threads
+                self._pool.start(spec.max_active, init=lambda t=tier: self._warm(t))
+            free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
+            if not free:
+                continue
+            eligible, ev = self.health.eligible(tier, now)
+            self._batch.events.extend(ev)
+            if not eligible:
+                self._hold(tier, now)
+                continue
+            choice = len(eligible) > 1          # one endpoint: nothing to choose
+            stats = self.acct.pool_stats(eligible, now) if choice else {}
+            selector = self.selectors[tier]
+            probes = self.health.probes(eligible)   # half-open: one transfer each
+            while free > 0 and eligible:
+                row = self._feed.next(tier, now)
+                if row is None:
+                    break
+                fid, name, src, size, n_att, expected, avoid = row
+                if choice:
+                    cands = [u for u in eligible if u not in avoid] or eligible
+                    backlog = max(0, self.acct.queued(tier) - 1) * size  # ~bytes still waiting
+                    ep = selector.choose(selection.FileToPlace(fid, name, size, backlog), cands,
+                                         stats)
+                else:
+                    ep = eligible[0]
+                if ep in probes:
+                    eligible = [u for u in eligible if u != ep]
+                dst = names.join_url(ep, name, check=False)   # checked in attempt.py
+                aid = self._attempt_id
+                tmp = attempt_temp_url(dst, f"{self._tmp_tag}{aid:x}")
+                job = Job(aid, fid, tier, name, src, dst, ep, size, n_att + 1,
+                          expected, avoid, now, self.acct.start(tier, ep, size, now), tmp)
+                self._attempt_id += 1
+                if choice:
+                    stats = self.acct.pool_stats(eligible, now)
+                file_updates.append((ep, dst, now, fid))
+                attempts.append((aid, fid, tier, ep, dst, now, spec.streams, tmp))
+                jobs.append(job)
+                free -= 1
+        if not jobs:
+            return
+        self._batch.file_updates.extend(file_updates)
+        self._batch.attempts.extend(attempts)
+        self._flush(now)            # attempt rows are committed before the transfers start
+        for job in jobs:
+            self._inflight[job.attempt_id] = job
+        for bundle in self._slots.bundles(jobs):
+            self._pool.submit_bundle(bundle)
+
+    def _flush(self, now: float) -> None:
+        """Commit this loop's journal rows (results, dispatches, events) as one transaction."""
+        if self._batch:
+            batch, self._batch = self._batch, ledger.Batch()
+            ledger.record(self.conn, batch, now)
+        self._batch_since = now
+
+    def _watchdog(self, now: float) -> None:
+        """Cancel, then abandon, transfers that do not end (``watchdog.py``): an abandoned
+        one's worker is replaced and its slot handed back, or the link stays a slot short."""
+        abandoned = watchdog.overdue(self._inflight.values(), self.spec.timeout, now)
+        if abandoned:
+            self._pool.write_off(r.job for r in abandoned)
+            for r in abandoned:
+                self._slots.give_back(r.job)
+            self._apply(abandoned + watchdog.stranded(abandoned, self._inflight, now))
+            self._pool.start(len(abandoned))
+
+    # ------------------------------------------------------------ results
+    def _drain(self, block: float) -> None:
+        results = self._pool.collect(block)
+        if results:
+            self._apply(results)
+
+    def _apply(self, results: list[Result]) -> None:
+        outcomes.settle(results, self._inflight, self._batch, slots=self._slots, acct=self.acct,
+                        exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
+                        retries=self.spec.retries, stop=self.stop,
+                        waiting=self.health.waiting)
+
+    # ------------------------------------------------------------ workers
+    def _warm(self, tier: str) -> None:
+        self._movers.warm(self.spec.source.url, self.tiers[tier].pool)
+
+    def _ops(self, url: str) -> object:
+        try:
+            return self.ops_factory(url)
+        except Exception:
+            return None
+
+    def _transfer(self, job: Job) -> Result:
+        def work(data_done) -> Result:
+            job.started = self.clock()      # a job dispatched ahead waited for its slot
+            job.running = True
+            return run_attempt(job, self.spec, self.tiers[job.tier], self._movers, self._ops,
+                               self.acct, self.clock, on_data_done=data_done)
+
+        res = self._slots.run(job, work, self._pool.wake)
+        if res is None:
+            return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
+                          self.clock())
+        return res
+
+    # ------------------------------------------------------------ the end
+    def _finish(self) -> SchedulerResult:
+        now = self.clock()
+        self._tick(now)
+        snap = self.acct.snapshot(now)
+        state = "partial" if snap.files_failed else "done"
+        self._close(state, "finished", now, done=snap.files_done, failed=snap.files_failed,
+                    seconds=round(now - self.started, 3))
+        return SchedulerResult(state, snap.files_done, snap.files_failed, now - self.started, snap)
+
+    def _shutdown(self) -> SchedulerResult:
+        for job in self._inflight.values():
+            job.cancel.set()
+        deadline = self.clock() + self.stop_grace
+        while self._inflight and self.clock() < deadline and not self.hurry.is_set():
+            self._drain(block=0.1)
+        self._drain(block=0.0)                  # what ended meanwhile is not stuck
+        now = self.clock()
+        stuck = list(self._inflight.values())
+        self._pool.write_off(stuck)
+        # Still in a mover (a second Ctrl-C, or past the grace): it may go on writing, or
+        # close a POSC file under its final name, until the process ends. Its attempt and
+        # file stay 'active', so the next resume settles them as after a kill -9 (temp
+        # removed, the destination verified or deleted). Those still waiting for a slot
+        # never started: back to pending.
+        for job in stuck:
+            if job.running:
+                del self._inflight[job.attempt_id]
+        waiting = [j for j in stuck if not j.running]
+        if waiting:
+            self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now)
+                         for j in waiting])
+        snap = self.acct.snapshot(now)
+        self._close("interrupted", "interrupted", now, in_flight=len(stuck),
+                    done=snap.files_done, failed=snap.files_failed)
+        return SchedulerResult("interrupted", snap.files_done, snap.files_failed,
+                               now - self.started, snap)
+
+    def _close(self, state: str, kind: str, now: float, **detail) -> None:
+        self._flush(now)
+        ledger.record_end(self.conn, state, kind, now, **detail)

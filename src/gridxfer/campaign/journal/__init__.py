@@ -1,0 +1,1 @@
+"""The campaign journal (SQLite): its store and the read side (status, list)."""

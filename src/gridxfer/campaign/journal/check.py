@@ -1,0 +1,103 @@
+"""Is this file a gridxfer journal, and what a failing journal means for the user.
+
+``verify(path)`` reads (never writes) the schema of an existing file before
+``journal.connect`` may write anything into it: an empty file, garbage, a truncated or
+damaged database, or another program's SQLite file is refused with one line naming the
+file (exit 2). ``reading(path)`` turns SQLite errors met later into the same kind of line:
+a damaged journal is bad input (exit 2); a full disk, an I/O error or a locked database
+is the environment (exit 1).
+"""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import quote
+
+from gridxfer.errors import GridxferError, UsageError
+
+# The columns every gridxfer journal has had (newer ones may be added by migrations).
+CORE_COLUMNS = {
+    "meta": {"key", "value"},
+    "files": {"id", "name", "src_url", "size", "tier", "state"},
+    "attempts": {"id", "file_id", "tier", "endpoint", "started", "status"},
+    "events": {"id", "ts", "kind", "detail"},
+}
+_ENVIRONMENT = ("disk is full", "disk i/o error", "database is locked", "unable to open",
+                "readonly database", "out of memory", "interrupted")
+
+
+class JournalUnusable(UsageError):
+    """A file where a journal should be is not a usable gridxfer journal (exit 2)."""
+
+
+class JournalEnvironmentError(GridxferError):
+    """The journal is fine but cannot be used now: full disk, I/O error, locked (exit 1)."""
+
+
+class JournalDiskFull(JournalEnvironmentError):
+    """SQLITE_FULL. What to do next depends on whether the journal was kept (a plan that
+    fails is removed), so the line is decided when it is printed, after every clean-up."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.text = path, text
+        super().__init__(f"{path}: {text}")
+
+    def __str__(self) -> str:
+        if not self.path.exists():
+            return f"{self.path}: {self.text}; free some space and run again"
+        return (f"{self.path}: {self.text}; the journal is consistent: free some space, then "
+                f"`gridxfer campaign resume {self.path.stem}`")
+
+
+def ro_uri(path: Path) -> str:
+    """A read-only SQLite URI for any path (a '?' or '#' in a path would end it)."""
+    return f"file:{quote(str(path))}?mode=ro"
+
+
+def verify(path: Path) -> None:
+    """Raise JournalUnusable unless ``path`` holds the core tables of a gridxfer journal."""
+    if not path.is_file():
+        raise JournalUnusable(f"{path}: not a gridxfer journal: not a regular file")
+    if path.stat().st_size == 0:
+        raise JournalUnusable(f"{path}: not a gridxfer journal: the file is empty")
+    try:
+        conn = sqlite3.connect(ro_uri(path), uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        raise error(path, exc) from None
+    try:
+        tables = {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted(set(CORE_COLUMNS) - tables)
+        if missing:
+            raise JournalUnusable(f"{path}: not a gridxfer journal: no table "
+                                  f"{', '.join(missing)}")
+        for table, need in CORE_COLUMNS.items():
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if not need <= have:
+                raise JournalUnusable(f"{path}: not a gridxfer journal: table {table} lacks "
+                                      f"{', '.join(sorted(need - have))}")
+    except sqlite3.Error as exc:
+        raise error(path, exc) from None
+    finally:
+        conn.close()
+
+
+def error(path: Path | str, exc: sqlite3.Error) -> GridxferError:
+    """One line for a SQLite error on journal ``path``, exit 1 or 2 as the module says."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if "full" in text.lower():
+        return JournalDiskFull(Path(path), text)
+    if any(k in text.lower() for k in _ENVIRONMENT):
+        return JournalEnvironmentError(f"{path}: {text}")
+    return JournalUnusable(f"{path}: damaged or not a gridxfer journal: {text}")
+
+
+@contextlib.contextmanager
+def reading(path: Path | str) -> Iterator[None]:
+    """Turn SQLite errors inside the block into one line naming the journal."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise error(path, exc) from None

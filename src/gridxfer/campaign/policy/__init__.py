@@ -1,0 +1,1 @@
+"""Campaign policies: destination selection, exclusions, free space, concurrency."""

@@ -1,0 +1,1 @@
+"""Reports from a journal: summaries, endpoint shares, time bins."""

@@ -1,0 +1,118 @@
+"""The read side of campaigns: status from the journal's indexed counts (< 1 s on 1 M
+files), the list of campaigns, and whether a live process runs it (holds its lock)."""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gridxfer.errors import GridxferError
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import check as journalcheck
+from gridxfer.campaign.journal.lock import holder_at as lock_holder_at
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    name: str
+    journal: str
+    state: str
+    files: dict[str, int]                   # state -> files (all tiers)
+    bytes: dict[str, int]                   # state -> bytes
+    tiers: dict[str, dict[str, int]]        # tier -> state -> files
+    created: float | None = None
+    updated: float | None = None
+    links: tuple[dict, ...] = field(default=())
+    excluded: tuple[dict, ...] = field(default=())      # endpoints out of rotation (--links)
+    error: str | None = None                # state "unreadable": why (campaign list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _alive(pid: str | None) -> bool:
+    if not pid or not (pid.isascii() and pid.isdigit()) or len(pid) > 9 \
+            or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"gridxfer" in cmd or b"pytest" in cmd
+    return True
+
+
+def _running(path: Path, pid: str | None) -> bool:
+    """A live process holds the campaign's lock (lock.py); a journal without a lock file
+    (written by an older gridxfer) falls back to its pid."""
+    lock_file = path.with_suffix(".lock")
+    if lock_file.exists():
+        return lock_holder_at(lock_file) is not None
+    return _alive(pid)
+
+
+def campaign_status(name: str, *, links: bool = False) -> CampaignStatus:
+    return _status(journal.journal_path(name), links=links)
+
+
+def _status(path: Path, *, links: bool = False) -> CampaignStatus:
+    conn = journal.connect(path, readonly=True)
+    try:
+        with journalcheck.reading(path):
+            return _read_status(conn, path, links)
+    finally:
+        conn.close()
+
+
+def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
+    meta = journal.get_meta(conn)
+    counts = journal.tally(conn)
+    files: dict[str, int] = {}
+    nbytes: dict[str, int] = {}
+    tiers: dict[str, dict[str, int]] = {}
+    for tier, by in counts.items():
+        for st, (n, b) in by.items():
+            files[st] = files.get(st, 0) + n
+            nbytes[st] = nbytes.get(st, 0) + b
+            tiers.setdefault(tier, {})[st] = n
+    state = "".join(c if c.isprintable() else "?" for c in meta.get("state", "?"))[:20]
+    if state == "running" and not _running(path, meta.get("pid")):
+        state = "interrupted"          # killed: resume recovers it
+    link_rows: tuple[dict, ...] = ()
+    excluded: tuple[dict, ...] = ()
+    if links:
+        from gridxfer.campaign.policy.exclusions import current_exclusions
+        from gridxfer.campaign.policy.optimizer import link_status
+        link_rows = tuple(asdict(s) for s in link_status(conn))
+        excluded = tuple(asdict(e) for e in current_exclusions(conn))
+    return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
+                          _float(meta.get("created")), _float(meta.get("updated")), link_rows,
+                          excluded)
+
+
+def list_campaigns() -> list[CampaignStatus]:
+    """Every journal; one that cannot be read is listed as "unreadable" with the reason."""
+    out = []
+    for path in journal.list_journals():
+        try:
+            out.append(_status(path))
+        except GridxferError as exc:
+            reason = str(exc).removeprefix(f"{path}: ")
+            out.append(CampaignStatus(path.stem, str(path), "unreadable", {}, {}, {},
+                                      error=reason))
+    return out
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        value = float(text) if text else None
+    except (TypeError, ValueError):
+        return None
+    return value if value is None or math.isfinite(value) else None

@@ -1,0 +1,243 @@
+"""The campaign report, computed from the journal alone (SQL aggregates + numpy).
+
+- per link (tier) and per destination endpoint: files, bytes, per-transfer throughput
+  mean/min/max/stddev, failed attempts by ErrorClass;
+- a frequency distribution of per-transfer throughput in bins (CNAF iperf-table style);
+- the share of files, bytes and sessions per endpoint over time buckets, so that a
+  black hole (one endpoint hoarding sessions while delivering few bytes) is visible
+  (``share.endpoint_share``);
+- a timeline (aggregate and per-link throughput, sessions per endpoint) for ``--png``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.redact import redact
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import check as journalcheck
+from gridxfer.campaign.report.intervals import overlap
+from gridxfer.campaign.report.share import ShareReport, endpoint_share
+
+MB = 1e6
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    key: str                      # tier name or endpoint URL
+    tier: str
+    files_done: int
+    files_failed: int
+    transfers: int                # successful attempts
+    bytes: int
+    mean_rate: float              # bytes/s per transfer
+    min_rate: float
+    max_rate: float
+    stddev_rate: float
+    failures: dict[str, int]      # failed attempts by error class
+
+
+@dataclass(frozen=True)
+class Bin:
+    low: float                    # bytes/s
+    high: float
+    count: int
+    share: float                  # of all successful transfers
+
+
+@dataclass(frozen=True)
+class Report:
+    name: str
+    state: str
+    started: float | None
+    seconds: float
+    files_total: int
+    files_done: int
+    files_failed: int
+    bytes_done: int
+    rate: float                   # aggregate bytes/s over the campaign's wall time
+    links: tuple[GroupStats, ...]
+    endpoints: tuple[GroupStats, ...]
+    histogram: tuple[Bin, ...]
+    share: ShareReport            # files/bytes/sessions per endpoint over time (share.py)
+    failed_files: tuple[dict, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_report(name: str, *, buckets: int = 12, bins: int = 10) -> Report:
+    path = journal.journal_path(name)
+    conn = journal.connect(path, readonly=True)
+    try:
+        with journalcheck.reading(path):
+            return _build(conn, name, buckets, bins)
+    finally:
+        conn.close()
+
+
+def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
+    meta = journal.get_meta(conn)
+    tally = journal.tally(conn)
+    t0, t1 = conn.execute("SELECT min(started), max(coalesce(ended, started)) FROM attempts").fetchone()
+    seconds = (t1 - t0) if t0 is not None else 0.0
+    fail_rows = conn.execute("SELECT tier, endpoint, error_class, count(*) FROM attempts "
+                             "WHERE status = 'failed' GROUP BY 1, 2, 3").fetchall()
+    ok_rows = conn.execute("SELECT tier, endpoint, count(*), total(bytes), total(rate), "
+                           "total(rate * rate), min(rate), max(rate) FROM attempts "
+                           "WHERE status = 'ok' GROUP BY 1, 2").fetchall()
+    per_ep_files = {(r[0], r[1]): r[2] for r in conn.execute(
+        "SELECT tier, endpoint, count(*) FROM files WHERE state = 'done' GROUP BY 1, 2")}
+    per_ep_failed = {(r[0], r[1]): r[2] for r in conn.execute(
+        "SELECT tier, endpoint, count(*) FROM files WHERE state = 'failed' GROUP BY 1, 2")}
+    endpoints = _groups(ok_rows, fail_rows, per_ep_files, per_ep_failed, by_tier=False)
+    links = _groups(ok_rows, fail_rows,
+                    {(t, t): by.get("done", (0, 0))[0] for t, by in tally.items()},
+                    {(t, t): by.get("failed", (0, 0))[0] for t, by in tally.items()}, by_tier=True)
+    done = sum(by.get("done", (0, 0))[0] for by in tally.values())
+    failed = sum(by.get("failed", (0, 0))[0] for by in tally.values())
+    nbytes = sum(by.get("done", (0, 0))[1] for by in tally.values())
+    total = sum(n for by in tally.values() for n, _ in by.values())
+    failed_files = tuple(dict(r) for r in conn.execute(
+        "SELECT name, tier, endpoint, error_class, error_msg, attempts FROM files "
+        "WHERE state = 'failed' ORDER BY id LIMIT 100"))
+    return Report(name, meta.get("state", "?"), t0, seconds, total, done, failed, nbytes,
+                  nbytes / seconds if seconds > 0 else 0.0, links, endpoints,
+                  _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files)
+
+
+def _groups(ok_rows, fail_rows, files_done, files_failed, *, by_tier: bool) -> tuple[GroupStats, ...]:
+    acc: dict[tuple[str, str], list] = {}
+
+    def key(tier: str, ep: str) -> tuple[str, str]:
+        return (tier, tier) if by_tier else (tier, ep)
+
+    for tier, ep, n, b, s1, s2, lo, hi in ok_rows:
+        a = acc.setdefault(key(tier, ep), [0, 0.0, 0.0, 0.0, math.inf, 0.0, {}])
+        a[0] += n
+        a[1] += b
+        a[2] += s1
+        a[3] += s2
+        a[4] = min(a[4], lo)
+        a[5] = max(a[5], hi)
+    for tier, ep, cls, n in fail_rows:
+        a = acc.setdefault(key(tier, ep), [0, 0.0, 0.0, 0.0, math.inf, 0.0, {}])
+        a[6][cls or "other"] = a[6].get(cls or "other", 0) + n
+    out = []
+    for (tier, k), (n, b, s1, s2, lo, hi, fails) in sorted(acc.items()):
+        mean = s1 / n if n else 0.0
+        var = max(0.0, s2 / n - mean * mean) if n else 0.0
+        out.append(GroupStats(k, tier, files_done.get((tier, k), 0), files_failed.get((tier, k), 0),
+                              n, int(b), mean, lo if n else 0.0, hi, math.sqrt(var), fails))
+    return tuple(out)
+
+
+def nice_width(span: float, n: int) -> float:
+    """A 1/2/5 x 10^k bin width so that ``n`` bins cover ``span``."""
+    if span <= 0:
+        return 1.0
+    raw = span / n
+    exp = 10 ** math.floor(math.log10(raw))
+    return next(m * exp for m in (1, 2, 5, 10) if m * exp >= raw)
+
+
+def _histogram(conn, n_bins: int) -> tuple[Bin, ...]:
+    hi = conn.execute("SELECT max(rate), count(*) FROM attempts WHERE status = 'ok'").fetchone()
+    if not hi[1]:
+        return ()
+    width = nice_width((hi[0] or 0) * 1.0001, n_bins)
+    counts = dict(conn.execute("SELECT CAST(rate / ? AS INTEGER), count(*) FROM attempts "
+                               "WHERE status = 'ok' GROUP BY 1", (width,)).fetchall())
+    top = max(counts) if counts else 0
+    return tuple(Bin(i * width, (i + 1) * width, counts.get(i, 0), counts.get(i, 0) / hi[1])
+                 for i in range(top + 1))
+
+
+def _load_attempts(conn) -> dict[str, np.ndarray]:
+    rows = conn.execute("SELECT started, ended, bytes, tier, endpoint, status FROM attempts "
+                        "WHERE ended IS NOT NULL").fetchall()
+    if not rows:
+        return {}
+    cols = list(zip(*rows))
+    return {"s": np.array(cols[0], float), "e": np.array(cols[1], float),
+            "b": np.array(cols[2], float), "tier": np.array(cols[3], object),
+            "ep": np.array(cols[4], object), "ok": np.array([c == "ok" for c in cols[5]])}
+
+
+def timeline(name: str, points: int = 200) -> dict[str, Any]:
+    """Throughput over time: {'t': seconds, 'aggregate': B/s, 'links': {tier: B/s},
+    'sessions': {endpoint: mean sessions}} from every ended attempt's bytes spread
+    evenly over its duration."""
+    path = journal.journal_path(name)
+    conn = journal.connect(path, readonly=True)
+    try:
+        with journalcheck.reading(path):
+            a = _load_attempts(conn)
+    finally:
+        conn.close()
+    if not a:
+        return {"t": [], "aggregate": [], "links": {}, "sessions": {}}
+    t0, t1 = float(a["s"].min()), float(a["e"].max())
+    width = max((t1 - t0) / points, 0.05)
+    edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
+    dur = np.maximum(a["e"] - a["s"], 1e-6)
+    rate = a["b"] / dur
+
+    def series(mask: np.ndarray, w: np.ndarray) -> list[float]:
+        return (np.diff(overlap(a["s"][mask], a["e"][mask], w[mask], edges)) / width).tolist()
+
+    every = np.ones(len(rate), bool)
+    return {"t": ((edges[:-1] + edges[1:]) / 2 - t0).tolist(),
+            "aggregate": series(every, rate),
+            "links": {t: series(a["tier"] == t, rate) for t in sorted(set(a["tier"]))},
+            "sessions": {e: series(a["ep"] == e, np.ones(len(rate))) for e in sorted(set(a["ep"]))}}
+
+
+def write_png(name: str, path: str | Path) -> Path:
+    out = Path(path)
+    if not out.parent.is_dir():          # checked before drawing; never created
+        raise UsageError(f"--png {path}: no such directory: {out.parent}")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tl = timeline(name)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 2]})
+    t = tl["t"]
+    ax1.plot(t, np.array(tl["aggregate"]) / MB, color="black", lw=2, label="aggregate")
+    for tier, ys in tl["links"].items():
+        ax1.plot(t, np.array(ys) / MB, lw=1.2, label=f"link {tier}")
+    ax1.set_ylabel("throughput (MB/s)")
+    ax1.set_title(f"campaign {name}: throughput")
+    ax1.grid(alpha=0.3)
+    ax1.legend(loc="upper right", fontsize=8)
+    ax1.set_ylim(bottom=0)
+    for ep, ys in tl["sessions"].items():
+        ax2.plot(t, ys, lw=1.2, label=_short(ep))
+    ax2.set_ylabel("sessions in flight")
+    ax2.set_xlabel("seconds since start")
+    ax2.set_title("sessions per destination endpoint")
+    ax2.grid(alpha=0.3)
+    ax2.legend(loc="upper right", fontsize=7)
+    ax2.set_ylim(bottom=0)
+    fig.tight_layout()
+    try:
+        fig.savefig(out, dpi=100, format="png")
+    except OSError as exc:
+        raise GridxferError(f"--png {path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _short(url: str) -> str:
+    """A PNG label: redacted first (a cut URL would hide a password from ``redact``)."""
+    from urllib.parse import urlsplit
+    url = redact(url)
+    p = urlsplit(url)
+    return f"{p.scheme}://{p.netloc}{p.path.rstrip('/')}" if len(url) < 48 else f"{p.scheme}://{p.netloc}"

@@ -1,0 +1,1 @@
+"""The campaign file: schema, validation, and the expansion of its sources."""

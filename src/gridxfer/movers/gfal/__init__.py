@@ -1,0 +1,1 @@
+"""gfal2 movers (python3-gfal2), in process and in a child process."""

@@ -1,0 +1,1 @@
+"""XRootD movers (python3-xrootd, XrdCl)."""

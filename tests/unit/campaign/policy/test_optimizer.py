@@ -1,0 +1,131 @@
+"""The per-link concurrency optimizer on simulated links and recorded samples."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.policy.optimizer import (DEFAULT_OPTIMIZER, OPTIMIZERS, AdaptiveConcurrency,
+                                         Decision, FixedConcurrency, LinkSample, decision_event,
+                                         link_status, make_optimizer)
+from gridxfer.errors import UsageError
+
+MB = 1e6
+
+
+def run(opt, throughput, *, seconds=90.0, step=0.5, noise=0.05, seed=7, fail=None, queued=1000,
+        counter=False):
+    """Drive ``opt`` with a link whose rate is ``throughput(active)``; return the cap history.
+
+    ``counter``: report a monotonic byte counter (``LinkSample.moved``) too."""
+    rnd = random.Random(seed)
+    cap, t, history, moved = None, 0.0, [], 0.0
+    while t <= seconds:
+        active = cap or 1
+        rate = throughput(active) * rnd.uniform(1 - noise, 1 + noise)
+        moved += rate * step
+        ok, bad = (fail(t) if fail else (3, 0))
+        d = opt.update(t, LinkSample("T1", active, rate, ok, bad, queued,
+                                     moved=int(moved) if counter else -1))
+        assert isinstance(d, Decision) and d.reason
+        assert opt.min_active <= d.active <= opt.max_active
+        history.append((t, d.active, d.reason))
+        cap = d.active
+        t += step
+    return history
+
+
+def settled_by(history, final_band=1):
+    """The time after which the cap never leaves final +/- band."""
+    final = history[-1][1]
+    last_out = 0.0
+    for t, cap, _ in history:
+        if abs(cap - final) > final_band:
+            last_out = t
+    return last_out, final
+
+
+SHAPES = {
+    # capacity-limited link: 5 MB/s per transfer up to 40 MB/s (best: 8)
+    "plateau": (lambda n: min(n * 5 * MB, 40 * MB), 8),
+    # a server that degrades when overloaded (the black-hole shape; best: 6)
+    "peaked": (lambda n: 6 * MB * n if n <= 6 else max(36 * MB - 4 * MB * (n - 6), 4 * MB), 6),
+    # per-transfer limited all the way: ends near max_active
+    "linear": (lambda n: n * 2 * MB, 24),
+}
+
+
+@pytest.mark.parametrize("counter", [False, True], ids=["rate", "counter"])
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_converges_within_30s(shape, seed, counter):
+    fn, best = SHAPES[shape]
+    history = run(AdaptiveConcurrency(1, 24), fn, seed=seed, counter=counter)
+    when, final = settled_by(history)
+    assert when <= (20.0 if counter else 30.0), [h for h in history if h[0] <= when + 1]
+    assert fn(final) >= 0.85 * fn(best), history[-1]      # within gain (10 %) + noise
+    assert final <= 2 * best                               # without piling on sessions
+
+
+def test_every_change_is_explained():
+    history = run(AdaptiveConcurrency(2, 24), SHAPES["plateau"][0])
+    changes = [(t, c, r) for (t, c, r), (_, prev, _) in zip(history[1:], history) if c != prev]
+    assert changes and all(("MB/s" in r) for _, _, r in changes)
+    assert any("slow start" in r for _, _, r in changes)
+    assert any("back to" in r or "converged" in r for _, _, r in changes)
+
+
+def test_backs_off_on_failures():
+    def fail(t):
+        return (1, 4) if 40 <= t < 50 else (3, 0)
+    history = run(AdaptiveConcurrency(2, 24), SHAPES["plateau"][0], fail=fail, seconds=60)
+    before = [c for t, c, _ in history if 35 <= t < 40]
+    during = [(c, r) for t, c, r in history if 44 <= t < 50]
+    assert max(c for c, _ in during) < min(before)
+    assert any("success rate 20% < 90%" in r for _, r in during)
+
+
+def test_holds_when_the_link_has_no_more_work():
+    opt = AdaptiveConcurrency(2, 24)
+    caps = {opt.update(t, LinkSample("T1", 1, 5 * MB, 1, 0, 0)).active for t in range(0, 40)}
+    assert caps == {opt.start} and opt.start == 12
+
+
+def test_throughput_collapse_steps_down():
+    opt = AdaptiveConcurrency(2, 24)
+    history = run(opt, SHAPES["plateau"][0], seconds=30)
+    cap = history[-1][1]
+    t, caps = 30.5, []
+    while t < 40:       # the same cap now yields a third of the rate
+        caps.append(opt.update(t, LinkSample("T1", cap, 13 * MB, 3, 0, 1000)))
+        t += 0.5
+    assert caps[-1].active == cap - 1 and "throughput fell" in caps[-1].reason
+
+
+def test_links_are_independent_and_fixed_is_fixed():
+    opt = AdaptiveConcurrency(1, 4, start=3)
+    assert opt.update(0.0, LinkSample("A", 0, 0, 0, 0, 10)).active == 3
+    assert opt.update(0.0, LinkSample("B", 0, 0, 0, 0, 10)).active == 3
+    assert FixedConcurrency(1, 6).update(0.0, LinkSample("A", 0, 0, 0, 0, 0)) == \
+        Decision(6, "fixed at max_active")
+
+
+def test_registry():
+    assert DEFAULT_OPTIMIZER == "adaptive" and set(OPTIMIZERS) == {"adaptive", "fixed"}
+    assert isinstance(make_optimizer("adaptive", 2, 8), AdaptiveConcurrency)
+    with pytest.raises(UsageError):
+        make_optimizer("fts", 1, 2)
+
+
+def test_link_status_reads_the_latest_decision_per_link(gridxfer_home):
+    conn = journal.connect(journal.journal_path("c1"), create=True)
+    s = LinkSample("T1-CNAF", 2, 10 * MB, 4, 0, 50)
+    journal.add_event(conn, "optimizer", 1.0, **decision_event(s, 2, Decision(4, "slow start")))
+    journal.add_event(conn, "started", 1.5)
+    journal.add_event(conn, "optimizer", 2.0, **decision_event(s, 4, Decision(8, "+4")))
+    journal.add_event(conn, "optimizer", 3.0,
+                      **decision_event(LinkSample("T2", 1, 1.0, 0, 0, 1), 2, Decision(1, "hold")))
+    st = link_status(conn)
+    assert [(x.tier, x.active, x.reason, x.since, x.decisions) for x in st] == [
+        ("T1-CNAF", 8, "+4", 2.0, 2), ("T2", 1, "hold", 3.0, 1)]

@@ -1,0 +1,56 @@
+"""How the ``gridxfer`` process ends: with a native client library loaded (XrdCl, gfal2),
+its exit-time teardown is skipped (it once aborted a finished campaign with "double free or
+corruption"), yet the exit status, the output and gridxfer's own clean-up stay."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _run(body: str) -> subprocess.CompletedProcess:
+    script = textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+
+
+PRELUDE = """
+import atexit, sys
+{imports}
+atexit.register(lambda: print("TEARDOWN RAN", file=sys.stderr, flush=True))
+sys.argv = ["gridxfer", *{args!r}]
+from gridxfer.cli.main import main
+main()
+"""
+
+
+@pytest.mark.parametrize("native", ["from XRootD import client", "import gfal2"])
+def test_native_teardown_is_skipped_and_the_exit_status_and_output_kept(native):
+    ok = _run(PRELUDE.format(imports=native, args=["--version"]))
+    assert ok.returncode == 0, ok.stderr
+    assert "gridxfer" in ok.stdout and "version" in ok.stdout     # flushed into the pipe
+    assert "TEARDOWN RAN" not in ok.stderr
+
+    bad = _run(PRELUDE.format(imports=native, args=["campaign", "status", "no-such-campaign"]))
+    assert bad.returncode not in (0, -6), bad.stderr
+    assert "no-such-campaign" in bad.stderr
+    assert "TEARDOWN RAN" not in bad.stderr
+
+
+def test_without_native_libraries_the_interpreter_exits_normally():
+    res = _run(PRELUDE.format(imports="", args=["--version"]))
+    assert res.returncode == 0
+    assert "TEARDOWN RAN" in res.stderr
+
+
+def test_gfal2_children_are_stopped_when_the_teardown_is_skipped():
+    res = _run(PRELUDE.format(imports="""
+import gfal2
+import gridxfer.movers.gfal.agent as agents
+agents.stop_all = lambda: print("AGENTS STOPPED", file=sys.stderr, flush=True)
+""", args=["--version"]))
+    assert res.returncode == 0
+    assert "AGENTS STOPPED" in res.stderr
+    assert "TEARDOWN RAN" not in res.stderr
