@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.units import fmt_bytes, parse_bitrate, parse_duration, parse_size
 

@@ -129,7 +129,7 @@ def make_record(benchmark: str, command: str, *, config: dict, figures: dict,
     commit, dirty = code or CODE_AT_START
     rec: dict[str, Any] = {
         "benchmark": benchmark,
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit, "uncommitted": dirty, "machine": machine_info(),
         "command": command, "title": title, "config": config, "figures": figures,
         "goals": [g.as_dict() if isinstance(g, Goal) else g for g in goals]}

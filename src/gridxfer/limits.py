@@ -11,7 +11,7 @@ README.md ("Limits") lists them. Each bound has a reason, given in ``why``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.errors import UsageError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable
+from collections.abc import Callable
 
 Mutator = Callable[[random.Random, bytes], bytes]
 

@@ -13,7 +13,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "monitoring"))
 from monfixtures import cta_text, dcache_store, make_journal, run_check  # noqa: E402

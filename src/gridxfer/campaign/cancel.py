@@ -15,7 +15,8 @@ import os
 import signal
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.campaign.journal import store as journal

@@ -22,7 +22,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact

@@ -9,7 +9,8 @@ import contextlib
 import json
 import math
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import click
 
@@ -32,7 +33,7 @@ def _echo(text: str) -> None:
     click.echo(redact(text))
 
 
-def _console() -> "Console":
+def _console() -> Console:
     from rich.console import Console       # imported on use: 50 ms of every start
     con = Console(highlight=False)
     return con if con.is_terminal else Console(highlight=False, width=200)
@@ -330,4 +331,5 @@ def list_cmd(as_json: bool) -> None:
                    f"{s.files.get('failed', 0)} failed  {s.journal}")
 
 
-from gridxfer.cli import campaign_cancel  # noqa: E402  (registers `campaign cancel` on this group)
+# Imported for its side effect: it registers `campaign cancel` on this group.
+from gridxfer.cli import campaign_cancel  # noqa: E402, F401

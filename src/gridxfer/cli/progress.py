@@ -76,7 +76,7 @@ class LiveProgress:
         self._live = Live(Text(f"{name}: starting..."), console=self.console,
                           refresh_per_second=2, transient=False)
 
-    def __enter__(self) -> "LiveProgress":
+    def __enter__(self) -> LiveProgress:
         self._live.__enter__()
         return self
 

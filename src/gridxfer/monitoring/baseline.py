@@ -50,7 +50,7 @@ class Baseline:
         return self.ewma.n if self.ewma else 0
 
     def learn(self, now: float, value: float, *, alpha: float = 0.1,
-              learn_floor: float = 0.5) -> "Baseline":
+              learn_floor: float = 0.5) -> Baseline:
         """A new baseline including ``value`` in the EWMA and in this hour's bucket.
 
         Each bucket skips a value below ``learn_floor`` x its own value (a drop)."""
@@ -68,7 +68,7 @@ class Baseline:
                 "hourly": {str(h): _bucket_json(b) for h, b in sorted(self.hourly.items())}}
 
     @classmethod
-    def from_json(cls, obj: object) -> "Baseline":
+    def from_json(cls, obj: object) -> Baseline:
         if not isinstance(obj, dict) or obj.get("version") != 1:
             raise ValueError("not a gridxfer baseline (version 1)")
         hourly = {}

@@ -22,7 +22,8 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, NoReturn
+from typing import Any, NoReturn
+from collections.abc import Callable, Iterable
 
 import nagiosplugin
 

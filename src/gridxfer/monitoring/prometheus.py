@@ -16,7 +16,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from gridxfer.redact import redact
 from gridxfer.state import write_atomic

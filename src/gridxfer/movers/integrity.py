@@ -7,7 +7,8 @@ import functools
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32

@@ -97,7 +97,7 @@ class EmulatedTape:
         self._seq = itertools.count()
 
     # --- control ---------------------------------------------------------------------
-    def start(self) -> "EmulatedTape":
+    def start(self) -> EmulatedTape:
         self.cfg.buffer.mkdir(parents=True, exist_ok=True)
         self.cfg.log.parent.mkdir(parents=True, exist_ok=True)
         for i in range(self.cfg.drives):
@@ -117,7 +117,7 @@ class EmulatedTape:
         """The drive fails mid-write: session logged as failure, drive stays down."""
         self._fail[index].set()
 
-    def __enter__(self) -> "EmulatedTape":
+    def __enter__(self) -> EmulatedTape:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

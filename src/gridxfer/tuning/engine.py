@@ -24,7 +24,7 @@ LINK_RESETTING = ("mtu", "ring.")
 class ValidationError(UsageError):
     """Some key cannot be applied; nothing was written (exit 2). ``items`` is the diff."""
 
-    def __init__(self, message: str, items: Sequence["Item"] = ()) -> None:
+    def __init__(self, message: str, items: Sequence[Item] = ()) -> None:
         super().__init__(message)
         self.items = tuple(items)
 

@@ -23,7 +23,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.errors import SpecError, UsageError
 from gridxfer.tuning.rules import check_nic, check_sysctl

@@ -44,7 +44,7 @@ def test_write_record_appends_one_valid_json_line_per_run(tmp_path, capsys):
     for rec in recs:
         assert set(REQUIRED) <= set(rec)
         assert rec["benchmark"] == "scale" and rec["command"] == ".venv/bin/python -m bench.scale"
-        assert _iso_utc(rec["date"]) <= dt.datetime.now(dt.timezone.utc).date()
+        assert _iso_utc(rec["date"]) <= dt.datetime.now(dt.UTC).date()
         assert {"hostname", "cpus", "kernel", "load"} <= set(rec["machine"])
         assert rec["machine"]["cpus"] >= 1 and rec["machine"]["hostname"]
         assert rec["figures"] == {"rate": 0.3333, "bad": None, "rounds": [1.0, None]}

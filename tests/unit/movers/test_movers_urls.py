@@ -1,7 +1,6 @@
 """movers/urls.py: scheme_of's fast path gives exactly urlsplit's scheme."""
 from __future__ import annotations
 
-import timeit
 from urllib.parse import urlsplit
 
 import pytest

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Hashable
+from collections.abc import Hashable
 
 from gridxfer.campaign.policy.selection import EndpointStats
 

@@ -2,7 +2,7 @@
 check, and the error turned into a one-line ``Result`` (a mover bug never escapes)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from gridxfer.campaign.policy import exclusions as exclusions_mod
 from gridxfer.campaign.policy import optimizer as optimizer_mod

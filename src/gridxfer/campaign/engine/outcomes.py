@@ -6,7 +6,7 @@ that is down, ``on_pool_down: wait``, is not counted against the file)."""
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers.base import normalise_adler32

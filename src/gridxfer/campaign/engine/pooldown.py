@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from gridxfer.redact import redact
 from gridxfer.units import fmt_duration

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import normalise_adler32

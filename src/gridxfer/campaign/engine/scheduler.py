@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers import names

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from gridxfer.campaign.engine.jobs import Job
 from gridxfer.campaign.accounting.stats import StatsSnapshot

@@ -8,7 +8,7 @@ one hung call cannot stall a campaign.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from gridxfer.errors import ErrorClass
 from gridxfer.campaign.engine.jobs import Job, Result

@@ -8,7 +8,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.movers.base import CancelFlag
 from gridxfer.campaign.engine.jobs import Job, Result

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import quote
 
 from gridxfer.errors import GridxferError, UsageError

@@ -44,7 +44,7 @@ class CampaignLock:
         self.name, self.path = name, lock_path(name)
         self._fd: int | None = None
 
-    def acquire(self) -> "CampaignLock":
+    def acquire(self) -> CampaignLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -67,7 +67,7 @@ class CampaignLock:
             fd, self._fd = self._fd, None
             os.close(fd)            # drops the flock; the file stays (module docstring)
 
-    def __enter__(self) -> "CampaignLock":
+    def __enter__(self) -> CampaignLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

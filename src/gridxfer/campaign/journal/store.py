@@ -44,7 +44,8 @@ import re
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 from urllib.parse import unquote
 
 from gridxfer.errors import UsageError

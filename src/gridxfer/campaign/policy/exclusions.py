@@ -44,7 +44,8 @@ import json
 import sqlite3
 import statistics
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlsplit
 
 from gridxfer.movers.routes import GRIDFTP

@@ -17,7 +17,7 @@ import functools
 import os
 import stat as stat_mod
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from gridxfer.errors import SpecError, TransferError, UsageError
 from gridxfer.inputs import check_utf8_line

@@ -27,7 +27,8 @@ import difflib
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import yaml
 from yaml.nodes import Node, ScalarNode, SequenceNode

@@ -33,7 +33,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.monitoring.sources.logtime import LogClock
 from gridxfer.monitoring.sources.tapelog import TapeSession

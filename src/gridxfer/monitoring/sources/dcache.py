@@ -32,7 +32,7 @@ import re
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 from gridxfer.monitoring.sources.logtime import LogClock

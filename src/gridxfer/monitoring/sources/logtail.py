@@ -25,7 +25,8 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
+from collections.abc import Iterator
 
 MAX_LINE = 65536          # a CTA session line is a few kB; longer lines are garbage
 COMPRESSED = (".gz", ".bz2", ".xz", ".zst")

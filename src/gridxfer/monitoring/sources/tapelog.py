@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 Parser = Callable[[str, Path], "TapeSession | None"]
 ECHO_SECONDS = 60.0       # a kill line and its echo are logged within the same second

@@ -88,7 +88,7 @@ class _Agent:
                              f"(status {self.proc.returncode}){': ' + tail if tail else ''}")
 
 
-_ALL: "weakref.WeakSet[_Agent]" = weakref.WeakSet()   # live children, for exit
+_ALL: weakref.WeakSet[_Agent] = weakref.WeakSet()   # live children, for exit
 _ALL_LOCK = threading.Lock()
 _local = threading.local()
 

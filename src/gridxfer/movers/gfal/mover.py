@@ -35,7 +35,7 @@ _NO_SPACE_LOCK = threading.Lock()
 _local = threading.local()
 
 
-def new_context() -> "gfal2.Gfal2Context":
+def new_context() -> gfal2.Gfal2Context:
     """A gfal2 context that leaves this thread's signal mask as it was.
 
     The first ``creat_context()`` of a process (globus module activation) blocks nearly
@@ -51,7 +51,7 @@ def new_context() -> "gfal2.Gfal2Context":
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def context(url: str | None = None) -> "gfal2.Gfal2Context":
+def context(url: str | None = None) -> gfal2.Gfal2Context:
     """This thread's gfal2 context for metadata on ``url``'s server (or for copies).
 
     gfal2 keeps reusable GridFTP sessions per context, but in practice only for one
@@ -71,7 +71,7 @@ def context(url: str | None = None) -> "gfal2.Gfal2Context":
     return ctx
 
 
-def copy_parameters(ctx: "gfal2.Gfal2Context", *, timeout: float, nbstreams: int,
+def copy_parameters(ctx: gfal2.Gfal2Context, *, timeout: float, nbstreams: int,
                     tcp_buffer: int | None, progress: ProgressFn | None):
     """The transfer parameters of every gfal2 copy gridxfer makes, in this process or in
     gfalagent.py's child: bytes only (``strict_copy``: size and checksums are verified once,

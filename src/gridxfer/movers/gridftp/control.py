@@ -41,7 +41,7 @@ class NativeUnavailable(Exception):
 class FtpError(Exception):
     """The server answered a command with a 4xx/5xx reply (``reply`` holds it)."""
 
-    def __init__(self, command: str, reply: "Reply") -> None:
+    def __init__(self, command: str, reply: Reply) -> None:
         verb = command.split(" ", 1)[0]
         super().__init__(f"{verb}: {reply.code} {reply.text}")
         self.reply = reply
@@ -154,7 +154,7 @@ class GsiControl:
         except ssl.SSLError as exc:
             raise NativeUnavailable(f"TLS handshake with {self.host}: {exc}") from None
 
-    def _absorb(self, reply: "Reply") -> None:
+    def _absorb(self, reply: Reply) -> None:
         if reply.code not in (235, 335):
             raise NativeUnavailable(f"GSI authentication refused: {reply.code} {reply.text}")
         if "ADAT=" in reply.text:

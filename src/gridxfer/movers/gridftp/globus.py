@@ -28,7 +28,7 @@ from gridxfer.movers.gridftp.client import NativeGridFTP
 from gridxfer.movers.gridftp.ops import GridFTPOps
 from gridxfer.movers.gridftp.control import NativeUnavailable
 from gridxfer.movers import names
-from gridxfer.movers.urls import local_path, scheme_of
+from gridxfer.movers.urls import scheme_of
 from gridxfer.redact import credential_in_url, redact
 
 _BYTES = re.compile(rb"(\d+) bytes")

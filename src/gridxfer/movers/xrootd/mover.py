@@ -20,7 +20,7 @@ for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 

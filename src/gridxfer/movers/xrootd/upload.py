@@ -40,7 +40,7 @@ import stat
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable
+from collections.abc import Callable
 
 from gridxfer.movers.xrootd.env import client as xrd
 from XRootD.client.flags import OpenFlags, StatInfoFlags

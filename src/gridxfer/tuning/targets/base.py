@@ -89,7 +89,7 @@ class TuningTarget(abc.ABC):
     def close(self) -> None:
         """Release connections; a no-op for local targets."""
 
-    def __enter__(self) -> "TuningTarget":
+    def __enter__(self) -> TuningTarget:
         return self
 
     def __exit__(self, *exc: object) -> None:

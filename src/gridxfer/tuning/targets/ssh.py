@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,7 +69,7 @@ class SshTarget(CommandTarget):
         except paramiko.SSHException as exc:
             client.close()
             raise TargetError(f"{self.label}: ssh: {exc}") from None
-        except (OSError, socket.timeout) as exc:
+        except (TimeoutError, OSError) as exc:
             client.close()
             raise TargetError(f"{self.label}: cannot connect: {exc}") from None
         self._client = client
@@ -98,7 +97,7 @@ class SshTarget(CommandTarget):
             out = stdout.read().decode("utf-8", "replace")
             err = stderr.read().decode("utf-8", "replace")
             rc = stdout.channel.recv_exit_status()
-        except (OSError, socket.timeout) as exc:
+        except (TimeoutError, OSError) as exc:
             raise TargetError(f"{self.label}: {argv[0]}: {exc}") from None
         return RunResult(tuple(argv), rc, out, err)
 
