@@ -41,10 +41,11 @@ def iperf3_server():
         proc = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
-        for _ in range(100):          # wait for LISTEN without connecting (-1: one client)
-            if listening(port):
-                break
+        deadline = time.monotonic() + 30  # LISTEN, seen without connecting (-1: one client)
+        while not listening(port) and time.monotonic() < deadline:
+            assert proc.poll() is None, f"iperf3 -s exited {proc.returncode}"
             time.sleep(0.05)
+        assert listening(port), "iperf3 -s did not listen within 30 s"
         return port
 
     yield start
