@@ -60,7 +60,9 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["--list"]:
         for e in SUITE:
-            print(f"{e.name:11s} {e.command}" + ("   (root, CAP_NET_ADMIN)" if e.needs_netns else ""))
+            print(
+                f"{e.name:11s} {e.command}" + ("   (root, CAP_NET_ADMIN)" if e.needs_netns else "")
+            )
         return 0
     known = {e.name: e for e in SUITE}
     unknown = [n for n in argv if n not in known]

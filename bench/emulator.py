@@ -88,7 +88,8 @@ def measure(repeat: int) -> tuple[dict, list]:
 
 def main(argv: list[str] | None = None) -> int:
     from bench.common import command_line
-    ap = argparse.ArgumentParser(prog="python -m bench.emulator", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.emulator",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (5)")
     ap.add_argument("--no-write", action="store_true", help="print only, no record")
     args = ap.parse_args(argv)

@@ -21,7 +21,8 @@ from gridxfer.movers.base import Entry, TransferOutcome
 
 
 def _malformed_cases() -> dict:
-    """The malformed campaign files of tests/unit/campaign/spec/test_spec.py (one list for both suites)."""
+    """The malformed campaign files of tests/unit/campaign/spec/test_spec.py (one list for
+    both suites)."""
     import importlib.util
     path = Path(__file__).resolve().parents[1] / "unit" / "campaign" / "spec" / "test_spec.py"
     spec = importlib.util.spec_from_file_location("_gridxfer_spec_cases", path)

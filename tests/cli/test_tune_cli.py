@@ -19,24 +19,34 @@ BAD_PROFILES = [
     ("empty-value", "net.ipv4.tcp_sack =\n", None, "bad.conf:1: net.ipv4.tcp_sack: empty value"),
     ("non-numeric", "net.ipv4.tcp_mtu_probing = 1\nnet.core.rmem_max = lots\n", None,
      "bad.conf:2: net.core.rmem_max: not numeric"),
-    ("two-numbers", "net.ipv4.tcp_rmem = 4096 87380\n", None, "bad.conf:1: net.ipv4.tcp_rmem: expected 3"),
-    ("decreasing", "net.ipv4.tcp_wmem = 4096 65536 1024\n", None, "bad.conf:1: net.ipv4.tcp_wmem: values must be non-decreasing"),
-    ("out-of-range", "net.ipv4.tcp_sack = 2\n", None, "bad.conf:1: net.ipv4.tcp_sack: 2 out of range"),
-    ("negative", "\n\nnet.core.wmem_max = -5\n", None, "bad.conf:3: net.core.wmem_max: -5 out of range"),
-    ("too-big", "net.core.rmem_max = 4294967296\n", None, "bad.conf:1: net.core.rmem_max: 4294967296 out of range"),
-    ("duplicate", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_sack = 1\n", None, "bad.conf:2: net.ipv4.tcp_sack: duplicate"),
+    ("two-numbers", "net.ipv4.tcp_rmem = 4096 87380\n", None,
+     "bad.conf:1: net.ipv4.tcp_rmem: expected 3"),
+    ("decreasing", "net.ipv4.tcp_wmem = 4096 65536 1024\n", None,
+     "bad.conf:1: net.ipv4.tcp_wmem: values must be non-decreasing"),
+    ("out-of-range", "net.ipv4.tcp_sack = 2\n", None,
+     "bad.conf:1: net.ipv4.tcp_sack: 2 out of range"),
+    ("negative", "\n\nnet.core.wmem_max = -5\n", None,
+     "bad.conf:3: net.core.wmem_max: -5 out of range"),
+    ("too-big", "net.core.rmem_max = 4294967296\n", None,
+     "bad.conf:1: net.core.rmem_max: 4294967296 out of range"),
+    ("duplicate", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_sack = 1\n", None,
+     "bad.conf:2: net.ipv4.tcp_sack: duplicate"),
     ("bad-key", "net..ipv4 = 1\n", None, "bad.conf:1: net..ipv4: not a sysctl key"),
-    ("qdisc", "net.core.default_qdisc = turbo\n", None, "bad.conf:1: net.core.default_qdisc: 'turbo' is not one of"),
+    ("qdisc", "net.core.default_qdisc = turbo\n", None,
+     "bad.conf:1: net.core.default_qdisc: 'turbo' is not one of"),
     ("missing-include", "# include: no-such-profile-gx\nnet.ipv4.tcp_sack = 0\n", None,
      "bad.conf:1: unknown profile 'no-such-profile-gx'"),
-    ("nic-unknown", "net.ipv4.tcp_sack = 0\n", "txqueuelen = 10\nturbo = on\n", "bad.nic:2: turbo: unknown NIC setting"),
+    ("nic-unknown", "net.ipv4.tcp_sack = 0\n", "txqueuelen = 10\nturbo = on\n",
+     "bad.nic:2: turbo: unknown NIC setting"),
     ("nic-mtu", "net.ipv4.tcp_sack = 0\n", "mtu = 20\n", "bad.nic:1: mtu: 20 out of range"),
-    ("nic-pause", "net.ipv4.tcp_sack = 0\n", "pause.rx = maybe\n", "bad.nic:1: pause.rx: 'maybe' is not one of"),
+    ("nic-pause", "net.ipv4.tcp_sack = 0\n", "pause.rx = maybe\n",
+     "bad.nic:1: pause.rx: 'maybe' is not one of"),
     ("jinja", "net.ipv4.tcp_sack = 0\nkernel.x = {{ lookup('pipe','touch /tmp/gx-pwned') }}\n",
      None, "bad.conf:2: kernel.x: value contains '{{'"),
     ("nul", "net.ipv4.tcp_sack = 0\x00\n", None, "bad.conf:1: control character U+0000"),
     ("not-utf8", "net.ipv4.tcp_sack = 0\n\udce9\n", None, "bad.conf:2: not UTF-8"),
-    ("huge", "net.core.rmem_max = " + "9" * 400 + "\n", None, "bad.conf:1: net.core.rmem_max: 999999999999..."),
+    ("huge", "net.core.rmem_max = " + "9" * 400 + "\n", None,
+     "bad.conf:1: net.core.rmem_max: 999999999999..."),
     # caught against the target, before anything is written: the key is named
     ("unknown-key", "net.ipv4.tcp_sack = 0\nnet.ipv4.tcp_no_such_key_gx = 1\n", None,
      "bad.conf:2: net.ipv4.tcp_no_such_key_gx = 1: no such sysctl"),
@@ -62,8 +72,10 @@ BAD_ARGS = [
     (["tune", "show", "../etc/passwd"], "no such profile file"),
     (["tune", "advise", "--bandwidth", "fast", "--rtt", "18ms"], "not a bit rate: 'fast'"),
     (["tune", "advise", "--bandwidth", "1G", "--rtt", "soon"], "not a duration: 'soon'"),
-    (["tune", "advise", "--bandwidth", "1G", "--rtt", "18ms", "--streams", "0"], "--streams must be at least 1"),
-    (["tune", "advise", "--bandwidth", "1G", "--rtt", "18ms", "--write-profile", "x.txt"], "must end in .conf"),
+    (["tune", "advise", "--bandwidth", "1G", "--rtt", "18ms", "--streams", "0"],
+     "--streams must be at least 1"),
+    (["tune", "advise", "--bandwidth", "1G", "--rtt", "18ms", "--write-profile", "x.txt"],
+     "must end in .conf"),
     (["tune", "plan", "--rate", "lots"], "not a byte rate: 'lots'"),
     (["tune", "plan", "--rate", "0MB/s"], "--rate must be positive"),
     (["tune", "plan", "--rate", "200MB/s", "--tape-drive-rate", "20-15MB/s"], "low > high"),
@@ -102,7 +114,8 @@ def test_malformed_profile_exits_2_with_one_line_and_writes_nothing(
     assert not (tmp_path / "sysctl.d").exists()
 
 
-@pytest.mark.parametrize("argv,fragment", BAD_ARGS, ids=[" ".join(a[1:3]) + str(i) for i, (a, _) in enumerate(BAD_ARGS)])
+@pytest.mark.parametrize("argv,fragment", BAD_ARGS,
+                         ids=[" ".join(a[1:3]) + str(i) for i, (a, _) in enumerate(BAD_ARGS)])
 def test_malformed_arguments_exit_2_with_one_line(gridxfer_home, capsys, tmp_path, monkeypatch,
                                                   argv, fragment):
     monkeypatch.chdir(tmp_path)
@@ -128,7 +141,8 @@ def test_list_and_show_json(capsys):
     assert main(["tune", "show", "dtn-100g", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"name", "path", "source", "intent", "includes", "settings"}
-    assert data["includes"] == []           # bundled profiles are flat: sysctl -p follows no include
+    # bundled profiles are flat: sysctl -p follows no include
+    assert data["includes"] == []
 
 
 def test_advise_shows_the_sc_arithmetic_and_writes_a_profile(tmp_path, capsys):
@@ -136,7 +150,9 @@ def test_advise_shows_the_sc_arithmetic_and_writes_a_profile(tmp_path, capsys):
     assert main(["tune", "advise", "--bandwidth", "1G", "--rtt", "18.2ms",
                  "--write-profile", str(out_conf), "--dry-run"]) == 0
     text = capsys.readouterr().out
-    assert "2,275,000 bytes ~ 2.3 MB" in text and "2.75-3 MB" in text and "doubles SO_RCVBUF" in text
+    assert (
+        "2,275,000 bytes ~ 2.3 MB" in text and "2.75-3 MB" in text and "doubles SO_RCVBUF" in text
+    )
     assert not out_conf.exists()
     assert main(["tune", "advise", "--bandwidth", "1G", "--rtt", "18.2ms", "--streams", "4",
                  "--write-profile", str(out_conf)]) == 0

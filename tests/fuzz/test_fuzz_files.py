@@ -105,10 +105,15 @@ def test_list_files(tmp_path, home):
 def test_topologies(tmp_path, home):
     tally = Tally()
     bases = sorted(EXAMPLES.glob("topology-*.yaml"))
-    extra = [(b"ipv6", b"name: v6\ntiers:\n  - {name: A, subnet: 'fd00::/64', hosts: [{name: a1}]}\n"),
-             (b"ipv6-addr", b"name: v6\ntiers:\n  - {name: A, hosts: [{name: a1, address: '::1'}]}\n"),
-             (b"v6-mapped", b"name: v6\ntiers:\n  - {name: A, subnet: '::ffff:198.18.1.0/120', "
-                            b"hosts: [{name: a1}]}\n")]
+    extra = [
+        (b"ipv6", b"name: v6\ntiers:\n  - {name: A, subnet: 'fd00::/64', hosts: [{name: a1}]}\n"),
+        (b"ipv6-addr", b"name: v6\ntiers:\n  - {name: A, hosts: [{name: a1, address: '::1'}]}\n"),
+        (
+            b"v6-mapped",
+            b"name: v6\ntiers:\n  - {name: A, subnet: '::ffff:198.18.1.0/120', "
+            b"hosts: [{name: a1}]}\n",
+        ),
+    ]
     cases = [(f"{p.stem} #{i} {m}", blob) for bi, p in enumerate(bases)
              for i, (m, blob) in enumerate(mutations(200 + bi, p.read_bytes(), 30))]
     cases += [(f"sc sweep {m}", blob) for m, blob in

@@ -78,11 +78,17 @@ SQL = {
     "spec-list": ["UPDATE meta SET value = '[1, 2]' WHERE key = 'spec'"],
     "spec-types": ["UPDATE meta SET value = '{\"name\": 5, \"source\": 7}' WHERE key = 'spec'"],
     "spec-missing-keys": ["UPDATE meta SET value = '{\"name\": \"x\"}' WHERE key = 'spec'"],
-    "spec-deep": ["UPDATE meta SET value = '" + "[" * 100000 + "]" * 100000 + "' WHERE key = 'spec'"],
-    "pid-unicode": ["UPDATE meta SET value = 'running' WHERE key = 'state'",
-                    "INSERT OR REPLACE INTO meta VALUES ('pid', '\u00b2')"],
-    "pid-huge": ["UPDATE meta SET value = 'running' WHERE key = 'state'",
-                 "INSERT OR REPLACE INTO meta VALUES ('pid', '" + "9" * 400 + "')"],
+    "spec-deep": [
+        "UPDATE meta SET value = '" + "[" * 100000 + "]" * 100000 + "' WHERE key = 'spec'"
+    ],
+    "pid-unicode": [
+        "UPDATE meta SET value = 'running' WHERE key = 'state'",
+        "INSERT OR REPLACE INTO meta VALUES ('pid', '\u00b2')",
+    ],
+    "pid-huge": [
+        "UPDATE meta SET value = 'running' WHERE key = 'state'",
+        "INSERT OR REPLACE INTO meta VALUES ('pid', '" + "9" * 400 + "')",
+    ],
     "no-files-table": ["DROP TABLE files"],
     "state-weird": ["UPDATE meta SET value = '\u2603\n\x1b[2J' WHERE key = 'state'"],
     "created-nan": ["UPDATE meta SET value = 'nan' WHERE key = 'created'"],

@@ -176,7 +176,10 @@ timeout: 30s
     out = capsys.readouterr().out
     rows = {(r["tier"], r["name"]): r for r in journal_rows(local_grid_home, "c-fail")}
     ok = rows[("T1A", "f000.dat")]
-    assert ok["state"] == "done" and adler32(local_grid.local_path(ok["dst_url"])) == expected["f000.dat"]
+    assert (
+        ok["state"] == "done"
+        and adler32(local_grid.local_path(ok["dst_url"])) == expected["f000.dat"]
+    )
     assert (rows[("T1A", "f001.dat")]["state"], rows[("T1A", "f001.dat")]["error_class"]) == (
         "failed", "checksum")
     assert (rows[("T1A", "missing.dat")]["state"],
@@ -252,8 +255,8 @@ def test_recursive_listing_through_the_mover(local_grid, endpoint):
     base = local_grid.resolve(f"{endpoint}/c-list/")
     got = [(e.name, e.size, e.src_url) for e in expand(SourceSpec(url=base, glob="*.dat",
                                                                   recursive=True))]
-    assert sorted(got) == [("a/b/z.dat", 0, base + "a/b/z.dat"), ("a/y.dat", 70_000, base + "a/y.dat"),
-                           ("x.dat", 5, base + "x.dat")]
+    assert sorted(got) == [("a/b/z.dat", 0, base + "a/b/z.dat"),
+                           ("a/y.dat", 70_000, base + "a/y.dat"), ("x.dat", 5, base + "x.dat")]
     flat = [e.name for e in expand(SourceSpec(url=base, glob="*.dat"))]
     assert flat == ["x.dat"]
 
@@ -279,9 +282,14 @@ destinations:
     assert proc.returncode == 4, out + err
     assert "gridxfer campaign resume c-term" in err and "Traceback" not in err
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT count(*) FROM attempts WHERE status = 'active'").fetchone()[0] == 0
+        assert (
+            conn.execute("SELECT count(*) FROM attempts WHERE status = 'active'").fetchone()[0] == 0
+        )
         assert conn.execute("SELECT count(*) FROM files WHERE state = 'active'").fetchone()[0] == 0
-        assert conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()[0] == "interrupted"
+        assert (
+            conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()[0]
+            == "interrupted"
+        )
     for ep in ("t1a-xrd1", "t1a-gsiftp"):      # no temporary file left behind
         assert not [n for n in on_disk(local_grid, ep, "c-term") if ".gxpart-" in n]
     res = subprocess.run([*GRIDXFER, "campaign", "resume", "c-term", "--quiet"], env=env,

@@ -94,7 +94,9 @@ def test_dcache_billing_store_records(tmp_path, gridxfer_home):
         end = now - 1000 + 40 * (i // 2)
         recs.append(dcache_store(end, f"pool{i % 2}", 1_000_000_000, 40_000))
     recs.append(dcache_store(now - 10, "pool1", 5_000_000_000, 100_000, rc=10006))  # failed
-    recs.append("11.21 13:45:01 [door:GFTP@dom:request] [\"u\":1:1:h] [0000AB,1] [/x] a@osm 1 0 {0:\"\"}")
+    recs.append(
+        '11.21 13:45:01 [door:GFTP@dom:request] ["u":1:1:h] [0000AB,1] [/x] a@osm 1 0 {0:""}'
+    )
     billing.write_text("\n".join(recs) + "\n")
     r = run_check("tape", "--dcache", str(billing), "-W", "30m", "--min-volume", "500MB",
                   "-w", "40:", "--per-drive")

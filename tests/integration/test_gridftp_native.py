@@ -1,5 +1,5 @@
-"""gridxfer's own GridFTP client (movers/gridftp/control.py, movers/gridftp/client.py) against the real
-GSI globus-gridftp-server of the session's local grid: uploads, metadata, session reuse and
+"""gridxfer's own GridFTP client (movers/gridftp/control.py, movers/gridftp/client.py) against
+the real GSI globus-gridftp-server of the session's local grid: uploads, metadata, session reuse and
 recovery, cancel, and the fall back to gfal2 for a server it cannot authenticate to."""
 from __future__ import annotations
 
@@ -269,7 +269,8 @@ def test_next_upload_uses_the_data_connection_prepared_after_the_last(ep, area, 
     sent: list[list[str]] = []
     real_send = ftpcontrol.GsiControl.send
     monkeypatch.setattr(ftpcontrol.GsiControl, "send",
-                        lambda self, commands: sent.append(list(commands)) or real_send(self, commands))
+                        lambda self,
+                        commands: sent.append(list(commands)) or real_send(self, commands))
 
     def upload(name: str) -> list[str]:
         src = _file(tmp_path, 3 << 20, name)
@@ -303,7 +304,8 @@ def _record_sends(monkeypatch) -> list[list[str]]:
     sent: list[list[str]] = []
     real_send = ftpcontrol.GsiControl.send
     monkeypatch.setattr(ftpcontrol.GsiControl, "send",
-                        lambda self, commands: sent.append(list(commands)) or real_send(self, commands))
+                        lambda self,
+                        commands: sent.append(list(commands)) or real_send(self, commands))
     return sent
 
 

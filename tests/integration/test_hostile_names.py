@@ -145,7 +145,8 @@ def test_upload_hostile_names_to_xrootd_gridftp_and_local(local_grid, local_grid
     legal = {t: set(LEGAL + QUESTION) for t in dst}
     legal["XRD"] = set(LEGAL)
     check_outcome(local_grid_home, "hn-up", dst, legal, names)
-    assert_only_destinations_changed(before, snapshot(tmp_path / "area", xrd, gs), dst.values(), canaries)
+    assert_only_destinations_changed(before, snapshot(tmp_path / "area", xrd, gs),
+                                     dst.values(), canaries)
     assert_status_and_report_show("hn-up", "ctl\\x01x", capsys)
     assert_normal_mode(dst["LOC"])
 
@@ -169,7 +170,8 @@ def test_download_hostile_names(local_grid, local_grid_home, tmp_path, capsys, e
         ("LOC1", f"file://{dst['LOC1']}/", 1), ("LOC2", f"file://{dst['LOC2']}/", 2)], capsys)
     good = set(LEGAL) if endpoint == "t0-xrd" else set(LEGAL + QUESTION)
     check_outcome(local_grid_home, campaign, dst, {"LOC1": good, "LOC2": good}, names)
-    assert_only_destinations_changed(before, snapshot(tmp_path / "area", data), dst.values(), canaries)
+    assert_only_destinations_changed(before, snapshot(tmp_path / "area", data),
+                                     dst.values(), canaries)
     for d in dst.values():
         assert_normal_mode(d)
 
@@ -195,9 +197,11 @@ def test_symlink_out_of_the_source_is_not_followed(gridxfer_home, tmp_path):
     dst.mkdir()
     os.symlink(tmp_path / "elsewhere", dst / "sub")
     spec = tmp_path / "c.yaml"
-    spec.write_text(f"campaign: hn-link\nsource: {{url: \"file://{src}/\", files: {{recursive: true}}}}\n"
-                    f"destinations:\n  - {{tier: LOC, pool: [\"file://{dst}/\"]}}\n"
-                    f"retries: {{max: 0, backoff: 0.1s}}\n")
+    spec.write_text(
+        f'campaign: hn-link\nsource: {{url: "file://{src}/", files: {{recursive: true}}}}\n'
+        f'destinations:\n  - {{tier: LOC, pool: ["file://{dst}/"]}}\n'
+        f"retries: {{max: 0, backoff: 0.1s}}\n"
+    )
     assert main(["campaign", "run", "--quiet", str(spec)]) == 3
     by = {r["name"]: r for r in rows(gridxfer_home, "hn-link")}
     assert by["ok"]["state"] == "done" and (dst / "ok").read_bytes() == content("ok")
@@ -212,5 +216,8 @@ def test_symlink_out_of_the_source_is_not_followed(gridxfer_home, tmp_path):
     again = {r["name"]: r for r in rows(gridxfer_home, "hn-link")}
     for n in ("link", "sub/x", "bad\nname"):
         assert (again[n]["state"], again[n]["error_class"]) == ("failed", "bad_name"), n
-    assert again["bad\nname"]["attempts"] == 1        # dispatched, and refused by attempt.py
-    assert list((tmp_path / "elsewhere").iterdir()) == [] and sorted(os.listdir(dst)) == ["ok", "sub"]
+    assert again["bad\nname"]["attempts"] == 1  # dispatched, and refused by attempt.py
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and sorted(os.listdir(dst)) == [
+        "ok",
+        "sub",
+    ]

@@ -99,8 +99,13 @@ def disk(grid, name: str, rel: str) -> Path:
 def test_inventory_records_davs_urls_and_auth_modes(grid):
     ep = grid.endpoints
     assert ep["h-xrd"].url.startswith("root://") and ep["h-xrd"].davs_url.startswith("davs://")
-    assert (ep["h-xrd"].auth, ep["h-xrd"].davs_auth, ep["h-xrd"].davs_name) == ("none", "none", "h-davs")
-    assert (ep["t2-tok1"].auth, ep["t2-tok1"].davs_auth, ep["t2-tok1"].token_base) == ("ztn", "token", "/data")
+    assert (ep["h-xrd"].auth, ep["h-xrd"].davs_auth, ep["h-xrd"].davs_name) == ("none",
+                                                                                "none", "h-davs")
+    assert (ep["t2-tok1"].auth, ep["t2-tok1"].davs_auth, ep["t2-tok1"].token_base) == (
+        "ztn",
+        "token",
+        "/data",
+    )
     assert ep["t2-gsi"].url.startswith("roots://localhost:") and ep["t2-gsi"].auth == "gsi"
     assert grid.resolve("t2-davs1/a/b") == ep["t2-tok1"].davs_url + "a/b"
     assert grid.local_path(grid.resolve("t2-davs2/x")) == disk(grid, "t2-tok2", "x")
@@ -223,7 +228,8 @@ def test_tpc_sends_performance_markers_while_it_copies(grid, issuer, tmp_path):
     src = grid.resolve("h-slow-davs/slow/big").replace("davs://", "https://")
     dst = grid.resolve("t2-davs2/markers.dat").replace("davs://", "https://")
     code, body, _ = curl(grid, tmp_path, "COPY", dst,
-                         {"Source": src, "Authorization": f"Bearer {token(issuer, 'storage.create:/')}"})
+                         {"Source": src,
+                          "Authorization": f"Bearer {token(issuer, 'storage.create:/')}"})
     assert code == 201 and body.rstrip().endswith("success: Created"), body[-300:]
     done = [int(line.split(":")[1]) for line in body.splitlines()
             if line.startswith("Stripe Bytes Transferred:")]
@@ -326,8 +332,22 @@ def test_xrdcp_https_through_the_xrdcl_http_plugin(grid, payload, tmp_path):
 def test_cli_token_and_env_work_with_gfal_and_xrdcp(grid, payload, tmp_path):
     env = {**client_env(grid), "GRIDXFER_HOME": grid.extra["home"]}
     gx = [sys.executable, "-m", "gridxfer", "testbed"]
-    res = subprocess.run([*gx, "token", "--scope", "storage.read:/cli", "--scope", "storage.create:/cli",
-                          "--lifetime", "5m"], capture_output=True, text=True, env=env, timeout=60)
+    res = subprocess.run(
+        [
+            *gx,
+            "token",
+            "--scope",
+            "storage.read:/cli",
+            "--scope",
+            "storage.create:/cli",
+            "--lifetime",
+            "5m",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     url = grid.resolve("t2-davs1/cli/by-token.dat")
     res = run(["gfal-copy", str(payload), url], {**env, "BEARER_TOKEN": res.stdout.strip()})
@@ -342,5 +362,6 @@ def test_cli_token_and_env_work_with_gfal_and_xrdcp(grid, payload, tmp_path):
     res = subprocess.run(["bash", "-c", script, "bash", out], capture_output=True, text=True,
                          env=clean, timeout=120)
     assert res.returncode == 0, res.stderr[-800:]
-    for name, rel in (("t2-tok2", "cli/env.dat"), ("t2-tok2", "cli/ztn.dat"), ("t2-gsi", "cli/gsi.dat")):
+    for name, rel in (("t2-tok2", "cli/env.dat"), ("t2-tok2", "cli/ztn.dat"),
+                      ("t2-gsi", "cli/gsi.dat")):
         assert disk(grid, name, rel).read_bytes() == DATA

@@ -50,8 +50,8 @@ def payload(tmp_path_factory) -> Path:
 
 
 def test_default_grid_layout(local_grid):
-    assert set(local_grid.endpoints) == {"t0-xrd", "t0-gsiftp", "t1a-xrd1", "t1a-xrd2", "t1a-gsiftp",
-                                         "t1b-xrd", "t1b-ftp"}
+    assert set(local_grid.endpoints) == {"t0-xrd", "t0-gsiftp", "t1a-xrd1",
+                                         "t1a-xrd2", "t1a-gsiftp", "t1b-xrd", "t1b-ftp"}
     assert {ep.tier for ep in local_grid.endpoints.values()} == {"T0", "T1A", "T1B"}
     assert {ep.protocol for ep in local_grid.endpoints.values()} == {"root", "gsiftp", "ftp"}
     assert all(psutil.pid_exists(ep.pid) for ep in local_grid.endpoints.values())
@@ -68,7 +68,9 @@ def test_xrdcp_roundtrip_and_checksum_query(local_grid, payload, tmp_path, name)
     run(["xrdcp", "-f", "-s", url, str(tmp_path / "back")])
     assert (tmp_path / "back").read_bytes() == payload.read_bytes()
     ep = local_grid.endpoints[name]
-    out = run(["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", f"/data/rt/{name}.dat"]).stdout
+    out = run(
+        ["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", f"/data/rt/{name}.dat"]
+    ).stdout
     assert out.split() == ["adler32", adler32(payload)]
     assert adler32(local_grid.local_path(url)) == adler32(payload)
 
@@ -90,7 +92,9 @@ def test_xrootd_checksum_reuses_its_read_buffer(local_grid, tmp_path):
         src.write_bytes(os.urandom(16 << 20))
         run(["xrdcp", "-f", "-s", str(src), local_grid.resolve(f"t1b-xrd/cksbuf/big{i}")])
         before = _minor_faults(ep.pid)
-        out = run(["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", f"/data/cksbuf/big{i}"]).stdout
+        out = run(
+            ["xrdfs", f"root://127.0.0.1:{ep.port}", "query", "checksum", f"/data/cksbuf/big{i}"]
+        ).stdout
         faults.append(_minor_faults(ep.pid) - before)
         assert out.split() == ["adler32", adler32(src)]
     assert min(faults[1:]) < 2048, faults
@@ -105,15 +109,21 @@ def test_gfal_and_globus_url_copy_roundtrip(local_grid, payload, tmp_path, name)
     run(["globus-url-copy", "-cd", f"file://{payload}", up2], env=env)
     run(["gfal-copy", "-f", up2, f"file://{tmp_path}/back"], env=env)
     run(["globus-url-copy", up1, f"file://{tmp_path}/back2"], env=env)
-    for path in (tmp_path / "back", tmp_path / "back2", local_grid.local_path(up1), local_grid.local_path(up2)):
+    for path in (tmp_path / "back", tmp_path / "back2", local_grid.local_path(up1),
+                 local_grid.local_path(up2)):
         assert Path(path).read_bytes() == payload.read_bytes()
 
 
 def test_gsiftp_needs_the_proxy(local_grid, payload, tmp_path):
     """GSI is real: without a proxy the server refuses us."""
     env = {**os.environ, **local_grid.client_env(), "X509_USER_PROXY": str(tmp_path / "none.pem")}
-    res = subprocess.run(["globus-url-copy", f"file://{payload}", local_grid.resolve("t0-gsiftp/noauth")],
-                         capture_output=True, text=True, timeout=60, env=env)
+    res = subprocess.run(
+        ["globus-url-copy", f"file://{payload}", local_grid.resolve("t0-gsiftp/noauth")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert res.returncode != 0
     assert not local_grid.local_path(local_grid.resolve("t0-gsiftp/noauth")).exists()
 
@@ -164,7 +174,9 @@ def test_tpc_gsiftp_to_gsiftp(local_grid, payload):
 
 def test_throttle_slows_a_single_stream_read(make_grid, tmp_path):
     rate = 4_000_000
-    inv = make_grid([ServerSpec("slow", "xrootd", "T1", throttle=rate), ServerSpec("fast", "xrootd", "T1")])
+    inv = make_grid(
+        [ServerSpec("slow", "xrootd", "T1", throttle=rate), ServerSpec("fast", "xrootd", "T1")]
+    )
     # XrdThrottle lets roughly the first interval (~1 s) through unthrottled, so use a file
     # several intervals long: measured ~4.1 MB/s steady state for a 4 MB/s throttle.
     data = os.urandom(12_000_000)
@@ -184,7 +196,8 @@ def test_size_limited_server_gives_enospc_and_down_unmounts(make_grid, tmp_path,
     inv = make_grid([ServerSpec("tiny", "xrootd", "T1", size_limit=2 * 2**20)])
     big = tmp_path / "big"
     big.write_bytes(os.urandom(3 * 2**20))
-    res = subprocess.run(["xrdcp", "-f", "-s", str(big), inv.resolve("tiny/big")], capture_output=True, text=True)
+    res = subprocess.run(["xrdcp", "-f", "-s", str(big), inv.resolve("tiny/big")],
+                         capture_output=True, text=True)
     assert res.returncode != 0 and "no space left" in res.stderr.lower()
     mount = inv.endpoints["tiny"].data_dir
     assert os.path.ismount(mount)
@@ -247,8 +260,11 @@ def test_down_after_kill9_of_up_leaves_no_process(tmp_path, when):
         while time.monotonic() < deadline:
             if when == "after_up" and inventory.exists():
                 break
-            if when == "during_up" and pointer.exists() and list(Path(json.loads(pointer.read_text())
-                                                                       ["base_dir"]).rglob("*.gxpid")):
+            if (
+                when == "during_up"
+                and pointer.exists()
+                and list(Path(json.loads(pointer.read_text())["base_dir"]).rglob("*.gxpid"))
+            ):
                 break
             assert proc.poll() is None or when == "after_up", "testbed up ended before the kill"
             time.sleep(0.02)
@@ -263,13 +279,13 @@ def test_down_after_kill9_of_up_leaves_no_process(tmp_path, when):
         while not _procs_mentioning(base + "/") and time.monotonic() < running:
             time.sleep(0.05)
         assert _procs_mentioning(base + "/"), "no server was running at kill time"
-        res = subprocess.run([*GRIDXFER, "testbed", "down"], env=env, capture_output=True, text=True,
-                             timeout=60)
+        res = subprocess.run([*GRIDXFER, "testbed", "down"], env=env,
+                             capture_output=True, text=True, timeout=60)
         assert res.returncode == 0, res.stderr
         assert _procs_mentioning(base + "/") == []
         assert not Path(base).exists() and not inventory.exists()
-        st = subprocess.run([*GRIDXFER, "testbed", "status", "--json"], env=env, capture_output=True,
-                            text=True, timeout=60)
+        st = subprocess.run([*GRIDXFER, "testbed", "status", "--json"], env=env,
+                            capture_output=True, text=True, timeout=60)
         assert json.loads(st.stdout)["up"] is False
     finally:
         if proc.poll() is None:
@@ -296,9 +312,11 @@ def test_cli_env_and_status_json(local_grid_home, local_grid):
     assert f"export X509_USER_PROXY={local_grid.env['X509_USER_PROXY']}" in out.splitlines()
     st = json.loads(run([*GRIDXFER, "testbed", "status", "--json"], env=env).stdout)
     assert st["up"] is True and st["mode"] == "local"
-    assert {n: e["url"] for n, e in st["endpoints"].items()} == {n: e.url for n, e in local_grid.endpoints.items()}
+    assert {n: e["url"] for n, e in st["endpoints"].items()} == {n: e.url for n,
+                                                                 e in local_grid.endpoints.items()}
     assert all(e["alive"] for e in st["endpoints"].values())
-    res = subprocess.run([*GRIDXFER, "testbed", "up"], env=env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run([*GRIDXFER, "testbed", "up"], env=env, capture_output=True,
+                         text=True, timeout=60)
     assert res.returncode == 1 and "already up" in res.stderr and "Traceback" not in res.stderr
 
 
@@ -319,7 +337,8 @@ def test_stop_server_makes_an_unreachable_endpoint(make_grid, tmp_path, monkeypa
     localgrid.stop_server(inv, "b")
     assert not alive(inv.endpoints["a"].pid) and not alive(inv.endpoints["b"].pid)
     start = time.monotonic()
-    res = subprocess.run(["xrdcp", "-f", "-s", "/etc/hostname", inv.resolve("a/x")], capture_output=True,
+    res = subprocess.run(["xrdcp", "-f", "-s", "/etc/hostname", inv.resolve("a/x")],
+                         capture_output=True,
                          text=True, timeout=60, env={**os.environ, **inv.client_env()})
     assert res.returncode != 0 and time.monotonic() - start < 30   # client env: fail fast
     monkeypatch.setenv("GRIDXFER_HOME", str(tmp_path / "grid0"))
@@ -337,7 +356,8 @@ def test_grid_owned_by_a_killed_process_is_reaped(tmp_path, grid_ca):
             "inv = localgrid.up(spec)\n"
             "print(inv.base_dir, flush=True)\n"
             "time.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "GRIDXFER_HOME": str(home)},
+    proc = subprocess.Popen([sys.executable, "-c", code],
+                            env={**os.environ, "GRIDXFER_HOME": str(home)},
                             stdout=subprocess.PIPE, text=True)
     try:
         base = proc.stdout.readline().strip()
@@ -353,5 +373,6 @@ def test_grid_owned_by_a_killed_process_is_reaped(tmp_path, grid_ca):
         assert not Path(base).exists() and not (home / "testbed" / "local.json").exists()
     finally:
         proc.kill()
-        subprocess.run([*GRIDXFER, "testbed", "down"], env={**os.environ, "GRIDXFER_HOME": str(home)},
+        subprocess.run([*GRIDXFER, "testbed", "down"],
+                       env={**os.environ, "GRIDXFER_HOME": str(home)},
                        capture_output=True, timeout=60)

@@ -54,7 +54,9 @@ def layout(kind: str, inv, tmp_path: Path, sub: str) -> tuple[str, dict[str, Pat
 
 
 def seed_source(kind: str, inv, tmp_path: Path, sub: str, rnd: random.Random) -> dict[str, bytes]:
-    root = (tmp_path / "src") if kind == "local-src" else Path(inv.endpoints["t0-xrd"].data_dir) / sub
+    root = (
+        (tmp_path / "src") if kind == "local-src" else Path(inv.endpoints["t0-xrd"].data_dir) / sub
+    )
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
     data = {}

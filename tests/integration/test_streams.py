@@ -80,7 +80,8 @@ def _copy(src: str, dst: str, streams: int):
 @pytest.mark.parametrize("streams,mode", [(4, "globus-url-copy"), (1, "gridftp-native")])
 def test_gridftp_upload_opens_n_data_connections(streams, mode, make_grid, big_file):
     """streams=N>1 runs `globus-url-copy -p N`; streams=1 runs in-process on gridxfer's own
-    GridFTP client (session reuse). Either way the copying processes hold 1 control + N data connections."""
+    GridFTP client (session reuse). Either way the copying processes hold 1 control + N data
+    connections."""
     inv = make_grid([ServerSpec(f"gx-streams-{streams}", "gsiftp", "T9")])
     ep = next(iter(inv.endpoints.values()))
     me = psutil.Process()
@@ -109,7 +110,9 @@ def test_gridftp_upload_opens_n_data_connections(streams, mode, make_grid, big_f
     assert out.bytes == SIZE_MB << 20
     assert data.peak() == streams, [len(s) for s in data.samples]
     assert control.peak() == 1
-    print(f"gridftp streams={streams}: data connections per sample {[len(s) for s in data.samples]}")
+    print(
+        f"gridftp streams={streams}: data connections per sample {[len(s) for s in data.samples]}"
+    )
 
 
 def _bytes_per_conn(port: int) -> list[int]:

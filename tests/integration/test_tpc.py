@@ -38,7 +38,8 @@ def _copy(src: str, dst: str, tpc: bool):
 
 @pytest.mark.parametrize("src_ep,dst_ep,mode", [("t0-xrd", "t1a-xrd1", "xrdcl-tpc"),
                                                 ("t0-gsiftp", "t1a-gsiftp", "gfal-tpc")])
-def test_third_party_copy_moves_no_data_through_this_host(local_grid, payload, src_ep, dst_ep, mode):
+def test_third_party_copy_moves_no_data_through_this_host(local_grid, payload,
+                                                          src_ep, dst_ep, mode):
     src = put_local(local_grid, src_ep, "tpc/big.dat", payload)
     dst = local_grid.endpoints[dst_ep].url + "tpc/big.dat"
     out, read = _copy(src, dst, tpc=True)

@@ -43,8 +43,8 @@ def test_playbook_check_mode_then_apply_mode(host, tmp_path):
     before = snap(ns)
     # 1. check mode with a bundled profile, vars from playbooks/vars/dtn-10g.yml: reports
     #    changes, writes nothing
-    check = playbook(inv, "-e", "profile=dtn-10g", "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf",
-                     "--check", "--diff")
+    check = playbook(inv, "-e", "profile=dtn-10g", "-e",
+                     f"gridxfer_runtime_file={tmp_path}/rt.conf", "--check", "--diff")
     assert check.returncode == 0, check.stdout[-2000:]
     assert "changed=0" not in check.stdout and "net.ipv4.tcp_mtu_probing: " in check.stdout
     assert snap(ns) == before
@@ -146,8 +146,8 @@ def test_a_profile_with_nic_settings_only(host, tmp_path):
     vars_file = tmp_path / "niconly.yml"
     vars_file.write_text(ansible_vars_yaml(load_profile(str(tmp_path / "niconly.conf"))))
     check = playbook(inv, "-e", "profile=niconly", "-e", f"gridxfer_vars_file={vars_file}",
-                     "-e", f"gridxfer_iface={ns.ns_if}", "-e", f"gridxfer_runtime_file={tmp_path}/rt.conf",
-                     "--check", "--diff")
+                     "-e", f"gridxfer_iface={ns.ns_if}", "-e",
+                     f"gridxfer_runtime_file={tmp_path}/rt.conf", "--check", "--diff")
     assert check.returncode == 0, check.stdout[-3000:]
 
 

@@ -102,7 +102,8 @@ def test_global_keys_refused_inside_namespace_and_nothing_written(ns, gridxfer_h
 @pytest.mark.parametrize("position", [0, 2, 4])
 def test_half_way_failure_leaves_every_value_as_before(ns, tmp_path, gridxfer_home, position):
     """An invalid value (kernel max for tcp_syn_retries is 127) injected as the N-th key."""
-    keys = [("net.ipv4.tcp_rmem", "4096 65536 8388608"), ("net.ipv4.tcp_wmem", "4096 32768 8388608"),
+    keys = [("net.ipv4.tcp_rmem", "4096 65536 8388608"),
+            ("net.ipv4.tcp_wmem", "4096 32768 8388608"),
             ("net.ipv4.tcp_mtu_probing", "2"), ("net.ipv4.tcp_sack", "0"),
             ("net.ipv4.tcp_fin_timeout", "17")]
     keys.insert(position, ("net.ipv4.tcp_syn_retries", "500"))
@@ -197,7 +198,9 @@ def test_persist_writes_a_sysctl_d_file_that_sysctl_p_accepts(ns, tmp_path, monk
     out = conf_dir / "90-gridxfer-dtn-10g.conf"
     assert res.persisted == str(out) and out.exists()
     text = out.read_text()
-    assert "net.ipv4.tcp_rmem = 4096 87380 33554432" in text and "net.core.default_qdisc = fq" in text
+    assert (
+        "net.ipv4.tcp_rmem = 4096 87380 33554432" in text and "net.core.default_qdisc = fq" in text
+    )
     rollback(t)
     assert not out.exists()                 # rollback removes what --persist wrote
     out.write_text(text)
@@ -256,8 +259,11 @@ def test_cli_several_hosts_and_json_keys(ns, capsys):
         assert [r["host"] for r in out] == [f"netns:{ns.name}", f"netns:{other.name}"]
         assert set(out[0]) == {"profile", "host", "dry_run", "items", "persisted", "state_file",
                                "changed", "skipped"}
-        assert set(out[0]["items"][0]) == {"key", "expected", "current", "status", "reason", "where"}
-        assert ns.sysctl("net.ipv4.tcp_mtu_probing") == other.sysctl("net.ipv4.tcp_mtu_probing") == "1"
+        assert set(out[0]["items"][0]) == {"key", "expected", "current", "status",
+                                           "reason", "where"}
+        assert (
+            ns.sysctl("net.ipv4.tcp_mtu_probing") == other.sysctl("net.ipv4.tcp_mtu_probing") == "1"
+        )
         assert main(["tune", "verify", "dtn-10g", "--json", *hosts]) == 0
         v = json.loads(capsys.readouterr().out)
         assert set(v[0]) == {"profile", "host", "checked", "drifted", "skipped", "ok"}

@@ -76,7 +76,8 @@ def test_unknown_or_changed_host_key_is_refused_and_nothing_written(host, gridxf
     ns, sshd = host
     before = snap(ns)
     kh = sshd.empty_known_hosts if which == "empty" else sshd.wrong_known_hosts
-    with pytest.raises(HostKeyRefused, match="unknown host key" if which == "empty" else "does not match"):
+    with pytest.raises(HostKeyRefused,
+                       match="unknown host key" if which == "empty" else "does not match"):
         apply(load_profile("dtn-10g"), ssh_target(sshd, known_hosts=kh), skip_global=True)
     assert snap(ns) == before
     assert not list((gridxfer_home / "tuning").glob("*.json"))
@@ -85,7 +86,8 @@ def test_unknown_or_changed_host_key_is_refused_and_nothing_written(host, gridxf
 def test_unknown_host_key_accepted_only_with_explicit_opt_in(host, tmp_path, capsys):
     ns, sshd = host
     kh = tmp_path / "known_hosts"
-    base = ["tune", "diff", "dtn-10g", "--skip-global", f"--host=ssh:root@{sshd.address}:{sshd.port}",
+    base = ["tune", "diff", "dtn-10g", "--skip-global",
+            f"--host=ssh:root@{sshd.address}:{sshd.port}",
             "--ssh-key", sshd.key, "--known-hosts", str(kh)]
     assert main(base) == 1
     err = capsys.readouterr().err.strip()
@@ -152,7 +154,8 @@ def test_known_hosts_read_like_openssh(host, tmp_path, capsys):
             f"other.example.org,!x.example.org {ot} {o64}\n"
             f"{hash_name(f'[{sshd.address}]:{sshd.port}')} {t} {b64} hashed\n")
     kh.write_text(text)
-    argv = ["tune", "diff", "dtn-10g", "--skip-global", f"--host=ssh:root@{sshd.address}:{sshd.port}",
+    argv = ["tune", "diff", "dtn-10g", "--skip-global",
+            f"--host=ssh:root@{sshd.address}:{sshd.port}",
             "--ssh-key", sshd.key, "--known-hosts", str(kh)]
     assert main(argv) == 0, capsys.readouterr().err
     assert kh.read_text() == text
@@ -182,7 +185,8 @@ def test_unknown_key_appends_one_line_and_keeps_the_rest(host, tmp_path, capsys)
     original = (f"# keep me\n@cert-authority [{sshd.address}]:* {ot} {o64}\n"
                 "legacy.example.org ssh-future-key AAAAB3NzaC1yc2EAAAADAQAB  # no newline")
     kh.write_text(original)
-    argv = ["tune", "diff", "dtn-10g", "--skip-global", f"--host=ssh:root@{sshd.address}:{sshd.port}",
+    argv = ["tune", "diff", "dtn-10g", "--skip-global",
+            f"--host=ssh:root@{sshd.address}:{sshd.port}",
             "--ssh-key", sshd.key, "--known-hosts", str(kh)]
     assert main(argv) == 1
     err = capsys.readouterr().err

@@ -283,7 +283,8 @@ def test_small_files_are_verified_by_reading_them_back(xrd, tmp_path, monkeypatc
     queries: list[str] = []
     real = XRootDMover.checksum
     monkeypatch.setattr(XRootDMover, "checksum",
-                        lambda self, url, algorithm="adler32": queries.append(url) or real(self, url))
+                        lambda self, url,
+                        algorithm="adler32": queries.append(url) or real(self, url))
     for size in (0, 1, xrdupload.READ_BACK_MAX):
         data = os.urandom(size)
         out = upload(local(tmp_path, data, f"s{size}")[0], xrd.url(f"rb/{size}"), verify="both")

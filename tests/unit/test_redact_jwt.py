@@ -54,5 +54,6 @@ def test_dotted_names_that_merely_start_like_a_jwt_stay(text):
 
 
 def test_redact_obj_masks_a_jwt_inside_structures(jwt_token):
-    obj = {"env": {"BEARER_TOKEN": jwt_token}, "args": ["x", f"-H=Authorization: Bearer {jwt_token}"]}
+    obj = {"env": {"BEARER_TOKEN": jwt_token},
+           "args": ["x", f"-H=Authorization: Bearer {jwt_token}"]}
     assert signature(jwt_token) not in repr(redact_obj(obj))

@@ -24,7 +24,8 @@ def test_parse_byterate(text, expected):
     assert parse_byterate(text) == expected
 
 
-@pytest.mark.parametrize("text,expected", [("30s", 30), ("18ms", 0.018), ("5m", 300), ("2h", 7200), ("10", 10)])
+@pytest.mark.parametrize("text,expected",
+                         [("30s", 30), ("18ms", 0.018), ("5m", 300), ("2h", 7200), ("10", 10)])
 def test_parse_duration(text, expected):
     assert parse_duration(text) == pytest.approx(expected)
 

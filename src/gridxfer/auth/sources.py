@@ -151,10 +151,13 @@ def _run(source: CommandSource, env: Mapping[str, str]) -> str:
     if not source.argv:
         raise TokenError("the token command is empty")
     try:
-        res = subprocess.run(list(source.argv), capture_output=True, text=True, timeout=source.timeout,
+        res = subprocess.run(list(source.argv), capture_output=True, text=True,
+                             timeout=source.timeout,
                              stdin=subprocess.DEVNULL, env=dict(env), check=False)
     except subprocess.TimeoutExpired:
-        raise TokenError(f"the {source.describe()} did not finish within {source.timeout:g} s") from None
+        raise TokenError(
+            f"the {source.describe()} did not finish within {source.timeout:g} s"
+        ) from None
     except OSError as exc:
         raise TokenError(f"cannot run the {source.describe()}: {exc.strerror}") from None
     if res.returncode != 0:
@@ -216,7 +219,9 @@ def source_from(spec: Mapping[str, object] | None) -> TokenSource:
         return DiscoverySource()
     keys = set(spec) - {"timeout"}
     if len(keys) != 1 or not keys <= {"file", "env", "command"}:
-        raise UsageError(f"a token source is exactly one of file, env or command (got {', '.join(sorted(spec))})")
+        raise UsageError(
+            f"a token source is exactly one of file, env or command (got {', '.join(sorted(spec))})"
+        )
     (key,) = keys
     value = spec[key]
     if key == "file" and isinstance(value, str) and value:
@@ -226,9 +231,17 @@ def source_from(spec: Mapping[str, object] | None) -> TokenSource:
     if key == "command":
         argv = shlex.split(value) if isinstance(value, str) else value
         timeout = spec.get("timeout", 30.0)
-        if not isinstance(argv, (list, tuple)) or not argv or not all(isinstance(a, str) for a in argv):
+        if (
+            not isinstance(argv, (list, tuple))
+            or not argv
+            or not all(isinstance(a, str) for a in argv)
+        ):
             raise UsageError("token command: expected a command line or a list of arguments")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout <= 600
+        ):
             raise UsageError("token command timeout: expected seconds in (0, 600]")
         return CommandSource(tuple(argv), float(timeout))
     raise UsageError(f"token {key}: expected a non-empty string")

@@ -93,15 +93,20 @@ def parse(value: str, origin: str = "token") -> Token:
         raise TokenError(f"the {origin} does not hold a JWT bearer token (no claims)")
     exp = claims.get("exp")
     expires = float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
-    return Token(value=value, origin=origin, claims=claims, scopes=parse_scopes(claims.get("scope", "")),
-                 expires=expires)
+    return Token(value=value, origin=origin, claims=claims,
+                 scopes=parse_scopes(claims.get("scope", "")), expires=expires)
 
 
 def parse_scopes(scope: object) -> tuple[Scope, ...]:
     """``"storage.read:/ storage.create:/a"`` (or a list) -> Scopes; other text is kept
     as a scope without a path (``openid``, ``wlcg``...)."""
-    items = scope.split() if isinstance(scope, str) else [s for s in scope or () if isinstance(s, str)] \
-        if isinstance(scope, (list, tuple)) else []
+    items = (
+        scope.split()
+        if isinstance(scope, str)
+        else [s for s in scope or () if isinstance(s, str)]
+        if isinstance(scope, (list, tuple))
+        else []
+    )
     out = []
     for item in items:
         authz, sep, path = item.partition(":")
@@ -133,10 +138,14 @@ def check_scope(token: Token, op: Operation, path: str, *, base: str = "/") -> N
     rel = "/" + path_n[len(base_n):].lstrip("/") if base_n != "/" else path_n
     rel = _norm(rel)
     allowed = ALLOWED_BY[op]
-    if any(s.authz in allowed and s.path is not None and _covers(s.path, rel) for s in token.scopes):
+    if any(
+        s.authz in allowed and s.path is not None and _covers(s.path, rel) for s in token.scopes
+    ):
         return
-    has = " ".join(str(s) for s in token.scopes if s.authz.startswith(("storage.", "read", "write"))) \
+    has = (
+        " ".join(str(s) for s in token.scopes if s.authz.startswith(("storage.", "read", "write")))
         or "no storage scope"
+    )
     wanted = [a for a in allowed if a.startswith("storage.")]
     alts = " or ".join(f"{a}:{rel}" for a in wanted[1:])
     need = f"{wanted[0]}:{rel}" + (f" (or {alts})" if alts else "")

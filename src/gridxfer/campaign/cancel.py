@@ -52,7 +52,8 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     try:
         conn = journal.connect(path)
         try:
-            from gridxfer.campaign.runner import _journal_spec, prepare_environment     # runner imports us
+            # runner imports us
+            from gridxfer.campaign.runner import _journal_spec, prepare_environment
             spec = _journal_spec(path, journal.get_meta(conn))
             prepare_environment(spec)
             swept = sweep(conn, spec, mover_factory, ops_factory)

@@ -219,7 +219,8 @@ def _check_selector(name: str | None) -> None:
 @group.command("status")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-@click.option("--links", is_flag=True, help="Current concurrency per link and the optimizer's reason.")
+@click.option("--links", is_flag=True,
+              help="Current concurrency per link and the optimizer's reason.")
 def status_cmd(name: str, as_json: bool, links: bool) -> None:
     """Files and bytes per state and tier of campaign NAME.
 
@@ -287,7 +288,8 @@ def _render_report(rep) -> None:
             t.add_column(col, justify="left" if col in ("link", "endpoint", "failed attempts")
                          else "right")
         for g in groups:
-            t.add_row(g.key if title == "per link" else _short(g.key), str(g.files_done), str(g.files_failed), fmt_bytes(g.bytes),
+            t.add_row(g.key if title == "per link" else _short(g.key), str(g.files_done),
+                      str(g.files_failed), fmt_bytes(g.bytes),
                       fmt_rate(g.mean_rate), fmt_rate(g.min_rate), fmt_rate(g.max_rate),
                       fmt_rate(g.stddev_rate),
                       ", ".join(f"{k} {v}" for k, v in sorted(g.failures.items())) or "-")

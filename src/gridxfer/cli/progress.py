@@ -39,7 +39,9 @@ def render(snap: StatsSnapshot, name: str) -> Group:
         table.add_column(col, justify="left" if col == "link" else "right", no_wrap=True)
     table.add_column("optimizer", no_wrap=True, overflow="ellipsis", max_width=24)
     for link in snap.links:
-        running = f"{link.active - link.ahead}/{link.cap}" + (f" +{link.ahead}" if link.ahead else "")
+        running = f"{link.active - link.ahead}/{link.cap}" + (
+            f" +{link.ahead}" if link.ahead else ""
+        )
         table.add_row(link.tier, running, str(link.queued),
                       f"{link.done}/{link.files_total}", str(link.failed),
                       fmt_bytes(link.bytes_done), fmt_rate(link.rate), link.reason)

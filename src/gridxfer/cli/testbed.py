@@ -73,16 +73,27 @@ def group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
 @click.option("--throttle", "throttles", multiple=True, metavar="NAME=RATE",
               help="Local grid: cap xrootd server NAME at RATE (e.g. t1a-xrd2=20MB/s). Repeatable.")
-@click.option("--size-limit", "limits", multiple=True, metavar="NAME=SIZE",
-              help="Local grid: give server NAME a tmpfs data dir of SIZE (e.g. t1b-xrd=50MB; root).")
-@click.option("--auth", "with_auth", is_flag=True,
-              help="Local grid: add t2-tok1, t2-tok2 (tokens: davs + ztn) and t2-gsi (roots:// GSI).")
+@click.option(
+    "--size-limit",
+    "limits",
+    multiple=True,
+    metavar="NAME=SIZE",
+    help="Local grid: give server NAME a tmpfs data dir of SIZE (e.g. t1b-xrd=50MB; root).",
+)
+@click.option(
+    "--auth",
+    "with_auth",
+    is_flag=True,
+    help="Local grid: add t2-tok1, t2-tok2 (tokens: davs + ztn) and t2-gsi (roots:// GSI).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be started; start nothing.")
 def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limits: tuple[str, ...],
            with_auth: bool, dry_run: bool) -> None:
     """Start the testbed: the local loopback grid, or TOPOLOGY (netns tiers)."""
     if topology and (throttles or limits or with_auth):
-        raise UsageError("--throttle/--size-limit/--auth apply to the local grid only (not with TOPOLOGY)")
+        raise UsageError(
+            "--throttle/--size-limit/--auth apply to the local grid only (not with TOPOLOGY)"
+        )
     spec = None if topology else _local_spec(throttles, limits, with_auth)
     if dry_run:
         _dry_run_up(topology, spec)
@@ -155,11 +166,15 @@ def _render_inventory(inv: Inventory, as_json: bool) -> None:
             extra.append(f"size {fmt_bytes(ep.size_limit)}")
         if ep.auth not in ("", "none"):
             extra.append(ep.auth)
-        click.echo(f"  {name:<14} {ep.tier:<6} {ep.url}" + (f"  ({', '.join(extra)})" if extra else ""))
+        click.echo(
+            f"  {name:<14} {ep.tier:<6} {ep.url}" + (f"  ({', '.join(extra)})" if extra else "")
+        )
         if ep.davs_name:
             note = "  (token)" if ep.davs_auth == "token" else ""
             click.echo(f"  {ep.davs_name:<14} {ep.tier:<6} {ep.davs_url}{note}")
-    click.echo('clients: eval "$(gridxfer testbed env)"; tokens: gridxfer testbed token --scope ...')
+    click.echo(
+        'clients: eval "$(gridxfer testbed env)"; tokens: gridxfer testbed token --scope ...'
+    )
 
 
 @group.command("down")
@@ -237,7 +252,8 @@ def env_cmd(token_lifetime: str) -> None:
 @click.option("--lifetime", default="1h", show_default=True, metavar="DURATION")
 @click.option("--audience", default=None, help="aud claim (default: the testbed's servers).")
 @click.option("--subject", default=None, help="sub claim (default: gridxfer-tester).")
-def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None, subject: str | None) -> None:
+def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None,
+              subject: str | None) -> None:
     """Print a bearer token signed by the testbed's issuer (WLCG profile), e.g.
     BEARER_TOKEN=$(gridxfer testbed token --scope storage.create:/up --lifetime 10m)."""
     from gridxfer.testbed import tokens as tok_mod
@@ -247,7 +263,9 @@ def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None, subj
     wanted = tok_mod.check_scopes(scopes or ("storage.read:/",))
     issuer = tok_mod.grid_issuer(inv_mod.load_inventory())
     if issuer is None:
-        raise TestbedError("this testbed has no token issuer (the loopback grid of `gridxfer testbed up` has one)")
+        raise TestbedError(
+            "this testbed has no token issuer (the loopback grid of `gridxfer testbed up` has one)"
+        )
     click.echo(tok_mod.mint(issuer, wanted, lifetime=seconds, audience=audience,
                             subject=subject or tok_mod.SUBJECT))
 
@@ -267,7 +285,8 @@ def exec_cmd(host: str, argv: tuple[str, ...]) -> None:
         if host not in inv.endpoints and host not in ("local", "localhost"):
             raise TestbedError(f"unknown host {host!r} (local mode: 'local' or an endpoint name)")
         try:
-            code = subprocess.run(list(argv), env={**os.environ, **inv.client_env()}, check=False).returncode
+            code = subprocess.run(list(argv), env={**os.environ, **inv.client_env()},
+                                  check=False).returncode
         except OSError as exc:
             raise TestbedError(f"cannot run {argv[0]}: {exc}") from exc
     raise click.exceptions.Exit(code)

@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from gridxfer.errors import GridxferError, PartialFailure, UsageError
-from gridxfer.limits import (MAX_BITRATE, MAX_BYTERATE, MAX_RTT, MAX_SIZE, MAX_STREAMS, parse_within,
+from gridxfer.limits import (MAX_BITRATE, MAX_BYTERATE, MAX_RTT, MAX_SIZE,
+                             MAX_STREAMS, parse_within,
                       require)
 from gridxfer.units import parse_bitrate, parse_byterate, parse_duration, parse_size
 
@@ -152,8 +153,11 @@ def _warn_crashed(target) -> None:
     from gridxfer.tuning import state as tstate
     st = tstate.load(target.state_id)
     if st and st.status == tstate.APPLYING:
-        click.echo(f"gridxfer: warning: an apply of {st.profile} on {target.label} stopped "
-                   f"half-way; `gridxfer tune rollback --host {target.label}` restores it", err=True)
+        click.echo(
+            f"gridxfer: warning: an apply of {st.profile} on {target.label} stopped "
+            f"half-way; `gridxfer tune rollback --host {target.label}` restores it",
+            err=True,
+        )
 
 
 @group.command("diff")
@@ -250,7 +254,9 @@ def rollback_cmd(hosts, ifaces, skip_global, as_json, target_args, dry_run) -> N
             for o in r.restored:
                 click.echo(f"  {o.key} = {' '.join(o.value.split())}")
             for path in r.files:
-                click.echo(f"  {'would undo' if r.dry_run else 'undid'} {path} (written by --persist)")
+                click.echo(
+                    f"  {'would undo' if r.dry_run else 'undid'} {path} (written by --persist)"
+                )
             for key, msg in r.failed:
                 click.echo(f"  FAILED {key}: {msg}")
     if any(not r.ok for r in results):

@@ -36,7 +36,9 @@ class CompareResult:
 
 
 @contextlib.contextmanager
-def profile_applied(profile_name: str, namespaces: list[str]) -> Iterator[tuple[list[str], list[str]]]:
+def profile_applied(
+    profile_name: str, namespaces: list[str]
+) -> Iterator[tuple[list[str], list[str]]]:
     """Apply ``profile_name`` to every namespace for the block; roll back afterwards."""
     from gridxfer.tuning import api
     from gridxfer.tuning.targets.netns import NetnsTarget

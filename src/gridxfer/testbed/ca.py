@@ -14,10 +14,10 @@ and the forked per-session server still needs to read ``certs/`` as that user)::
 
 API::
 
-    gsi = make_test_ca(ca_dir, local_user="gridxfer")       # -> GsiFiles (CA + localhost + user + proxy)
-    host_cert(gsi, "se01.t1a", ips=["198.18.1.2"])           # -> (cert, key) for another host name
-    gsi.client_env()                                         # X509_CERT_DIR, X509_USER_PROXY, ...
-    gsi.server_env(cert, key)                                # env for globus-gridftp-server
+    gsi = make_test_ca(ca_dir, local_user="gridxfer")  # -> GsiFiles (CA, localhost, user, proxy)
+    host_cert(gsi, "se01.t1a", ips=["198.18.1.2"])      # -> (cert, key) for another host name
+    gsi.client_env()                                    # X509_CERT_DIR, X509_USER_PROXY, ...
+    gsi.server_env(cert, key)                           # env for globus-gridftp-server
 """
 from __future__ import annotations
 
@@ -76,13 +76,14 @@ def _issue(ca_dir: Path, stem: str, subject: str, ext: str, serial: int) -> tupl
     os.chmod(key, 0o600)
     _write(extfile, ext)
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_dir / "ca.pem"), "-CAkey",
-             str(ca_dir / "ca.key.pem"), "-set_serial", str(serial), "-days", DAYS, "-out", str(cert),
-             "-extfile", str(extfile))
+             str(ca_dir / "ca.key.pem"), "-set_serial", str(serial), "-days", DAYS,
+             "-out", str(cert), "-extfile", str(extfile))
     os.chmod(cert, 0o644)
     return str(cert), str(key)
 
 
-def host_cert(gsi: GsiFiles, name: str, *, dns: Sequence[str] = (), ips: Sequence[str] = ()) -> tuple[str, str]:
+def host_cert(gsi: GsiFiles, name: str, *, dns: Sequence[str] = (),
+              ips: Sequence[str] = ()) -> tuple[str, str]:
     """Issue (or reuse) a host certificate CN=<name> with SANs; returns (cert, key) paths."""
     ca_dir = Path(gsi.ca_dir)
     stem = f"host-{name}"
@@ -103,8 +104,8 @@ def make_test_ca(ca_dir: Path, *, local_user: str, proxy_hours: int = 48) -> Gsi
     os.chmod(ca_dir, 0o755)
     os.chmod(certs, 0o755)
     ca_pem, ca_key = ca_dir / "ca.pem", ca_dir / "ca.key.pem"
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca_pem),
-             "-days", DAYS, "-subj", CA_SUBJECT,
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key),
+             "-out", str(ca_pem), "-days", DAYS, "-subj", CA_SUBJECT,
              "-addext", "basicConstraints=critical,CA:TRUE",
              "-addext", "keyUsage=critical,keyCertSign,cRLSign",
              "-addext", "subjectKeyIdentifier=hash")
@@ -132,7 +133,8 @@ def make_test_ca(ca_dir: Path, *, local_user: str, proxy_hours: int = 48) -> Gsi
     os.chmod(proxy, 0o600)
     gridmap = ca_dir / "grid-mapfile"
     _write(gridmap, f'"{USER_SUBJECT}" {local_user}\n')
-    return GsiFiles(ca_dir=str(ca_dir), cert_dir=str(certs), ca_cert=str(ca_pem), ca_key=str(ca_key),
+    return GsiFiles(ca_dir=str(ca_dir), cert_dir=str(certs), ca_cert=str(ca_pem),
+                    ca_key=str(ca_key),
                     host_cert=host, host_key=hkey, user_cert=ucert, user_key=ukey, proxy=str(proxy),
                     user_dn=USER_SUBJECT, gridmap=str(gridmap))
 

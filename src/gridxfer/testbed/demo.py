@@ -174,8 +174,11 @@ def main() -> int:
     gridxfer("testbed", "down", check=False, capture=True)   # leftovers of an earlier run
     try:
         if layout.topology:
-            say(f"Bringing up the grid-in-a-box {layout.topology.name}: tiers in network namespaces, "
-                "emulated WAN links, real xrootd + globus-gridftp-server with a GSI test CA")
+            say(
+                f"Bringing up the grid-in-a-box {layout.topology.name}: tiers in network "
+                "namespaces, emulated WAN links, real xrootd + globus-gridftp-server with a GSI "
+                "test CA"
+            )
             gridxfer("testbed", "up", str(layout.topology))
         else:
             say("Bringing up the loopback grid (real xrootd + globus-gridftp-server, GSI test CA)")

@@ -57,7 +57,8 @@ def banner_ok(addr: str, port: int, wrap: Sequence[str] = ()) -> bool:
         return sock.recv(512).startswith(b"220")
 
 
-def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None, port: int | None = None,
+def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None,
+                  port: int | None = None,
                   bind: str = "127.0.0.1", host: str | None = None, wrap: Sequence[str] = (),
                   run_as: str | None = None, tier: str = "", cert: str | None = None,
                   key: str | None = None, ready_timeout: float = 20.0,

@@ -69,7 +69,9 @@ class Endpoint:
 
     def path_of(self, url: str) -> Path | None:
         """The on-disk path of ``url`` if it lies on this endpoint, else None."""
-        base_url = next((b for b in (self.url, self.davs_url) if b and _same_endpoint(b, url)), None)
+        base_url = next(
+            (b for b in (self.url, self.davs_url) if b and _same_endpoint(b, url)), None
+        )
         if base_url is None:
             return None
         base, path = _url_path(base_url), _url_path(url)
@@ -124,7 +126,8 @@ class Inventory:
     def from_json(cls, obj: dict[str, Any]) -> Inventory:
         eps = {name: Endpoint(**ep) for name, ep in obj.get("endpoints", {}).items()}
         return cls(mode=obj["mode"], endpoints=eps, env=dict(obj.get("env", {})),
-                   base_dir=obj["base_dir"], pids={k: int(v) for k, v in obj.get("pids", {}).items()},
+                   base_dir=obj["base_dir"],
+                   pids={k: int(v) for k, v in obj.get("pids", {}).items()},
                    mounts=tuple(obj.get("mounts", ())), extra=dict(obj.get("extra", {})))
 
 

@@ -5,10 +5,10 @@ API::
     up(spec: LocalGridSpec | None = None) -> Inventory    # TestbedError if a grid is already up
     down() -> None        # kill every server (and its children), unmount, forget; idempotent
     status() -> dict      # {"mode", "up", "base_dir", "endpoints": {name: {url, alive, pid, ...}}}
-    put_local(inv, "t0-xrd", "raw/f1.root", data) -> url   # seed a file on disk, owned by the server user
-    stop_server(inv, "t1b-xrd")                            # kill one server: an unreachable endpoint
-    gsi_of(inv) -> GsiFiles                                # the grid's test CA (issue more host certs)
-    client_env(gsi) -> dict                                # X509_CERT_DIR, X509_USER_PROXY, GFAL_PYTHONBIN, ...
+    put_local(inv, "t0-xrd", "raw/f1.root", data) -> url  # a file on disk, owned by the server user
+    stop_server(inv, "t1b-xrd")       # kill one server: an unreachable endpoint
+    gsi_of(inv) -> GsiFiles           # the grid's test CA (issue more host certs)
+    client_env(gsi) -> dict           # X509_CERT_DIR, X509_USER_PROXY, GFAL_PYTHONBIN, ...
 
 The default spec is a T0 and two T1 tiers using both protocols (see DEFAULT_SERVERS in
 :mod:`gridxfer.testbed.gridspec`); every xrootd also serves davs:// (:mod:`.xrdhttp`).
@@ -30,7 +30,13 @@ from gridxfer.testbed import inventory as inv_mod
 from gridxfer.testbed import tokens as tok_mod
 from gridxfer.testbed.gridftp import check_gsi_login, start_gridftp
 from gridxfer.testbed.inventory import Endpoint, Inventory, TestbedError
-from gridxfer.testbed.gridspec import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec, ServerSpec, check_spec
+from gridxfer.testbed.gridspec import (
+    AUTH_SERVERS,
+    DEFAULT_SERVERS,
+    LocalGridSpec,
+    ServerSpec,
+    check_spec,
+)
 from gridxfer.testbed.procs import alive, matching_procs, pidfile_procs, run_quiet, terminate, tree
 from gridxfer.testbed.xrdhttp import XrdSecurity
 from gridxfer.testbed.xrootd import chown_tree, ensure_user, start_xrootd
@@ -68,16 +74,22 @@ def up(spec: LocalGridSpec | None = None) -> Inventory:
     if inv_mod.inventory_path().exists():
         old = inv_mod.load_inventory()
         if old.mode != "local":
-            raise TestbedError(f"a {old.mode} testbed inventory exists ({inv_mod.inventory_path()}); "
-                               "run `gridxfer testbed down` first")
+            raise TestbedError(
+                f"a {old.mode} testbed inventory exists ({inv_mod.inventory_path()}); "
+                "run `gridxfer testbed down` first"
+            )
         running = _running(old)
         if running:
-            raise TestbedError(f"a {old.mode} testbed is already up ({len(running)} servers running, "
-                               f"inventory {inv_mod.inventory_path()}); run `gridxfer testbed down` first")
+            raise TestbedError(
+                f"a {old.mode} testbed is already up ({len(running)} servers running, "
+                f"inventory {inv_mod.inventory_path()}); run `gridxfer testbed down` first"
+            )
         down()
     elif _pointer().exists():
-        down()      # left-overs of an `up` that was killed half-way
-    parent = Path(spec.base_parent or os.environ.get("GRIDXFER_TESTBED_DIR") or tempfile.gettempdir())
+        down()  # left-overs of an `up` that was killed half-way
+    parent = Path(
+        spec.base_parent or os.environ.get("GRIDXFER_TESTBED_DIR") or tempfile.gettempdir()
+    )
     parent.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="gridxfer-grid-", dir=parent))
     os.chmod(base, 0o755)
@@ -139,7 +151,8 @@ def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles | None,
     for attempt in range(attempts):
         try:
             if s.kind == "xrootd":
-                return start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle, size_limit=s.size_limit,
+                return start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle,
+                                    size_limit=s.size_limit,
                                     security=security, davs_name=s.davs_alias(),
                                     # GSI wants the certificate's CN (localhost) in the URL
                                     host="localhost" if s.auth == "gsi" else None)
@@ -184,7 +197,9 @@ def gsi_of(inv: Inventory) -> ca_mod.GsiFiles:
 
 
 def _mount_tmpfs(path: Path, size: int) -> None:
-    res = run_quiet(["mount", "-t", "tmpfs", "-o", f"size={int(size)},mode=0755", "tmpfs", str(path)])
+    res = run_quiet(
+        ["mount", "-t", "tmpfs", "-o", f"size={int(size)},mode=0755", "tmpfs", str(path)]
+    )
     if res.returncode != 0:
         raise TestbedError(f"cannot mount a {size}-byte tmpfs on {path}: {res.stderr.strip()}")
 

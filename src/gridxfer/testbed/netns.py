@@ -22,7 +22,9 @@ class NetnsError(GridxferError):
     """An ip/tc command failed while building or tearing down the namespaces."""
 
 
-def run(argv: list[str], *, check: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess:
+def run(
+    argv: list[str], *, check: bool = True, timeout: float = 30.0
+) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:

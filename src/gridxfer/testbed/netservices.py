@@ -87,7 +87,8 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
                 # davs:// beside root:// (XrdHttp over TLS, HTTP-TPC), anonymous
                 ep = start_xrootd(f"{host.name}-xrd", base / host.name / "xrd", port=XROOTD_PORT,
                                   bind=host.address, wrap=prefix, tier=host.tier,
-                                  security=_tls(gsi, host.address, host.name), davs_name=f"{host.name}-davs")
+                                  security=_tls(gsi, host.address, host.name),
+                                  davs_name=f"{host.name}-davs")
                 endpoints[ep.name] = dataclasses.replace(ep, host=ns)
             if "gridftp" in host.services and gsi is not None:
                 cert, key = ca_mod.host_cert(gsi, host.address, dns=[host.name], ips=[host.address])

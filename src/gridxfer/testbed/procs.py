@@ -11,7 +11,7 @@ API::
     spawn(name, argv, run_dir, *, env=None, wrap=(), cwd=None) -> Proc
     wait_ready(proc, probe, *, timeout=20.0, what="")     # raises TestbedError + log tail
     kill_pidfiles(directory) -> list[int]                  # kill all servers found below dir
-    kill_matching(marker) -> list[int]                     # kill every process whose argv mentions marker
+    kill_matching(marker) -> list[int]                     # kill each process with marker in argv
     terminate(pidfile_procs(d) + matching_procs(m))        # both at once (one grace period)
     log_tail(path, lines=15) -> str
     stop_popen(popen, grace=5.0)                           # SIGTERM, then SIGKILL; reaped
@@ -63,7 +63,8 @@ def spawn(name: str, argv: Sequence[str], run_dir: Path, *, env: Mapping[str, st
     full = [*wrap, *argv]
     with open(out, "ab") as fh:
         try:
-            popen = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+            popen = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fh,
+                                     stderr=subprocess.STDOUT,
                                      env=dict(env) if env is not None else None, cwd=cwd,
                                      start_new_session=True, close_fds=True)
         except OSError as exc:
@@ -121,7 +122,9 @@ def wait_ready(proc: Proc, probe: Callable[[], bool], *, timeout: float = 20.0, 
         except OSError:
             pass
         if time.monotonic() > deadline:
-            raise TestbedError(f"{what or proc.name} not ready after {timeout:.0f}s; {_tails(proc, log)}")
+            raise TestbedError(
+                f"{what or proc.name} not ready after {timeout:.0f}s; {_tails(proc, log)}"
+            )
         time.sleep(0.1)
 
 
@@ -266,7 +269,8 @@ def run_quiet(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
               timeout: float = 10.0) -> subprocess.CompletedProcess:
     """Run a short helper command, capturing output (never raises on a non-zero exit)."""
     try:
-        return subprocess.run(list(argv), env=dict(env) if env is not None else None, timeout=timeout,
+        return subprocess.run(list(argv), env=dict(env) if env is not None else None,
+                              timeout=timeout,
                               capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(list(argv), 255, "", str(exc))

@@ -83,7 +83,8 @@ def make_issuer(directory: Path, *, url: str = ISSUER_URL, audience: str = AUDIE
     os.chmod(jwks_file, 0o644)
     meta = {"url": url, "audience": audience, "kid": KID}
     (directory / "issuer.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return Issuer(url=url, audience=audience, kid=KID, key_file=str(key_file), jwks_file=str(jwks_file))
+    return Issuer(url=url, audience=audience, kid=KID, key_file=str(key_file),
+                  jwks_file=str(jwks_file))
 
 
 def load_issuer(directory: Path) -> Issuer:
@@ -93,7 +94,8 @@ def load_issuer(directory: Path) -> Issuer:
     except (OSError, ValueError) as exc:
         raise TestbedError(f"no testbed token issuer in {directory}: {exc}") from exc
     return Issuer(url=meta["url"], audience=meta["audience"], kid=meta["kid"],
-                  key_file=str(directory / "issuer.key.pem"), jwks_file=str(directory / "jwks.json"))
+                  key_file=str(directory / "issuer.key.pem"),
+                  jwks_file=str(directory / "jwks.json"))
 
 
 def mint(issuer: Issuer, scopes: Sequence[str], *, lifetime: float = 3600, subject: str = SUBJECT,

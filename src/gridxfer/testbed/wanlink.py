@@ -72,8 +72,13 @@ def build(router: str, dev: str, link: Link, method: str, table: int, dst_subnet
              "mtu", MTU)
     for d in (dev, peer):
         netns.ip(router, "link", "set", d, "up")
-    mac = netns.ip(router, "-o", "link", "show", "dev", peer).stdout.split("link/ether ")[1].split()[0]
-    netns.ip(router, "neigh", "replace", LOOP_NEXTHOP, "lladdr", mac, "dev", dev, "nud", "permanent")
+    mac = (
+        netns.ip(router, "-o", "link", "show", "dev", peer)
+        .stdout.split("link/ether ")[1]
+        .split()[0]
+    )
+    netns.ip(router, "neigh", "replace", LOOP_NEXTHOP, "lladdr", mac, "dev", dev,
+             "nud", "permanent")
     netns.ip(router, "route", "add", dst_subnet, "via", LOOP_NEXTHOP, "dev", dev, "onlink",
              "table", str(table))
     if link.rate_bps:

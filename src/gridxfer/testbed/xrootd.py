@@ -54,7 +54,9 @@ def ensure_user(name: str = SERVICE_USER) -> str:
     try:
         pwd.getpwnam(name)
     except KeyError:
-        res = run_quiet(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+        res = run_quiet(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name]
+        )
         if res.returncode not in (0, 9):      # 9: already exists (race with another up)
             raise TestbedError(f"cannot create service user {name!r}: {res.stderr.strip()}")
     return name
@@ -88,7 +90,8 @@ def drop_privileges(user: str) -> list[str]:
     Not ``xrootd -R user``: that only changes the *effective* uid (real/saved stay 0).
     ``setpriv`` execs in place, so the spawned pid is the server's.
     """
-    return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups", "--"]
+    return ["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}",
+            "--clear-groups", "--"]
 
 
 def xrootd_config(*, port: int, server_dir: Path, throttle: float | None = None,
@@ -131,7 +134,9 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
     server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
     extra_cfg, extra_env = xrdhttp.prepare(security, server_dir, port) if security else ([], {})
     cfg = run / "xrootd.cfg"
-    cfg.write_text(xrootd_config(port=port, server_dir=server_dir, throttle=throttle, extra=extra_cfg))
+    cfg.write_text(
+        xrootd_config(port=port, server_dir=server_dir, throttle=throttle, extra=extra_cfg)
+    )
     log = run / "xrootd.log"
     argv = [XROOTD, "-c", str(cfg), "-l", str(log), "-k", LOG_ROTATE_SIGNAL]
     if os.geteuid() == 0:
@@ -158,7 +163,8 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
                         env=probe_env)
         return res.returncode == 0 and res.stdout.strip().startswith("v")
 
-    wait_ready(proc, probe, timeout=ready_timeout, what=f"xrootd {name!r} on port {port}", log=str(log))
+    wait_ready(proc, probe, timeout=ready_timeout,
+               what=f"xrootd {name!r} on port {port}", log=str(log))
     scheme = "roots" if security and security.auth == "gsi" else "root"
     http = {} if security is None else {
         "davs_url": f"davs://{netloc}/data/", "davs_name": davs_name,
@@ -174,11 +180,17 @@ def check_reachable(path: Path, user: str) -> None:
     pw = pwd.getpwnam(user)
     for parent in Path(path).resolve().parents:
         st = parent.stat()
-        if st.st_uid == pw.pw_uid or st.st_mode & 0o001 or (st.st_gid == pw.pw_gid and st.st_mode & 0o010):
+        if (
+            st.st_uid == pw.pw_uid
+            or st.st_mode & 0o001
+            or (st.st_gid == pw.pw_gid and st.st_mode & 0o010)
+        ):
             continue
-        raise TestbedError(f"{path}: servers run as {user!r}, who cannot enter {parent} "
-                           f"(mode {st.st_mode & 0o777:o}); put server dirs below a world-traversable "
-                           "directory such as /tmp")
+        raise TestbedError(
+            f"{path}: servers run as {user!r}, who cannot enter {parent} "
+            f"(mode {st.st_mode & 0o777:o}); put server dirs below a world-traversable "
+            "directory such as /tmp"
+        )
 
 
 # xrootd 5.5 computes a checksum by reading the file into a malloc'ed buffer of up to 64 MB

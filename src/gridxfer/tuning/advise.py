@@ -64,7 +64,9 @@ def advise(bandwidth_bps: float, rtt_s: float, *, streams: int = 1,
         f"{rtt_s:g} s = {bdp:,} bytes ~ {bdp / 1e6:.1f} MB",
     ]
     if streams > 1:
-        steps.append(f"per stream: {bdp:,} / {streams} streams = {per_stream:,} bytes ~ {_mb(per_stream)}")
+        steps.append(
+            f"per stream: {bdp:,} / {streams} streams = {per_stream:,} bytes ~ {_mb(per_stream)}"
+        )
     steps += [
         f"window with {headroom:g}x headroom: {per_stream:,} x {headroom:g} = {window:,} bytes ~ "
         f"{_mb(window)} (the SC seed used 2.75-3 MB for 1 Gb/s x 18.2 ms, 1.2-1.3x BDP)",
@@ -79,10 +81,12 @@ def advise(bandwidth_bps: float, rtt_s: float, *, streams: int = 1,
 
 def advice_profile(advice: Advice, name: str) -> str:
     """A sysctl.d profile text for ``advice`` (what ``tune advise --write-profile`` writes)."""
-    head = [f"# gridxfer profile: {name}",
-            f"# source: gridxfer tune advise --bandwidth {advice.bandwidth_bps:g} --rtt "
-            f"{advice.rtt_s * 1e3:g}ms --streams {advice.streams}",
-            f"# intent: buffers for {advice.bandwidth_bps / 1e9:g} Gb/s x {advice.rtt_s * 1e3:g} ms "
-            f"with {advice.streams} stream(s)"]
+    head = [
+        f"# gridxfer profile: {name}",
+        f"# source: gridxfer tune advise --bandwidth {advice.bandwidth_bps:g} --rtt "
+        f"{advice.rtt_s * 1e3:g}ms --streams {advice.streams}",
+        f"# intent: buffers for {advice.bandwidth_bps / 1e9:g} Gb/s x {advice.rtt_s * 1e3:g} ms "
+        f"with {advice.streams} stream(s)",
+    ]
     head += [f"#   {s}" for s in advice.steps]
     return "\n".join(head + [f"{k} = {v}" for k, v in advice.sysctl().items()]) + "\n"

@@ -13,14 +13,16 @@
 without it NIC settings are reported as skipped. ``skip_global`` turns keys that are not the
 target namespace's own (``TuningTarget.out_of_scope``: for ``netns:`` every key outside net.*
 and the net.* keys the kernel keeps for the initial namespace, such as rmem_max or tcp_mem)
-into skipped items instead of a ValidationError (whose ``items`` is the diff). Errors are GridxferError subclasses:
-ValidationError (exit 2, nothing written), ApplyFailed (originals restored), CrashedApply.
+into skipped items instead of a ValidationError (whose ``items`` is the diff). Errors are
+GridxferError subclasses: ValidationError (exit 2, nothing written), ApplyFailed (originals
+restored), CrashedApply.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gridxfer.tuning.engine import (ApplyFailed, ApplyResult, CrashedApply, Drift, DriftDetected, Item,
+from gridxfer.tuning.engine import (ApplyFailed, ApplyResult, CrashedApply, Drift,
+                                    DriftDetected, Item,
                      RollbackResult, ValidationError, VerifyResult)
 from gridxfer.tuning.engine import apply as _apply
 from gridxfer.tuning.engine import diff as _diff

@@ -13,7 +13,14 @@ from pathlib import Path
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.tuning import state as tstate
 from gridxfer.tuning.profile import NIC_PREFIX, Profile, render_sysctl_d
-from gridxfer.tuning.settings import UNSUPPORTED, nic_key, read_values, same, split_nic_key, write_values
+from gridxfer.tuning.settings import (
+    UNSUPPORTED,
+    nic_key,
+    read_values,
+    same,
+    split_nic_key,
+    write_values,
+)
 from gridxfer.tuning.targets.base import TargetError, TuningTarget, WriteFailed
 
 SAME, CHANGE, SKIPPED, INVALID = "same", "change", "skipped", "invalid"
@@ -145,7 +152,9 @@ def _classify(key: str, value: str, optional: bool, where: str, cur: str | None,
     if cur == UNSUPPORTED:
         return Item(key, value, None, SKIPPED, "not supported by the device", where)
     if key == CC_KEY and value not in available:
-        return bad(f"{value!r} not in tcp_available_congestion_control ({' '.join(sorted(available))})")
+        return bad(
+            f"{value!r} not in tcp_available_congestion_control ({' '.join(sorted(available))})"
+        )
     if same(cur, value):
         return Item(key, value, cur, SAME, "", where)
     if nic and nic[0] in session and nic[1].startswith(LINK_RESETTING):
@@ -167,8 +176,11 @@ def _raise_invalid(items: Sequence[Item], label: str) -> None:
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         first = bad[0]
-        raise ValidationError(f"{first.where + ': ' if first.where and first.where != first.key else ''}"
-                              f"{first.key} = {first.expected}: {first.reason}{more}; nothing written", items)
+        raise ValidationError(
+            f"{first.where + ': ' if first.where and first.where != first.key else ''}"
+            f"{first.key} = {first.expected}: {first.reason}{more}; nothing written",
+            items,
+        )
 
 
 def persist_dir() -> Path:
@@ -226,8 +238,10 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
         failed = _restore(target, [(k, v) for k, v in reversed(originals.items())])
         failed += _restore_files(target, touched)
         if failed:
-            raise ApplyFailed(f"{target.label}: apply failed ({exc}); restoring also failed for "
-                              f"{', '.join(k for k, _ in failed)}; originals kept in {path}") from None
+            raise ApplyFailed(
+                f"{target.label}: apply failed ({exc}); restoring also failed for "
+                f"{', '.join(k for k, _ in failed)}; originals kept in {path}"
+            ) from None
         try:
             if old:
                 tstate.save(target.state_id, old)

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from gridxfer.errors import UsageError
 from gridxfer.tuning.targets.base import TuningTarget
 
-_SSH_RE = re.compile(r"(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
-                     r"(?::(?P<port>\d{1,5}))?")
+_SSH_RE = re.compile(
+    r"(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
+    r"(?::(?P<port>\d{1,5}))?"
+)
 _NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
 
 

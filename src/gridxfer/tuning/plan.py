@@ -67,7 +67,8 @@ def plan(rate: float, *, tape_target: float | None = None,
         if min(drive_rate) <= 0:
             raise UsageError("--tape-drive-rate must be positive")
         target = tape_target if tape_target is not None else rate
-        drives = (math.ceil(target / drive_rate[1] - 1e-9), math.ceil(target / drive_rate[0] - 1e-9))
+        drives = (math.ceil(target / drive_rate[1] - 1e-9),
+                  math.ceil(target / drive_rate[0] - 1e-9))
         per = (_mbs(drive_rate[0]) if drive_rate[0] == drive_rate[1]
                else f"{drive_rate[0] / 1e6:g}-{drive_rate[1] / 1e6:g} MB/s")
         n = f"{drives[0]}" if drives[0] == drives[1] else f"{drives[0]}-{drives[1]}"

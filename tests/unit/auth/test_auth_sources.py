@@ -101,8 +101,10 @@ def _py(code: str) -> tuple[str, ...]:
 def test_command_source_prints_a_token_and_is_rerun_when_it_runs_short(tmp_path):
     path = token_file(tmp_path / "t", make("cmd"))
     count = tmp_path / "count"
-    code = (f"import pathlib; c = pathlib.Path({str(count)!r}); c.write_text(c.read_text() + 'x' "
-            f"if c.exists() else 'x'); print(); print(pathlib.Path({str(path)!r}).read_text().strip())")
+    code = (
+        f"import pathlib; c = pathlib.Path({str(count)!r}); c.write_text(c.read_text() + 'x' "
+        f"if c.exists() else 'x'); print(); print(pathlib.Path({str(path)!r}).read_text().strip())"
+    )
     reader = TokenReader(CommandSource(_py(code)))
     assert reader.get(min_validity=60).subject == "cmd"
     assert reader.get(min_validity=60).subject == "cmd" and count.read_text() == "x"
@@ -142,7 +144,8 @@ def test_the_command_runs_without_a_shell(tmp_path):
     ({"file": "/run/t"}, FileSource("/run/t")),
     ({"env": "TOK"}, EnvSource("TOK")),
     ({"command": ["oidc-token", "atlas"]}, CommandSource(("oidc-token", "atlas"), 30.0)),
-    ({"command": "oidc-token 'my account'", "timeout": 5}, CommandSource(("oidc-token", "my account"), 5.0)),
+    ({"command": "oidc-token 'my account'", "timeout": 5},
+     CommandSource(("oidc-token", "my account"), 5.0)),
 ])
 def test_source_from_a_campaign_entry(spec, want):
     assert source_from(spec) == want

@@ -56,7 +56,10 @@ def test_a_non_jwt_is_refused_without_echoing_it(text):
 
 
 def test_scopes_may_come_as_a_list_and_paths_are_normalised():
-    assert [str(s) for s in parse_scopes(["storage.read://a//b/", "x"])] == ["storage.read:/a/b", "x"]
+    assert [str(s) for s in parse_scopes(["storage.read://a//b/", "x"])] == [
+        "storage.read:/a/b",
+        "x",
+    ]
     assert parse_scopes(None) == () and parse_scopes(42) == ()
 
 
@@ -72,9 +75,11 @@ ALLOWED = [
     ("read:/a write:/b", "modify", "/b/f"),
 ]
 REFUSED = [
-    ("storage.read:/a", "read", "/ab", "storage.read:/ab"),                  # not a prefix by path component
+    # not a prefix by path component
+    ("storage.read:/a", "read", "/ab", "storage.read:/ab"),
     ("storage.read:/a", "create", "/a/f", "storage.create:/a/f (or storage.modify:/a/f)"),
-    ("storage.create:/a", "modify", "/a/f", "storage.modify:/a/f"),          # create does not overwrite
+    # create does not overwrite
+    ("storage.create:/a", "modify", "/a/f", "storage.modify:/a/f"),
     ("storage.create:/a", "read", "/a/f", "storage.read:/a/f"),
     ("storage.read:/", "stage", "/a/f", "storage.stage:/a/f"),              # read does not stage
     ("openid", "read", "/f", "storage.read:/f"),

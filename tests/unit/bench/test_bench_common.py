@@ -137,14 +137,18 @@ def test_best_of_keeps_the_fastest_successful_run_and_lists_them_all():
     runs = [Result("gx", 3.2, 10, 100), Result("gx", 0.0, 0, 0, note="boom", ok=False),
             Result("gx", 2.9, 10, 100)]
     best = best_of(runs)
-    assert (best.seconds, best.ok, best.note) == (2.9, True, "best of 3: 3.2/fail/2.9 s, median 3.05 s")
+    assert (best.seconds, best.ok, best.note) == (2.9, True,
+                                                  "best of 3: 3.2/fail/2.9 s, median 3.05 s")
     assert (best.round_seconds, best.median_seconds) == ([3.2, None, 2.9], 3.05)
-    odd = best_of([Result("gx", 3.2, 10, 100), Result("gx", 2.9, 10, 100), Result("gx", 3.0, 10, 100)])
+    odd = best_of(
+        [Result("gx", 3.2, 10, 100), Result("gx", 2.9, 10, 100), Result("gx", 3.0, 10, 100)]
+    )
     assert odd.note == "best of 3: 3.2/2.9/3.0 s, median 3.00 s"
     assert best_of(runs[:1]) is runs[0]                 # one run: as it was
     assert (runs[0].round_seconds, runs[0].median_seconds) == ([3.2], 3.2)
     assert (runs[1].round_seconds, runs[1].median_seconds) == ([None], None)
-    failed = [Result("gx", 0.0, 0, 0, note="a", ok=False), Result("gx", 0.0, 0, 0, note="b", ok=False)]
+    failed = [Result("gx", 0.0, 0, 0, note="a", ok=False),
+              Result("gx", 0.0, 0, 0, note="b", ok=False)]
     assert best_of(failed) is failed[-1]                # no success: the last failure
 
 

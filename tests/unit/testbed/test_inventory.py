@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 
 from gridxfer.errors import EXIT_ERROR
-from gridxfer.testbed.inventory import (Endpoint, Inventory, TestbedError, inventory_path, load_inventory,
-                                        remove_inventory, save_inventory)
+from gridxfer.testbed.inventory import (Endpoint, Inventory, TestbedError, inventory_path,
+                                        load_inventory, remove_inventory, save_inventory)
 
 
 def make_inventory(tmp_path: Path) -> Inventory:
     eps = {
         "t0-xrd": Endpoint("t0-xrd", "root://127.0.0.1:1094//data/", "root", "T0",
                            str(tmp_path / "t0-xrd/data"), 101, "/log/x", kind="xrootd", port=1094),
-        "t1-gsi": Endpoint("t1-gsi", f"gsiftp://localhost:2811{tmp_path}/t1-gsi/data/", "gsiftp", "T1",
+        "t1-gsi": Endpoint("t1-gsi", f"gsiftp://localhost:2811{tmp_path}/t1-gsi/data/",
+                           "gsiftp", "T1",
                            str(tmp_path / "t1-gsi/data"), 102, "/log/g", kind="gsiftp", port=2811),
         "t1-ftp": Endpoint("t1-ftp", f"ftp://127.0.0.1:2812{tmp_path}/t1-ftp/data/", "ftp", "T1",
                            str(tmp_path / "t1-ftp/data"), 103, "/log/f", kind="ftp", port=2812,
@@ -37,11 +38,16 @@ def test_resolve_names_subpaths_and_urls(tmp_path):
 
 def test_local_path_maps_urls_of_every_protocol(tmp_path):
     inv = make_inventory(tmp_path)
-    assert inv.local_path("root://127.0.0.1:1094//data/a/b.root") == tmp_path / "t0-xrd/data/a/b.root"
+    assert (
+        inv.local_path("root://127.0.0.1:1094//data/a/b.root") == tmp_path / "t0-xrd/data/a/b.root"
+    )
     assert inv.local_path("root://localhost:1094//data/a") == tmp_path / "t0-xrd/data/a"
     assert inv.local_path("root://127.0.0.1:1094/data/a") == tmp_path / "t0-xrd/data/a"
     assert inv.local_path(inv.resolve("t1-gsi/x/y")) == tmp_path / "t1-gsi/data/x/y"
-    assert inv.local_path(f"gsiftp://127.0.0.1:2811{tmp_path}/t1-gsi/data/z") == tmp_path / "t1-gsi/data/z"
+    assert (
+        inv.local_path(f"gsiftp://127.0.0.1:2811{tmp_path}/t1-gsi/data/z")
+        == tmp_path / "t1-gsi/data/z"
+    )
     assert inv.local_path(inv.resolve("t1-ftp/z")) == tmp_path / "t1-ftp/data/z"
     assert inv.local_path(inv.resolve("t1-ftp")) == tmp_path / "t1-ftp/data"
 

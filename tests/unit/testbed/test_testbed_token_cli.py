@@ -19,14 +19,15 @@ from gridxfer.testbed.inventory import INVENTORY_NAME, Inventory
 @pytest.fixture
 def issuer(gridxfer_home, tmp_path):
     iss = tok_mod.make_issuer(tmp_path / "issuer")
-    inv = Inventory(mode="local", endpoints={}, env={"X509_CERT_DIR": "/x/certs"}, base_dir=str(tmp_path),
-                    extra={"issuer": str(tmp_path / "issuer")})
+    inv = Inventory(mode="local", endpoints={}, env={"X509_CERT_DIR": "/x/certs"},
+                    base_dir=str(tmp_path), extra={"issuer": str(tmp_path / "issuer")})
     state.write_json(gridxfer_home / "testbed" / INVENTORY_NAME, inv.to_json())
     return iss
 
 
 def claims_of(tok: str, iss) -> dict:
-    return jwt.decode(tok, jwt.PyJWK(iss.jwks()["keys"][0]).key, algorithms=["ES256"], audience=iss.audience)
+    return jwt.decode(tok, jwt.PyJWK(iss.jwks()["keys"][0]).key, algorithms=["ES256"],
+                      audience=iss.audience)
 
 
 def test_token_prints_a_signed_token_with_the_given_scopes(issuer, capsys):
@@ -75,7 +76,10 @@ def test_env_writes_a_private_token_file_and_never_prints_the_token(issuer, grid
     assert f"export BEARER_TOKEN_FILE={path}" in out.splitlines()
     assert "export X509_CERT_DIR=/x/certs" in out.splitlines()
     claims = claims_of(tok, issuer)
-    assert claims["scope"] == "storage.read:/ storage.modify:/" and claims["exp"] - claims["iat"] == 7200
+    assert (
+        claims["scope"] == "storage.read:/ storage.modify:/"
+        and claims["exp"] - claims["iat"] == 7200
+    )
     # what a shell makes of it: BEARER_TOKEN (for gfal2) holds the file's token
     res = subprocess.run(["bash", "-c", out + '\nprintf %s "$BEARER_TOKEN"'], capture_output=True,
                          text=True, env={"PATH": os.environ["PATH"]})

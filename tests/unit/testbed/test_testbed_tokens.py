@@ -29,7 +29,8 @@ def test_the_signing_key_is_private_and_the_jwks_public(issuer):
 
 
 def test_minted_tokens_follow_the_wlcg_profile_and_verify_with_the_jwks(issuer):
-    tok = tok_mod.mint(issuer, ["storage.read:/", "storage.create:/sub"], lifetime=600, now=1_800_000_000)
+    tok = tok_mod.mint(issuer, ["storage.read:/", "storage.create:/sub"], lifetime=600,
+                       now=1_800_000_000)
     pub = jwt.PyJWK(issuer.jwks()["keys"][0]).key
     claims = jwt.decode(tok, pub, algorithms=["ES256"], audience=issuer.audience,
                         options={"verify_exp": False, "verify_iat": False, "verify_nbf": False})
@@ -54,7 +55,9 @@ def test_the_keycache_has_scitokens_cpps_schema_and_far_expiry(issuer, tmp_path)
     assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
     con = sqlite3.connect(db)
     (sql,) = con.execute("SELECT sql FROM sqlite_master WHERE name = 'keycache'").fetchone()
-    assert sql == "CREATE TABLE keycache (issuer text UNIQUE PRIMARY KEY NOT NULL, keys text NOT NULL)"
+    assert (
+        sql == "CREATE TABLE keycache (issuer text UNIQUE PRIMARY KEY NOT NULL, keys text NOT NULL)"
+    )
     rows = con.execute("SELECT issuer, keys FROM keycache").fetchall()
     assert len(rows) == 1 and rows[0][0] == issuer.url
     keys = json.loads(rows[0][1])

@@ -13,7 +13,12 @@ from gridxfer.tuning.targets.ssh import SshTarget
 def test_kinds():
     assert isinstance(make_target("local"), LocalTarget)
     t = make_target("ssh:ops@se01.example.org:2222", ssh=SshOptions(sudo=True))
-    assert isinstance(t, SshTarget) and (t.user, t.host, t.port, t.sudo) == ("ops", "se01.example.org", 2222, True)
+    assert isinstance(t, SshTarget) and (t.user, t.host, t.port, t.sudo) == (
+        "ops",
+        "se01.example.org",
+        2222,
+        True,
+    )
     assert t.label == "ssh:ops@se01.example.org:2222" and "/" not in t.state_id
     assert make_target("ssh:root@[::1]:22").host == "::1"
     assert make_target("ssh:se01").sudo is (__import__("os").environ.get("USER", "") != "root")

@@ -10,7 +10,10 @@ from gridxfer.tuning.plan import parse_rate_range, plan
 def test_link_200mbs_needs_10g():
     p = plan(200e6)
     assert p.required_rate == 1200e6 and p.required_bps == 9.6e9 and p.link_gbps == 10
-    assert "200 MB/s x 1.5 headroom x 2 efficiency x 2 recovery = 1200 MB/s = 9.6 Gb/s -> 10 Gb/s" in p.steps[0]
+    assert (
+        "200 MB/s x 1.5 headroom x 2 efficiency x 2 recovery = 1200 MB/s = 9.6 Gb/s -> 10 Gb/s"
+        in p.steps[0]
+    )
 
 
 def test_tape_drives_3_to_4():
@@ -27,7 +30,9 @@ def test_buffer_time_to_full():
 
 
 def test_bigger_rates_pick_bigger_links():
-    assert plan(1000e6).link_gbps == 100 and plan(50e6).link_gbps == 10 and plan(20e6).link_gbps == 1
+    assert (
+        plan(1000e6).link_gbps == 100 and plan(50e6).link_gbps == 10 and plan(20e6).link_gbps == 1
+    )
 
 
 def test_rate_ranges():

@@ -126,7 +126,9 @@ def test_includes_override_in_place_and_remember_origin(tmp_path):
                                         "net.ipv4.tcp_congestion_control = bbr\n")
     (tmp_path / "base.nic").write_text("txqueuelen = 10000\n")
     (tmp_path / "mid.conf").write_text("# include: base\nnet.core.netdev_max_backlog = 250000\n")
-    (tmp_path / "top.conf").write_text("# include: mid\nnet.ipv4.tcp_rmem = 4096 67108864 1073741824\n")
+    (tmp_path / "top.conf").write_text(
+        "# include: mid\nnet.ipv4.tcp_rmem = 4096 67108864 1073741824\n"
+    )
     p = load_profile(str(tmp_path / "top.conf"))
     assert p.includes == ("mid",)
     rmem = p.get("net.ipv4.tcp_rmem")

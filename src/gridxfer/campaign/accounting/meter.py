@@ -8,9 +8,9 @@ throttled or overloaded server really delivers: bytes written (progress, or the 
 of a file when it completes) divided by the time the endpoint had transfers in flight,
 sampled when a snapshot is taken after at least ``window`` busy seconds in which some
 bytes were written, smoothed with an EWMA. Counting busy time, not per-transfer
-rates, keeps connection set-up, bursts and staggered sessions from inflating it. ``ewma_rate`` is the
-per-session rate. ``stalled``/``move_gap`` tell a hung endpoint (no byte moves while
-transfers are in flight) from a slow one. Client-side progress runs ahead of the
+rates, keeps connection set-up, bursts and staggered sessions from inflating it.
+``ewma_rate`` is the per-session rate. ``stalled``/``move_gap`` tell a hung endpoint (no
+byte moves while transfers are in flight) from a slow one. Client-side progress runs ahead of the
 server by up to ``progress_lag`` bytes, which are only credited at completion. Times
 are passed in (``now``) so that tests can replay recorded events.
 """

@@ -111,7 +111,11 @@ class Accounting:
     def load(self, tier: str, *, files_total: int, bytes_total: int, done: int, failed: int,
              bytes_done: int, queued: int, bytes_failed: int = 0) -> None:
         link = self._links[tier]
-        link.files_total, link.bytes_total, link.bytes_failed = files_total, bytes_total, bytes_failed
+        link.files_total, link.bytes_total, link.bytes_failed = (
+            files_total,
+            bytes_total,
+            bytes_failed,
+        )
         link.done, link.failed, link.bytes_done, link.queued = done, failed, bytes_done, queued
 
     def set_cap(self, tier: str, cap: int, reason: str) -> None:
@@ -159,7 +163,9 @@ class Accounting:
                 link.queued += 1
                 return
             link.failed_since += 1
-            self._failures[error_class or "other"] = self._failures.get(error_class or "other", 0) + 1
+            self._failures[error_class or "other"] = (
+                self._failures.get(error_class or "other", 0) + 1
+            )
             if outcome == "retry":
                 self._retries += 1
                 link.queued += 1

@@ -183,10 +183,10 @@ CREDENTIAL_FAILURE = ("the source URL carries a credential, which gridxfer neith
 def plan(conn: sqlite3.Connection, meta: dict[str, str],
          rows: Iterable[tuple], *, chunk: int = 20_000) -> int:
     """Insert meta and every (name, src_url, size, tier, expected_checksum[, bad_name
-    reason]) row in ONE transaction. Rows go in as one JSON array per ``chunk`` (``json_each``): SQLite walks
-    the array itself, where ``executemany`` binds each row from Python (measured: 5,000
-    rows 40-49 ms vs 54-72 ms). Returns the number of rows inserted (duplicates, the same
-    source for the same tier, are ignored)."""
+    reason]) row in ONE transaction. Rows go in as one JSON array per ``chunk``
+    (``json_each``): SQLite walks the array itself, where ``executemany`` binds each
+    row from Python (measured: 5,000 rows 40-49 ms vs 54-72 ms). Returns the number of
+    rows inserted (duplicates, the same source for the same tier, are ignored)."""
     count = 0
     masked: list[str] = []
     conn.execute("BEGIN IMMEDIATE")

@@ -49,7 +49,13 @@ from collections.abc import Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
-from gridxfer.campaign.policy.selection import EndpointDown, EndpointStats, Exclusion, FileToPlace, capacity
+from gridxfer.campaign.policy.selection import (
+    EndpointDown,
+    EndpointStats,
+    Exclusion,
+    FileToPlace,
+    capacity,
+)
 from gridxfer.campaign.policy.space import SpaceWatcher
 
 REFRESH_HEADROOM = 100      # typical writes: with less room than this, each write brings a reading

@@ -207,13 +207,16 @@ def make_selector(name: str = DEFAULT_SELECTOR) -> DestinationSelector:
     try:
         return SELECTORS[name]()
     except KeyError:
-        raise UsageError(f"unknown selector {name!r}; choose from {', '.join(sorted(SELECTORS))}") from None
+        raise UsageError(
+            f"unknown selector {name!r}; choose from {', '.join(sorted(SELECTORS))}"
+        ) from None
 
 
 @dataclass(frozen=True)
 class Exclusion:
     url: str
-    reason: str                 # one line a site admin understands, e.g. "circuit open: 3 failures in a row"
+    # one line a site admin understands, e.g. "circuit open: 3 failures in a row"
+    reason: str
     until: float | None         # unix time the endpoint is re-probed; None = until further notice
 
 
@@ -223,7 +226,8 @@ class EndpointDown:
     url: str
     since: float                # when it went down
     error_class: str            # ErrorClass value of the failure that took it down
-    reason: str                 # one line, e.g. "circuit open: 1 failure in a row (last: connection)"
+    # one line, e.g. "circuit open: 1 failure in a row (last: connection)"
+    reason: str
 
 
 class ExclusionPolicy(Protocol):

@@ -84,7 +84,9 @@ def build_report(name: str, *, buckets: int = 12, bins: int = 10) -> Report:
 def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
     meta = journal.get_meta(conn)
     tally = journal.tally(conn)
-    t0, t1 = conn.execute("SELECT min(started), max(coalesce(ended, started)) FROM attempts").fetchone()
+    t0, t1 = conn.execute(
+        "SELECT min(started), max(coalesce(ended, started)) FROM attempts"
+    ).fetchone()
     seconds = (t1 - t0) if t0 is not None else 0.0
     fail_rows = conn.execute("SELECT tier, endpoint, error_class, count(*) FROM attempts "
                              "WHERE status = 'failed' GROUP BY 1, 2, 3").fetchall()
@@ -111,7 +113,9 @@ def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
                   _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files)
 
 
-def _groups(ok_rows, fail_rows, files_done, files_failed, *, by_tier: bool) -> tuple[GroupStats, ...]:
+def _groups(
+    ok_rows, fail_rows, files_done, files_failed, *, by_tier: bool
+) -> tuple[GroupStats, ...]:
     acc: dict[tuple[str, str], list] = {}
 
     def key(tier: str, ep: str) -> tuple[str, str]:

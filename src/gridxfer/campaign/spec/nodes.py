@@ -37,7 +37,9 @@ class Checker:
             sub = f"{fieldname}.{key}" if fieldname else str(key)
             if not isinstance(key, str) or key not in allowed:
                 hint = difflib.get_close_matches(str(key), allowed, n=1)
-                more = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
+                more = (
+                    f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
+                )
                 raise self.fail(knode, sub, f"unknown key{more}")
             if key in out:
                 raise self.fail(knode, sub, "duplicate key")

@@ -65,7 +65,9 @@ class AnsibleTarget(CommandTarget):
             return json.loads(proc.stdout[proc.stdout.find("{"):])
         except ValueError:
             msg = (proc.stderr or proc.stdout).strip().splitlines()
-            raise TargetError(f"{self.label}: {argv[0]} failed: {msg[-1] if msg else proc.returncode}") from None
+            raise TargetError(
+                f"{self.label}: {argv[0]} failed: {msg[-1] if msg else proc.returncode}"
+            ) from None
 
     def _host_results(self, data: dict) -> list[dict]:
         out = []

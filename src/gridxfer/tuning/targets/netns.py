@@ -16,7 +16,13 @@ import re
 from collections.abc import Sequence
 
 from gridxfer.errors import UsageError
-from gridxfer.tuning.targets.base import GLOBAL_ONLY_REASON, NOT_NET_REASON, CommandTarget, RunResult, proc_path
+from gridxfer.tuning.targets.base import (
+    GLOBAL_ONLY_REASON,
+    NOT_NET_REASON,
+    CommandTarget,
+    RunResult,
+    proc_path,
+)
 from gridxfer.tuning.targets.local import run_local
 
 _NS_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")

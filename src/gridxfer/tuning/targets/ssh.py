@@ -42,7 +42,9 @@ class SshTarget(CommandTarget):
         self.timeout = timeout
         self._sudo = sudo
         self._client = None
-        self.label = f"ssh:{user + '@' if user else ''}{host}{':' + str(port) if port != 22 else ''}"
+        self.label = (
+            f"ssh:{user + '@' if user else ''}{host}{':' + str(port) if port != 22 else ''}"
+        )
 
     def _connect(self):
         if self._client is not None:

@@ -92,7 +92,9 @@ def test_older_journal_gets_the_temp_index_on_open(tmp_path):
     path = tmp_path / "old.sqlite"
     conn = journal.connect(path, create=True)
     conn.execute("DROP INDEX attempts_tmp")
-    conn.execute("INSERT INTO files (id, name, src_url, size, tier) VALUES (1, 'f', 'file:///f', 1, 'T')")
+    conn.execute(
+        "INSERT INTO files (id, name, src_url, size, tier) VALUES (1, 'f', 'file:///f', 1, 'T')"
+    )
     conn.execute("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, status, "
                  "tmp_url) VALUES (1, 1, 'T', 'file:///d/', 'file:///d/f', 0, 'failed', "
                  "'file:///d/.f.gxpart-1')")

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import time
 
-from gridxfer.campaign.policy.exclusions import DefaultExclusions, exclusion_changes, exclusion_event
+from gridxfer.campaign.policy.exclusions import (
+    DefaultExclusions,
+    exclusion_changes,
+    exclusion_event,
+)
 from gridxfer.campaign.policy.selection import EndpointStats, Exclusion, FileToPlace, NoExclusions
 
 MB = 1_000_000

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from gridxfer.campaign.accounting.meter import EndpointMeter
-from gridxfer.campaign.policy.selection import (DEFAULT_SELECTOR, SELECTORS, EndpointStats, FileToPlace,
+from gridxfer.campaign.policy.selection import (DEFAULT_SELECTOR, SELECTORS,
+                                                EndpointStats, FileToPlace,
                                          LeastPending, RoundRobin, ThroughputAware, capacity,
                                          make_selector)
 from gridxfer.errors import UsageError

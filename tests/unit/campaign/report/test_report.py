@@ -21,7 +21,8 @@ def jn(gridxfer_home):
     # f0..f2 done: A at 10 and 20 MB/s, B at 30 MB/s; f3 failed twice on B
     rows = [(1, 1, A, 0.0, 1.0, 10 * MB, "ok", None), (2, 2, A, 0.0, 0.5, 10 * MB, "ok", None),
             (3, 3, B, 1.0, 1 + 1 / 3, 10 * MB, "ok", None),
-            (4, 4, B, 0.0, 2.0, 0, "failed", "connection"), (5, 4, B, 2.0, 3.0, 0, "failed", "timeout")]
+            (4, 4, B, 0.0, 2.0, 0, "failed", "connection"),
+            (5, 4, B, 2.0, 3.0, 0, "failed", "timeout")]
     t0 = 1000.0
     for aid, fid, ep, s, e, b, st, ec in rows:
         conn.execute("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, ended, "

@@ -38,7 +38,8 @@ def test_recursive_everything_skips_temp_names(tree):
 
 
 def test_explicit_list_stats_missing_sizes(tree):
-    src = SourceSpec(url=f"file://{tree}/", files=(FileItem("a.root"), FileItem("b.txt", 99, "0000abcd"),
+    src = SourceSpec(url=f"file://{tree}/",
+                     files=(FileItem("a.root"), FileItem("b.txt", 99, "0000abcd"),
                                                    FileItem("missing")))
     got = [(e.name, e.size, e.adler32) for e in expand(src)]
     assert got == [("a.root", 10, None), ("b.txt", 99, "0000abcd"), ("missing", 0, None)]
@@ -93,7 +94,8 @@ def test_hostile_local_names_are_carried_or_fail_alone(tmp_path):
 
 
 def test_list_names_the_protocol_cannot_carry_fail_alone(tmp_path):
-    src = SourceSpec(url="root://h//d/", files=(FileItem("ok", 1), FileItem("data.root?oss.asize=5", 1),
+    src = SourceSpec(url="root://h//d/",
+                     files=(FileItem("ok", 1), FileItem("data.root?oss.asize=5", 1),
                                                 FileItem("a\x00b", 1)))
     got = [(e.name, e.bad is None) for e in expand(src)]
     assert got == [("ok", True), ("data.root?oss.asize=5", False), ("a\x00b", False)]
@@ -110,7 +112,8 @@ def test_listing_names_are_decoded_per_protocol(monkeypatch):
     base = "gsiftp://h/d/"
     tree = {base: [Entry(strict_join(base, "a%2fb"), 3), Entry(base + "x%2fy", 4),
                    Entry(strict_join(base, "a b"), 5), Entry(base + "%2e%2e", 6, is_dir=True),
-                   Entry(base + "bad%0Adir", 0, is_dir=True), Entry(strict_join(base, "sub"), 0, is_dir=True)],
+                   Entry(base + "bad%0Adir", 0, is_dir=True),
+                   Entry(strict_join(base, "sub"), 0, is_dir=True)],
             "gsiftp://h/d/sub/": [Entry("gsiftp://h/d/sub/%3F", 7)]}
     listed = []
 

@@ -24,35 +24,129 @@ timeout: 10m
 
 # name -> (yaml text, expected line, text that must be in the message)
 MALFORMED = {
-    "unknown-top-key": (GOOD + "overwirte: true\n", 12, "overwirte: unknown key (did you mean 'overwrite'?)"),
-    "unknown-tier-key": (GOOD.replace("    streams: 4", "    stream: 4"), 6, "destinations[0].stream: unknown key (did you mean 'streams'"),
-    "bad-scheme": (GOOD.replace("gsiftp://se01", "gsftp://se01"), 5, "destinations[0].pool[0]: unsupported URL scheme 'gsftp'"),
-    "url-no-host": (GOOD.replace("root://t0.example:1094//store/raw/", "root:///store/raw/"), 2, "source.url: URL 'root:///store/raw/' has no host"),
+    "unknown-top-key": (
+        GOOD + "overwirte: true\n",
+        12,
+        "overwirte: unknown key (did you mean 'overwrite'?)",
+    ),
+    "unknown-tier-key": (
+        GOOD.replace("    streams: 4", "    stream: 4"),
+        6,
+        "destinations[0].stream: unknown key (did you mean 'streams'",
+    ),
+    "bad-scheme": (
+        GOOD.replace("gsiftp://se01", "gsftp://se01"),
+        5,
+        "destinations[0].pool[0]: unsupported URL scheme 'gsftp'",
+    ),
+    "url-no-host": (
+        GOOD.replace("root://t0.example:1094//store/raw/", "root:///store/raw/"),
+        2,
+        "source.url: URL 'root:///store/raw/' has no host",
+    ),
     "bad-port": (GOOD.replace("t0.example:1094", "t0.example:99999"), 2, "source.url: URL"),
     "bad-size": (GOOD.replace("4MiB", "4 apples"), 8, "destinations[0].tcp_buffer: not a size"),
-    "bad-duration": (GOOD.replace("backoff: 30s", "backoff: 30 parsecs"), 10, "retries.backoff: not a duration"),
-    "zero-timeout": (GOOD.replace("timeout: 10m", "timeout: 0"), 11, "timeout: must be greater than zero"),
-    "empty-pool": (GOOD.replace('pool: ["gsiftp://se01.cnaf.example/data/", "gsiftp://se02.cnaf.example/data"]', "pool: []"), 5, "destinations[0].pool: the pool is empty"),
-    "streams-string": (GOOD.replace("streams: 4", "streams: four"), 6, "destinations[0].streams: expected a whole number"),
-    "streams-zero": (GOOD.replace("streams: 4", "streams: 0"), 6, "destinations[0].streams: must be at least 1"),
+    "bad-duration": (
+        GOOD.replace("backoff: 30s", "backoff: 30 parsecs"),
+        10,
+        "retries.backoff: not a duration",
+    ),
+    "zero-timeout": (
+        GOOD.replace("timeout: 10m", "timeout: 0"),
+        11,
+        "timeout: must be greater than zero",
+    ),
+    "empty-pool": (
+        GOOD.replace(
+            'pool: ["gsiftp://se01.cnaf.example/data/", "gsiftp://se02.cnaf.example/data"]',
+            "pool: []",
+        ),
+        5,
+        "destinations[0].pool: the pool is empty",
+    ),
+    "streams-string": (
+        GOOD.replace("streams: 4", "streams: four"),
+        6,
+        "destinations[0].streams: expected a whole number",
+    ),
+    "streams-zero": (
+        GOOD.replace("streams: 4", "streams: 0"),
+        6,
+        "destinations[0].streams: must be at least 1",
+    ),
     "negative-retries": (GOOD.replace("max: 3", "max: -1"), 10, "retries.max: must be at least 0"),
-    "missing-source": ("campaign: x\ndestinations:\n  - {tier: A, pool: [\"root://h//d/\"]}\n", 1, "source: required key is missing"),
-    "missing-pool": (GOOD.replace('    pool: ["gsiftp://se01.cnaf.example/data/", "gsiftp://se02.cnaf.example/data"]\n', ""), 4, "destinations[0].pool: required key is missing"),
-    "bad-verify": (GOOD.replace("verify: both", "verify: bothe"), 9, "checksum.verify: must be one of source, destination, both, none (did you mean 'both'?)"),
-    "bad-algorithm": (GOOD.replace("algorithm: adler32", "algorithm: md5"), 9, "checksum.algorithm: unsupported algorithm 'md5'"),
-    "overwrite-not-bool": (GOOD + "overwrite: yes please\n", 12, "overwrite: expected true or false"),
+    "missing-source": (
+        'campaign: x\ndestinations:\n  - {tier: A, pool: ["root://h//d/"]}\n',
+        1,
+        "source: required key is missing",
+    ),
+    "missing-pool": (
+        GOOD.replace(
+            '    pool: ["gsiftp://se01.cnaf.example/data/", "gsiftp://se02.cnaf.example/data"]\n',
+            "",
+        ),
+        4,
+        "destinations[0].pool: required key is missing",
+    ),
+    "bad-verify": (
+        GOOD.replace("verify: both", "verify: bothe"),
+        9,
+        "checksum.verify: must be one of source, destination, both, none (did you mean 'both'?)",
+    ),
+    "bad-algorithm": (
+        GOOD.replace("algorithm: adler32", "algorithm: md5"),
+        9,
+        "checksum.algorithm: unsupported algorithm 'md5'",
+    ),
+    "overwrite-not-bool": (
+        GOOD + "overwrite: yes please\n",
+        12,
+        "overwrite: expected true or false",
+    ),
     "yaml-syntax": (GOOD.replace("streams: 4", "streams: [4"), 7, "YAML syntax"),
     "bad-campaign-name": (GOOD.replace("sc-t0-t1", "sc t0/t1"), 1, "campaign: bad name"),
-    "destinations-not-list": (GOOD.split("destinations:")[0] + "destinations: {tier: A}\n", 3, "destinations: expected a list of tiers"),
-    "empty-file-list": (GOOD.replace('files: {glob: "*.root"}', "files: []"), 2, "source.files: the file list is empty"),
-    "glob-with-slash": (GOOD.replace('"*.root"', '"a/*.root"'), 2, "source.files.glob: a glob matches names"),
-    "min-above-max": (GOOD.replace("max_active: 6", "max_active: 6\n    min_active: 8"), 8, "destinations[0].min_active: min_active 8 is above max_active 6"),
-    "unknown-selector": (GOOD.replace("streams: 4", "streams: 4\n    selector: round-robbin"), 7, "destinations[0].selector: unknown selector 'round-robbin' (did you mean 'round-robin'?)"),
-    "relative-file": (GOOD.replace('files: {glob: "*.root"}', 'files: ["/etc/passwd"]'), 2, "source.files[0]: '/etc/passwd' must be a file name relative"),
-    "bad-adler": (GOOD.replace('files: {glob: "*.root"}', 'files: [{name: a, size: 1MB, adler32: xyz}]'), 2, "source.files[0].adler32: not an adler32"),
+    "destinations-not-list": (
+        GOOD.split("destinations:")[0] + "destinations: {tier: A}\n",
+        3,
+        "destinations: expected a list of tiers",
+    ),
+    "empty-file-list": (
+        GOOD.replace('files: {glob: "*.root"}', "files: []"),
+        2,
+        "source.files: the file list is empty",
+    ),
+    "glob-with-slash": (
+        GOOD.replace('"*.root"', '"a/*.root"'),
+        2,
+        "source.files.glob: a glob matches names",
+    ),
+    "min-above-max": (
+        GOOD.replace("max_active: 6", "max_active: 6\n    min_active: 8"),
+        8,
+        "destinations[0].min_active: min_active 8 is above max_active 6",
+    ),
+    "unknown-selector": (
+        GOOD.replace("streams: 4", "streams: 4\n    selector: round-robbin"),
+        7,
+        "destinations[0].selector: unknown selector 'round-robbin' (did you mean 'round-robin'?)",
+    ),
+    "relative-file": (
+        GOOD.replace('files: {glob: "*.root"}', 'files: ["/etc/passwd"]'),
+        2,
+        "source.files[0]: '/etc/passwd' must be a file name relative",
+    ),
+    "bad-adler": (
+        GOOD.replace('files: {glob: "*.root"}', "files: [{name: a, size: 1MB, adler32: xyz}]"),
+        2,
+        "source.files[0].adler32: not an adler32",
+    ),
     "two-documents": (GOOD + "---\ncampaign: y\n", 13, "expected exactly one YAML document"),
     "empty-file": ("# nothing\n", 0, "the file is empty"),
-    "unknown-endpoint-name": (GOOD.replace('"gsiftp://se01.cnaf.example/data/"', '"t9-nope"'), 5, "destinations[0].pool[0]: endpoint name 't9-nope'"),
+    "unknown-endpoint-name": (
+        GOOD.replace('"gsiftp://se01.cnaf.example/data/"', '"t9-nope"'),
+        5,
+        "destinations[0].pool[0]: endpoint name 't9-nope'",
+    ),
 }
 MALFORMED["duplicate-tier"] = (
     GOOD.replace("checksum:", "  - tier: T1-CNAF\n    pool: [\"root://h:1094//d/\"]\nchecksum:"),
