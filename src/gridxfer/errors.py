@@ -7,7 +7,6 @@ Conventions (ARCHITECTURE.md): 0 ok, 1 error, 2 usage or bad input, 3 partial
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -53,7 +52,7 @@ class Interrupted(GridxferError):
     exit_code = EXIT_INTERRUPTED
 
 
-class ErrorClass(str, enum.Enum):
+class ErrorClass(enum.StrEnum):
     """Why a transfer failed. Decides whether the scheduler retries (as FTS3 does)."""
 
     SOURCE_MISSING = "source_missing"      # ENOENT on the source: never retried
@@ -76,12 +75,6 @@ _RETRYABLE = frozenset({ErrorClass.TIMEOUT, ErrorClass.CONNECTION, ErrorClass.CH
                         ErrorClass.OTHER, ErrorClass.NO_SPACE})
 # NO_SPACE is retryable *elsewhere*: the file may go to another endpoint of the pool,
 # while the full endpoint is excluded by the selector.
-
-
-@dataclass(frozen=True)
-class TransferFailure:
-    error_class: ErrorClass
-    message: str
 
 
 class TransferError(GridxferError):

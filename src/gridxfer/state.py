@@ -6,6 +6,7 @@ crash leaves either the old or the new content, never half of one.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -47,10 +48,8 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o600, *,
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

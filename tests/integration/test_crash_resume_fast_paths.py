@@ -250,8 +250,8 @@ def check_resumed(case: Case, snap: dict, env: dict, *, checksum: bool) -> dict[
         outcomes["pending"] += bool(st and st[1])
         assert (got[aid]["file_id"], got[aid]["outcome"]) == (fid, want), (name, st, got[aid])
         outcomes[want] += 1
-    msgs = dict(query(case.db, "SELECT id, error_msg FROM attempts WHERE id IN (%s)"
-                      % ",".join(map(str, snap["active"]))))
+    ids = ",".join(map(str, snap["active"]))
+    msgs = dict(query(case.db, f"SELECT id, error_msg FROM attempts WHERE id IN ({ids})"))
     assert all(m.startswith("process died; recovered:") for m in msgs.values()), msgs
 
     # the storage: each file once, the source's bytes, persisted, nothing else there

@@ -5,6 +5,7 @@ bad_name; nothing outside the campaign's source and destination directories is r
 written (canaries sit where a decoded '..' would land)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -57,10 +58,8 @@ def snapshot(*roots: Path) -> dict[str, tuple[int, str]]:
                 p = Path(dirpath) / f
                 if ".gxpart-" in f or p.suffix in (".sqlite", ".sqlite-wal", ".sqlite-shm"):
                     continue
-                try:
+                with contextlib.suppress(OSError):
                     out[str(p)] = (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-                except OSError:
-                    pass
     return out
 
 

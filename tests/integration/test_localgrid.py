@@ -155,7 +155,7 @@ def test_tpc_gsiftp_to_gsiftp(local_grid, payload):
     run(["globus-url-copy", "-cd", src, dst], env=env)
     # gfal-copy (gfal2 2.21.3) very rarely aborts with "free(): invalid pointer" (SIGABRT)
     # on a gsiftp->gsiftp copy (seen 2 in ~50 runs, only with a loaded CPU): retry that once.
-    for attempt in range(2):
+    for _attempt in range(2):
         res = subprocess.run(["gfal-copy", "-f", src, dst + ".gfal"], env=env, capture_output=True,
                              text=True, timeout=60)
         if res.returncode != -signal.SIGABRT:

@@ -14,6 +14,7 @@ remove, and the resume said how many it removed.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -82,10 +83,8 @@ def full_copies(dirs: dict[str, Path], data: dict[str, bytes]) -> int:
     n = 0
     for d in dirs.values():
         for name, blob in data.items():
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 n += os.stat(d / name).st_size == len(blob)
-            except FileNotFoundError:
-                pass
     return n
 
 

@@ -128,5 +128,6 @@ def test_sysctl_dry_run_reads_every_line_as_the_loader_does(path):
     assert [(k, " ".join(v.split())) for k, v in printed] == [(s.key, s.value) for s in present]
     errors = p.stderr.splitlines()
     assert len(errors) == len(absent), p.stderr
-    assert all(f"cannot stat {proc_path(k)}" in e for k, e in zip(absent, errors)), p.stderr
+    pairs = zip(absent, errors, strict=True)
+    assert all(f"cannot stat {proc_path(k)}" in e for k, e in pairs), p.stderr
     assert p.returncode == (1 if absent else 0)

@@ -11,6 +11,7 @@ Each case runs against its own fresh server so no earlier channel is reused.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -51,11 +52,9 @@ class Sampler:
         while not self.stop.is_set():
             conns = []
             for pid in self.pids_fn():
-                try:
+                with contextlib.suppress(psutil.NoSuchProcess):
                     conns += [c for c in psutil.Process(pid).net_connections(kind="tcp")
                               if c.status == psutil.CONN_ESTABLISHED and c.raddr and self.keep(c)]
-                except psutil.NoSuchProcess:
-                    pass
             if conns:
                 self.samples.append(conns)
             time.sleep(0.02)

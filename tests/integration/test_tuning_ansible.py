@@ -209,7 +209,7 @@ def test_templates_never_run_on_the_controller(host, tmp_path):
     from gridxfer.tuning.targets.base import WriteFailed
     ns, sshd, inv = host
     marker = tmp_path / "pwned"
-    evil = "{{ lookup('pipe', 'touch %s; echo 5') }}" % marker
+    evil = "{{ lookup('pipe', 'touch " + str(marker) + "; echo 5') }}"
     before = ns.sysctl("net.ipv4.tcp_syn_retries")
     t = AnsibleTarget("gxhost", inv, runtime_file=f"{sshd.workdir}/runtime.conf")
     with pytest.raises(WriteFailed):                          # the literal text is no number

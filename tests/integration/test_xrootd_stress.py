@@ -173,7 +173,7 @@ def test_fanout_soak(fanout_grid, tmp_path):
                        lambda i: TransferParams(streams=2 + i % 3, timeout=60, verify="both"),
                        bound=420)
         assert max(secs) < 60
-        downloads = [lambda u=u, i=i: get_mover(u, "file://x").copy(
+        downloads = [lambda u=u, i=i, rnd=rnd: get_mover(u, "file://x").copy(
             u, f"file://{tmp_path}/r{rnd}-{i}.dat", params=TransferParams(streams=4, timeout=60))
             for i, (u, _) in enumerate(files[:16])]
         res = _run_bounded(downloads, workers=8, bound=120)

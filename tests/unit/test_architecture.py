@@ -129,7 +129,7 @@ def test_the_layer_list_is_the_maps():
     section = DOC[DOC.index("## Import direction"):DOC.index("## Threads")]
     listed = re.findall(r"^\d+\. (.*)$", section, re.M)
     assert len(listed) == len(LAYERS)
-    for text, names in zip(listed, LAYERS):
+    for text, names in zip(listed, LAYERS, strict=True):
         for name in names:
             if name != "__version__":
                 assert f"`{name}`" in text, (name, text)

@@ -29,7 +29,6 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
 
 from gridxfer.errors import UsageError
 from gridxfer.redact import redact
@@ -71,7 +70,7 @@ class DiscoverySource:
         return "WLCG bearer token discovery"
 
 
-TokenSource = Union[FileSource, EnvSource, CommandSource, DiscoverySource]
+TokenSource = FileSource | EnvSource | CommandSource | DiscoverySource
 
 
 def read_token(source: TokenSource, *, env: Mapping[str, str] | None = None) -> Token:

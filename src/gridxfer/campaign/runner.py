@@ -78,12 +78,10 @@ def prepare_environment(spec: CampaignSpec) -> None:
     """Endpoint names came from the testbed inventory: give clients its environment
     (X509_*, XRD_*) before any mover is imported."""
     if spec.inventory:
-        from gridxfer.errors import GridxferError
         from gridxfer.testbed.inventory import load_inventory
-        try:
+        # URLs are resolved already; clients may have their own env
+        with contextlib.suppress(GridxferError):
             os.environ.update(load_inventory().client_env())
-        except GridxferError:       # URLs are resolved already; clients may have their own env
-            pass
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ stays in its own file. Errors are caught once, here, and mapped to exit codes by
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -125,10 +126,8 @@ def leave(code: int) -> None:
         agents.stop_all()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
-        except (OSError, ValueError):   # a closed pipe: nothing more can be said
-            pass
     os._exit(code)
 
 

@@ -24,7 +24,7 @@ def compare_png(before: ProfileRun, after: ProfileRun, path: Path) -> Path:
     edges = [b.low for b in bins] + [bins[-1].high] if bins else [0.0, 1.0]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 1]})
     colours = ("tab:red", "tab:blue")
-    for run, values, colour in zip((before, after), series, colours):
+    for run, values, colour in zip((before, after), series, colours, strict=True):
         avg = run.result.summary.avg / 1e6
         ax.hist(values, bins=edges, alpha=0.65, color=colour,
                 label=f"{run.profile}: avg {avg:.0f} Mbit/s")
@@ -39,8 +39,8 @@ def compare_png(before: ProfileRun, after: ProfileRun, path: Path) -> Path:
     ax.set_title(f"{res.src} -> {res.dst}, {res.streams} stream(s){path_txt}")
     names = [before.profile, after.profile]
     avgs = [before.result.summary.avg / 1e6, after.result.summary.avg / 1e6]
-    lows = [a - r.result.summary.min / 1e6 for a, r in zip(avgs, (before, after))]
-    highs = [r.result.summary.max / 1e6 - a for a, r in zip(avgs, (before, after))]
+    lows = [a - r.result.summary.min / 1e6 for a, r in zip(avgs, (before, after), strict=True)]
+    highs = [r.result.summary.max / 1e6 - a for a, r in zip(avgs, (before, after), strict=True)]
     bx.bar(names, avgs, color=colours, yerr=[lows, highs], capsize=6)
     bx.set_ylabel("avg per run (Mbit/s), min-max bars")
     speed = avgs[1] / avgs[0] if avgs[0] else float("inf")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import fcntl
 import os
 import random
@@ -127,10 +128,8 @@ def _tight_timers() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
-    except (OSError, AttributeError):
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

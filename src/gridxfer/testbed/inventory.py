@@ -15,6 +15,7 @@ API::
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -166,10 +167,8 @@ def load_inventory(path: Path | None = None) -> Inventory:
 
 
 def remove_inventory() -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(inventory_path())
-    except FileNotFoundError:
-        pass
 
 
 def _url_path(url: str) -> str:

@@ -20,6 +20,7 @@ starts, so ``down`` works even after ``up`` was killed -9 half-way.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -235,10 +236,8 @@ def down() -> None:
     for base in dict.fromkeys(bases):
         _rmtree(base)
     inv_mod.remove_inventory()
-    try:
+    with contextlib.suppress(FileNotFoundError):
         _pointer().unlink()
-    except FileNotFoundError:
-        pass
 
 
 def _rmtree(base: Path) -> None:

@@ -24,6 +24,7 @@ API (used by ``gridxfer testbed`` and netbench): :func:`up`, :func:`down`, :func
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -263,10 +264,8 @@ def exec_in(host: str, argv: list[str]) -> int:
     if not argv:
         raise TestbedError("nothing to run: give a command after --")
     env = dict(os.environ)
-    try:
+    with contextlib.suppress(TestbedError):
         env.update(inv_mod.load_inventory().client_env())
-    except TestbedError:
-        pass
     try:
         return subprocess.call([*netns.wrap(ns), *argv], env=env)
     except FileNotFoundError:

@@ -5,6 +5,7 @@ command and the tool's own one-line complaint.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -107,22 +108,16 @@ def kill_pids(pid_list: list[int], grace: float = 3.0) -> None:
         time.sleep(0.05)
         alive = [p for p in alive if _alive(p)]
     for pid in alive:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     for pid in alive:               # reap if they are our children
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
 
 
 def _alive(pid: int) -> bool:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split(") ", 1)[1][:1] != "Z"
@@ -167,7 +162,5 @@ def remove_etc(ns: str) -> None:
     for f in d.iterdir():
         f.unlink()
     d.rmdir()
-    try:
+    with contextlib.suppress(OSError):
         ETC_NETNS.rmdir()           # only if nobody else keeps files there
-    except OSError:
-        pass

@@ -21,6 +21,7 @@ API::
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -181,10 +182,8 @@ def terminate(procs: list[psutil.Process], grace: float = 1.5) -> list[int]:
     procs = list(dict.fromkeys(procs))
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, max(grace, 5.0))):
         for p in procs:
-            try:
+            with contextlib.suppress(psutil.Error):
                 p.send_signal(sig)
-            except psutil.Error:
-                pass
         if _wait_gone(procs, wait):
             break
     for p in _ZOMBIE_GUARD:

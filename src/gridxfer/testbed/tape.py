@@ -19,6 +19,7 @@ alone. The log is opened per line, so it can be rotated underneath.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -218,10 +219,8 @@ class EmulatedTape:
             path = self._claim(i)
 
     def _unclaim(self, path: Path) -> None:
-        try:
+        with contextlib.suppress(OSError, KeyError):
             os.rename(path, self._origin.pop(path))
-        except (OSError, KeyError):
-            pass
 
     # --- CTA-format log ----------------------------------------------------------------
     def _log_down(self, i: int) -> None:

@@ -58,7 +58,8 @@ def ensure_user(name: str = SERVICE_USER) -> str:
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name]
         )
         if res.returncode not in (0, 9):      # 9: already exists (race with another up)
-            raise TestbedError(f"cannot create service user {name!r}: {res.stderr.strip()}")
+            raise TestbedError(
+                f"cannot create service user {name!r}: {res.stderr.strip()}") from None
     return name
 
 

@@ -86,8 +86,9 @@ def test_peak_rss_is_the_process_own_not_its_parents():
     """A child of a parent holding 200 MB must report its own peak (ru_maxrss would say
     >= 200 MB: Linux carries it across fork and exec)."""
     import subprocess
-    code = ("import sys; sys.path.insert(0, %r); from bench import common; "
-            "print(common.peak_rss())" % str(Path(__file__).resolve().parents[3]))
+    root = str(Path(__file__).resolve().parents[3])
+    code = (f"import sys; sys.path.insert(0, {root!r}); from bench import common; "
+            "print(common.peak_rss())")
     big = bytearray(200 << 20)
     for i in range(0, len(big), 4096):
         big[i] = 1

@@ -93,7 +93,7 @@ class _TieSpreader:
 
     def pick(self, candidates: Sequence[str], scores: Sequence[float]) -> str:
         best = min(scores)
-        tied = [c for c, s in zip(candidates, scores)
+        tied = [c for c, s in zip(candidates, scores, strict=True)
                 if s == best or (math.isfinite(best)
                                  and math.isclose(s, best, rel_tol=self._rel_tol, abs_tol=1e-9))]
         return tied[next(self._counter) % len(tied)]

@@ -83,7 +83,7 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     rows = cur.execute(sql, args).fetchall()
     if not rows:
         return ShareReport(0.0, 0.0, (), ())
-    cols = list(zip(*rows))
+    cols = list(zip(*rows, strict=True))
     ep_all = np.array(cols[0], dtype=object)
     start = np.array(cols[2], dtype=float)
     end = np.maximum(np.array(cols[3], dtype=float), start)
@@ -98,7 +98,7 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     edges = np.arange(n + 1) * width
     s, e = start - t0, end - t0
     dur = e - s
-    tiers = dict(zip(cols[0], cols[1]))
+    tiers = dict(zip(cols[0], cols[1], strict=True))
     names = sorted(set(cols[0]))
     files_b: dict[str, np.ndarray] = {}
     bytes_b: dict[str, np.ndarray] = {}

@@ -167,7 +167,7 @@ def _load_attempts(conn) -> dict[str, np.ndarray]:
                         "WHERE ended IS NOT NULL").fetchall()
     if not rows:
         return {}
-    cols = list(zip(*rows))
+    cols = list(zip(*rows, strict=True))
     return {"s": np.array(cols[0], float), "e": np.array(cols[1], float),
             "b": np.array(cols[2], float), "tier": np.array(cols[3], object),
             "ep": np.array(cols[4], object), "ok": np.array([c == "ok" for c in cols[5]])}

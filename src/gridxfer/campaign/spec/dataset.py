@@ -70,7 +70,7 @@ def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
 def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
     path = source.list_file or ""
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115  (closed by the `with` below; only open() is guarded)
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror or exc}", path=path) from None
     with fh:

@@ -117,7 +117,7 @@ class Checker:
         if scheme != "file" and not parts.hostname:
             raise self.fail(node, fieldname, f"URL {text!r} has no host")
         try:
-            parts.port
+            _ = parts.port                  # raises ValueError for a bad port
         except ValueError:
             raise self.fail(node, fieldname, f"URL {text!r} has a bad port") from None
         if not parts.path or not parts.path.startswith("/"):

@@ -86,7 +86,7 @@ class TuningTarget(abc.ABC):
         if not res.ok:
             raise TargetError(f"{self.label}: cannot write {path}: {res.first_error_line()}")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (a default no-op on purpose, not abstract)
         """Release connections; a no-op for local targets."""
 
     def __enter__(self) -> TuningTarget:

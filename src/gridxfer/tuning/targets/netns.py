@@ -11,6 +11,7 @@ host's entry is held open while the namespace's is looked at, so its dentry cann
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Sequence
@@ -50,10 +51,8 @@ class NetnsTarget(CommandTarget):
         held: dict[str, int] = {}
         try:
             for key in net:
-                try:
+                with contextlib.suppress(OSError):
                     held[key] = os.open(proc_path(key), os.O_PATH)
-                except OSError:
-                    pass
             inside = self.stat_entries(net)
             for key in net:
                 if key not in inside:

@@ -1,6 +1,8 @@
 """Accounting: counts, windowed rates, endpoint snapshots, optimizer samples."""
 from __future__ import annotations
 
+import os
+
 from gridxfer.campaign.accounting.stats import Accounting
 
 POOLS = {"T1": ("root://a//", "root://b//"), "T2": ("root://c//",)}
@@ -76,8 +78,9 @@ def test_progress_render_reads_the_snapshot():
     acct = make()
     f = acct.start("T2", "root://c//", 10, 100.0)
     acct.finish(f, ok=False, nbytes=0, error_class="connection", outcome="retry", now=100.5)
-    con = Console(width=140, record=True, file=open("/dev/null", "w"))
-    con.print(render(acct.snapshot(101.0), "demo"))
+    with open(os.devnull, "w") as sink:
+        con = Console(width=140, record=True, file=sink)
+        con.print(render(acct.snapshot(101.0), "demo"))
     text = con.export_text()
     assert "demo files 2/15" in text and "failed 1" in text
     assert "T1" in text and "3/10" not in text and "0/3" in text     # active/cap of T1

@@ -1,6 +1,7 @@
 """The per-link concurrency optimizer on simulated links and recorded samples."""
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -70,7 +71,7 @@ def test_converges_within_30s(shape, seed, counter):
 
 def test_every_change_is_explained():
     history = run(AdaptiveConcurrency(2, 24), SHAPES["plateau"][0])
-    changes = [(t, c, r) for (t, c, r), (_, prev, _) in zip(history[1:], history) if c != prev]
+    changes = [(t, c, r) for (_, prev, _), (t, c, r) in itertools.pairwise(history) if c != prev]
     assert changes and all(("MB/s" in r) for _, _, r in changes)
     assert any("slow start" in r for _, _, r in changes)
     assert any("back to" in r or "converged" in r for _, _, r in changes)
