@@ -61,4 +61,4 @@ bench: .stamp-venv
 
 clean:
 	-$(VENV)/bin/gridxfer testbed down >/dev/null 2>&1
-	rm -rf $(VENV) .stamp-* src/*.egg-info .pytest_cache
+	rm -rf $(VENV) .stamp-* src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

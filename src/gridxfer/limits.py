@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Callable
+from typing import TypeVar
 
 from gridxfer.errors import UsageError
 
@@ -72,7 +73,10 @@ ALL = {name: value for name, value in globals().items()
        if isinstance(value, Limit)}
 
 
-def require(value: float, limit: Limit, option: str, raw: object | None = None) -> float:
+_N = TypeVar("_N", int, float)
+
+
+def require(value: _N, limit: Limit, option: str, raw: object | None = None) -> _N:
     """``value`` if within ``limit``, else UsageError naming ``option`` (exit 2)."""
     msg = limit.above(value, value if raw is None else raw)
     if msg:
@@ -80,6 +84,6 @@ def require(value: float, limit: Limit, option: str, raw: object | None = None) 
     return value
 
 
-def parse_within(raw: str, parse: Callable[[str], float], limit: Limit, option: str) -> float:
+def parse_within(raw: str, parse: Callable[[str], _N], limit: Limit, option: str) -> _N:
     """``parse(raw)`` (a ``gridxfer.units`` parser) bounded by ``limit``."""
     return require(parse(raw), limit, option, raw)

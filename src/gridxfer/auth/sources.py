@@ -119,9 +119,9 @@ def discover(env: Mapping[str, str] | None = None) -> Token | None:
             if value:
                 return parse(value, f"environment variable {where}")
             continue
-        value = _read_file(Path(where))
-        if value is not None:
-            return parse(value, f"token file {where}")
+        text = _read_file(Path(where))
+        if text is not None:
+            return parse(text, f"token file {where}")
     return None
 
 

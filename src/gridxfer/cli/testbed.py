@@ -11,7 +11,9 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Callable
 from types import ModuleType
+from typing import TypeVar
 
 import click
 
@@ -106,8 +108,11 @@ def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limi
     _render_inventory(inv, as_json)
 
 
-def _pairs(items: tuple[str, ...], option: str, parse) -> dict[str, float]:
-    out = {}
+_N = TypeVar("_N", int, float)
+
+
+def _pairs(items: tuple[str, ...], option: str, parse: Callable[[str], _N]) -> dict[str, _N]:
+    out: dict[str, _N] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:

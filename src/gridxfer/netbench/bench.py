@@ -159,7 +159,8 @@ def rtt(src: str, dst: str, *, count: int = 10, interval: float = 0.2) -> RttRes
         raise NetbenchError(f"ping {src} -> {dst} failed: {(proc.stderr or proc.stdout).strip()}")
     sent, got = int(lm.group(1)), int(lm.group(2))
     samples = [float(t) for t in _TIME_RE.findall(proc.stdout)]
-    return RttResult(src, dst, count, path_info(src, dst), *(float(g) for g in m.groups()),
+    low, avg, high, mdev = (float(g) for g in m.groups())
+    return RttResult(src, dst, count, path_info(src, dst), low, avg, high, mdev,
                      loss_fraction=(sent - got) / sent if sent else 1.0,
                      median_ms=statistics.median(samples) if samples else float(m.group(2)))
 

@@ -140,8 +140,14 @@ def independent_checksum(inv, url: str) -> str:
         if out is not None:
             return out[1].lower().zfill(8)      # "adler32 0a1b2c3d"
         print(f"  (falling back to xrdadler32 on the server's file {local})")
-        return _tool(["xrdadler32", str(local)])[0].lower().zfill(8)
-    return _tool(["xrdadler32", str(inv.local_path(url))])[0].lower().zfill(8)
+        return _xrdadler32(str(local))
+    return _xrdadler32(str(inv.local_path(url)))
+
+
+def _xrdadler32(path: str) -> str:
+    out = _tool(["xrdadler32", path])
+    assert out is not None              # required: _tool raises SystemExit instead
+    return out[0].lower().zfill(8)
 
 
 def verify_sample(inv, layout: Layout) -> int:

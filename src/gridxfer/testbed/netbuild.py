@@ -79,11 +79,12 @@ def build_network(topo: Topology, st: dict[str, Any], save: Callable[[dict], Non
     for k, link in enumerate(topo.links):
         for src, dst, suffix in ((link.a, link.b, "a"), (link.b, link.a, "b")):
             method = wanlink.method_for(link, st.get("netem", False))
-            rec = {"dev": f"tl{k}{suffix}", "from": src, "to": dst, "rate_bps": link.rate_bps,
+            dev = f"tl{k}{suffix}"
+            rec: dict[str, Any] = {"dev": dev, "from": src, "to": dst, "rate_bps": link.rate_bps,
                    "rtt_s": link.rtt_s, "loss": link.loss, "method": method}
             st["links"].append(rec)
             save(st)
-            rec.update(wanlink.build(router, rec["dev"], link, method,
+            rec.update(wanlink.build(router, dev, link, method,
                                      TABLE_BASE + tier_index[src], topo.tier(dst).subnet,
                                      delayline))
     save(st)

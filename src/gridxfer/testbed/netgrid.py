@@ -112,7 +112,7 @@ def up(topology_path: str | os.PathLike, *, notify: Notify = _stderr, services: 
 
     Without CAP_NET_ADMIN it falls back to the loopback local grid (with a message).
     """
-    topo = load(topology_path)
+    topo = load(os.fspath(topology_path))
     if not netns.has_cap_net_admin():
         notify("no CAP_NET_ADMIN: network namespaces unavailable; falling back to the "
                "loopback local grid (no RTT, rate or loss emulation)")

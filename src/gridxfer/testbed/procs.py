@@ -186,8 +186,8 @@ def terminate(procs: list[psutil.Process], grace: float = 1.5) -> list[int]:
                 p.send_signal(sig)
         if _wait_gone(procs, wait):
             break
-    for p in _ZOMBIE_GUARD:
-        p.poll()
+    for child in _ZOMBIE_GUARD:
+        child.poll()
     return [p.pid for p in procs]
 
 

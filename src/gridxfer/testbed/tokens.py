@@ -107,7 +107,7 @@ def mint(issuer: Issuer, scopes: Sequence[str], *, lifetime: float = 3600, subje
     claims = {"wlcg.ver": "1.0", "iss": issuer.url, "sub": subject,
               "aud": audience or issuer.audience, "scope": " ".join(scopes),
               "iat": now, "nbf": now, "exp": now + int(lifetime), "jti": str(uuid.uuid4())}
-    key = Path(issuer.key_file).read_bytes()
+    key = Path(issuer.key_file).read_text(encoding="ascii")  # PEM
     return jwt.encode(claims, key, algorithm="ES256", headers={"kid": issuer.kid})
 
 

@@ -30,8 +30,8 @@ from gridxfer.errors import SpecError, UsageError
 from gridxfer.inputs import parse_yaml, read_text
 from gridxfer.units import parse_bitrate, parse_duration
 
-BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
-ROUTER_ADDR = ipaddress.ip_address("198.18.0.1")
+BENCH_NET = ipaddress.IPv4Network("198.18.0.0/15")
+ROUTER_ADDR = ipaddress.IPv4Address("198.18.0.1")
 ROLES = ("storage", "client")
 SERVICES = ("xrootd", "gridftp", "sshd")
 RESERVED = ("router", "probe")         # namespace names the grid uses itself
@@ -179,7 +179,7 @@ def parse(text: str, path: str = "<topology>") -> Topology:
     doc = parse_yaml(lambda t: yaml.load(t, Loader=_Loader), text, path)  # noqa: S506 - Safe
     if not isinstance(doc, dict):
         raise SpecError("a topology must be a mapping with 'tiers' and 'links'", path=path)
-    ctx.mapping(doc, _TOP_KEYS, "")
+    doc = ctx.mapping(doc, _TOP_KEYS, "")
     name = str(ctx.need(doc, "name", ""))
     if not _NAME_RE.fullmatch(name) or len(name) > 10:
         raise ctx.err("must be 1-10 chars of [a-z0-9-], starting with a letter", doc, "name")
@@ -202,8 +202,8 @@ def parse(text: str, path: str = "<topology>") -> Topology:
             subnet = ipaddress.ip_network(str(raw.get("subnet") or f"198.18.{ti + 1}.0/24"))
         except ValueError as exc:
             raise ctx.err(str(exc), raw, f"{where}.subnet") from None
-        if (subnet.version != 4 or not subnet.subnet_of(BENCH_NET) or ROUTER_ADDR in subnet
-                or subnet.num_addresses < 8):
+        if (not isinstance(subnet, ipaddress.IPv4Network) or not subnet.subnet_of(BENCH_NET)
+                or ROUTER_ADDR in subnet or subnet.num_addresses < 8):
             raise ctx.err("must be a /29 or larger inside 198.18.0.0/15, not holding 198.18.0.1",
                           raw, f"{where}.subnet")
         if any(subnet.overlaps(s) for s in subnets):

@@ -177,9 +177,9 @@ def _read_lines(path: Path) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
+        lineno = raw[:exc.start].count(b"\n") + 1
         raise SpecError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", path=str(path),
-                        line=line) from None
+                        line=lineno) from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -101,9 +101,11 @@ class SshdHost:
         return str(path)
 
 
-def _keygen(path: Path, kind: str = "ed25519") -> str:
+def _keygen(path: Path, kind: str = "ed25519") -> tuple[str, str]:
+    """A new key pair at ``path``; returns the public key's (type, base64)."""
     subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-f", str(path)], check=True)
-    return path.with_suffix(".pub").read_text().split(maxsplit=2)[:2]
+    kind_name, blob = path.with_suffix(".pub").read_text().split(maxsplit=2)[:2]
+    return kind_name, blob
 
 
 def _wait_port(addr: str, port: int, proc: subprocess.Popen, timeout: float = 10) -> None:

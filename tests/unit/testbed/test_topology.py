@@ -77,6 +77,8 @@ def test_defaults_and_addresses():
     ("subnet: 198.19.7.0/24", "subnet: 192.168.7.0/24", 7, "tiers[1].subnet"),
     ("subnet: 198.19.7.0/24", "subnet: 198.18.1.0/25", 7, "tiers[1].subnet"),     # overlap
     ("subnet: 198.19.7.0/24", "subnet: 198.18.0.0/24", 7, "tiers[1].subnet"),     # router addr
+    ("subnet: 198.19.7.0/24", "subnet: 2001:db8::/64", 7, "tiers[1].subnet"),      # IPv6
+    ("{name: t0-se01}", "{name: t0-se01, address: '2001:db8::1'}", 5, "tiers[0].hosts[0].address"),
     ("rate: 100Mbit}", "rate: fast}", 10, "tiers[1].hosts[1].rate"),
     ("role: client", "role: boss", 10, "tiers[1].hosts[1].role"),
     ("services: [xrootd]", "services: [httpd]", 9, "tiers[1].hosts[0].services"),

@@ -165,9 +165,6 @@ def get_meta(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ planning
-FILE_COLUMNS = ("name", "src_url", "size", "tier", "expected_checksum")
-
-
 # A row with a 6th item (why its name is refused, movers/names.py) is planned failed with
 # class bad_name: it is never dispatched, and status and report list it.
 _PLAN_SQL = ("INSERT OR IGNORE INTO files (name, src_url, size, tier, expected_checksum, state, "

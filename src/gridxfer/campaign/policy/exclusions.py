@@ -116,7 +116,7 @@ class DefaultExclusions:
     # -- the seam ----------------------------------------------------------------
     def record(self, url: str, ok: bool, error_class: str | None, now: float) -> None:
         st = self._state(url)
-        if self._space is not None and self._space_is_tight(url):
+        if self._space is not None and self._space_is_tight(self._space, url):
             self._space.refresh(url)            # its free space just changed, and it matters
         if ok:
             st.writes_ok += 1
@@ -126,7 +126,7 @@ class DefaultExclusions:
             if st.open_until is not None and now >= st.open_until:   # probe succeeded
                 st.open_until, st.half_open, st.trips = None, False, 0
             return
-        cls = getattr(error_class, "value", error_class)
+        cls = str(error_class or ErrorClass.OTHER)     # an ErrorClass is its value (StrEnum)
         if cls in NOT_ENDPOINT_FAULT:
             return
         if cls == ErrorClass.NO_SPACE.value:
@@ -209,14 +209,14 @@ class DefaultExclusions:
         return (self._no_space(url, st, es, now, file) or self._breaker(url, st, es, now)
                 or self._slow(url, st, es, pool, stats, now))
 
-    def _space_is_tight(self, url: str) -> bool:
+    def _space_is_tight(self, space: SpaceWatcher, url: str) -> bool:
         """Whether a write that just ended should bring a new space reading at once: when
         the reading is unknown, or when what is left no longer holds ``REFRESH_HEADROOM``
         more writes of the typical size plus the reserve. Otherwise the periodic reading
         and the estimate (``_no_space`` subtracts the writes since a reading) are enough:
         a small-files campaign ended a write every few hundred microseconds, and each
         forced a query of the server every ``min_interval`` (3 % of its GIL time)."""
-        _, free = self._space.reading(url)
+        _, free = space.reading(url)
         if free is None:
             return True
         return free < REFRESH_HEADROOM * (max(1, self._typical) + self.min_free_bytes)

@@ -205,9 +205,9 @@ class AdaptiveConcurrency:
                           f"({fmt_rate(rate)}{vs}): back to {prev}")
         if st.phase in ("slow-start", "refine"):
             st.phase = "refine"
-            nxt = self._bisect(st)
-            if nxt is not None:
-                return nxt, f"refine: {where}{vs}, trying {nxt}"
+            trial = self._bisect(st)
+            if trial is not None:
+                return trial, f"refine: {where}{vs}, trying {trial}"
         best = self._best(st)
         st.phase, st.steady_rate = "steady", st.rates[best]
         st.next_probe = now + self.probe_every

@@ -11,7 +11,6 @@ of attempts in flight per time bin; files count at the end of their successful a
 
     endpoint_share(conn, bins=12) -> ShareReport     # typed result (to_dict for --json)
     render_share(report) -> str                      # the text table for `campaign report`
-    plot_share(report, axes)                         # matplotlib stack plots, optional
 """
 from __future__ import annotations
 
@@ -171,24 +170,3 @@ def render_share(report: ShareReport) -> str:
         span = f"{fmt_duration(b.start)}-{fmt_duration(b.end)}"
         lines.append(f"{span:>15}  " + "  ".join(f"{c:>18}" for c in cells))
     return "\n".join(lines)
-
-
-def plot_share(report: ShareReport, axes: Any) -> None:
-    """Two stack plots on ``axes`` (a pair of matplotlib Axes): bytes and sessions."""
-    names = [e.endpoint for e in report.endpoints]
-    mids = [(b.start + b.end) / 2 for b in report.bins]
-    for ax, key, label in ((axes[0], "bytes", "share of bytes"),
-                           (axes[1], "sessions", "share of sessions")):
-        series = []
-        for n in names:
-            vals = []
-            for b in report.bins:
-                d = getattr(b, key)
-                total = sum(d.values()) or 1
-                vals.append(d.get(n, 0) / total)
-            series.append(vals)
-        ax.stackplot(mids, series, labels=[_short(n, 30) for n in names])
-        ax.set_ylabel(label)
-        ax.set_ylim(0, 1)
-    axes[1].set_xlabel("seconds since start")
-    axes[0].legend(loc="upper right", fontsize="small")

@@ -88,7 +88,7 @@ class AnsibleTarget(CommandTarget):
             raise TargetError(f"{self.label}: ansible's command module would expand $VAR/~ in "
                               f"{shlex.join(argv)}; refusing")
         variables: dict = {"gridxfer_argv": list(argv)}
-        args = {"argv": "{{ gridxfer_argv }}"}
+        args: dict[str, object] = {"argv": "{{ gridxfer_argv }}"}
         if input is not None:
             variables["gridxfer_stdin"] = input
             args.update(stdin="{{ gridxfer_stdin }}", stdin_add_newline=False)

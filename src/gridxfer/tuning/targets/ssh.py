@@ -143,12 +143,13 @@ class _Policy:
         where = t.known_hosts
         if verdict.status == kh.KNOWN:
             return
+        line = verdict.entry.line if verdict.entry is not None else "?"
         if verdict.status == kh.REVOKED_KEY:
             raise HostKeyRevoked(f"{t.label}: host key {key.get_name()} {kh.fingerprint(blob)} is "
-                                 f"marked @revoked in {where}:{verdict.entry.line}; refusing")
+                                 f"marked @revoked in {where}:{line}; refusing")
         if verdict.status == kh.CHANGED:
             raise HostKeyRefused(f"{t.label}: host key does not match "
-                                 f"{where}:{verdict.entry.line}; refusing (possible "
+                                 f"{where}:{line}; refusing (possible "
                                  "man-in-the-middle)")
         ca = (f" ({where}:{verdict.ca_lines[0]} is a @cert-authority line, ignored: paramiko "
               "cannot verify host certificates)") if verdict.ca_lines else ""
