@@ -227,15 +227,26 @@ def _masked(row: tuple, masked: list[str]) -> tuple:
     return (clean_name, clean_src, *row[2:5], *(r and redact(r) for r in row[5:]))
 
 
+NOT_UTF8 = ("the file name is not valid UTF-8 (shown with its bytes escaped): not copied; "
+            "rename it")
+
+
 def _insert_files(conn: sqlite3.Connection, batch: list[tuple]) -> int:
-    # ensure_ascii=False: the text is bound as UTF-8, so a name that is not valid UTF-8
-    # (a surrogate from os.listdir) is refused here, not stored as bytes nobody can read.
+    # ensure_ascii=False: the text is bound as UTF-8. A name that is not valid UTF-8 (a
+    # surrogate from os.listdir) fails alone as bad_name, stored with its bytes escaped
+    # (it is never dispatched); the check costs nothing until such a name comes.
     try:
         return conn.execute(_PLAN_SQL, (json.dumps(batch, ensure_ascii=False),)).rowcount
     except UnicodeEncodeError:
-        bad = next((r[0] for r in batch if not _utf8(r[0])), "?")
-        raise UsageError(f"source file name is not valid UTF-8: {bad!r}; rename it or "
-                         f"list the files explicitly") from None
+        batch = [row if _utf8(row[0]) and _utf8(row[1]) else _escaped(row) for row in batch]
+        return conn.execute(_PLAN_SQL, (json.dumps(batch, ensure_ascii=False),)).rowcount
+
+
+def _escaped(row: tuple) -> tuple:
+    """A row whose name or URL is not valid UTF-8, planned failed as bad_name."""
+    name, src = (t.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                 for t in row[:2])
+    return (name, src, *row[2:5], NOT_UTF8)
 
 
 def _utf8(text: str) -> bool:

@@ -64,14 +64,17 @@ def test_status_query_uses_covering_index(gridxfer_home):
     assert "COVERING INDEX files_tally" in plan
 
 
-def test_plan_refuses_a_name_that_is_not_utf8(tmp_path):
-    from gridxfer.errors import UsageError
+def test_a_name_that_is_not_utf8_fails_alone_as_bad_name(tmp_path):
+    """One undecodable name (a surrogate from os.listdir) fails as bad_name, stored with
+    its bytes escaped; the other files are planned (it used to stop the whole plan)."""
     conn = journal.connect(tmp_path / "j.sqlite", create=True)
     rows = [("ok.dat", "file:///d/ok.dat", 1, "T1", None),
             ("bad\udcff.dat", "file:///d/bad\udcff.dat", 1, "T1", None)]
-    with pytest.raises(UsageError, match="not valid UTF-8"):
-        journal.plan(conn, {"name": "x"}, rows)
-    assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 0   # rolled back
+    assert journal.plan(conn, {"name": "x"}, rows) == 2
+    got = dict(conn.execute("SELECT name, state || ' ' || ifnull(error_class, '') FROM files"))
+    assert got == {"ok.dat": "pending ", "bad\\xff.dat": "failed bad_name"}
+    msg = conn.execute("SELECT error_msg FROM files WHERE state = 'failed'").fetchone()[0]
+    assert "not valid UTF-8" in msg
 
 
 def test_plan_counts_inserted_rows_and_keeps_types(tmp_path):
