@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -38,7 +39,7 @@ def target(request, testhost):
     kind = request.param
     if kind == "local":
         t = LocalTarget()
-        reader = lambda key: open("/proc/sys/" + key.replace(".", "/")).read().strip()  # noqa: E731
+        reader = lambda key: Path("/proc/sys", key.replace(".", "/")).read_text().strip()  # noqa: E731
     else:
         reader = ns.sysctl
         if kind == "netns":
@@ -47,7 +48,8 @@ def target(request, testhost):
             t = SshTarget(sshd.address, user="root", port=sshd.port, key_filename=sshd.key,
                           known_hosts=sshd.known_hosts)
         else:
-            t = AnsibleTarget("gxhost", sshd.inventory(), runtime_file=f"{sshd.workdir}/runtime.conf")
+            t = AnsibleTarget("gxhost", sshd.inventory(),
+                              runtime_file=f"{sshd.workdir}/runtime.conf")
     before = reader(KEY)
     try:
         yield kind, t, reader
@@ -120,4 +122,5 @@ def test_label_and_state_id_are_distinct(testhost):
            SshTarget(sshd.address, user="root", port=sshd.port).state_id,
            AnsibleTarget("gxhost", "inv").state_id}
     assert len(ids) == 4 and all("/" not in i for i in ids)
-    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count(ns.name) == 1
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert listed.count(ns.name) == 1

@@ -60,8 +60,10 @@ _BY_ERRNO = {
 
 # Text patterns for tools that lose the errno (globus-url-copy, gfal2 ECOMM/EIO wrappers).
 _PATTERNS: list[tuple[re.Pattern[str], Any]] = [
-    (re.compile(r"checksum (mismatch|do not match|error)|checksum.*differ", re.I), ErrorClass.CHECKSUM),
-    (re.compile(r"no such file|not found|does not exist|FILE_NOT_FOUND|PATH_NOT_FOUND", re.I), E.ENOENT),
+    (re.compile(r"checksum (mismatch|do not match|error)|checksum.*differ", re.I),
+     ErrorClass.CHECKSUM),
+    (re.compile(r"no such file|not found|does not exist|FILE_NOT_FOUND|PATH_NOT_FOUND", re.I),
+     E.ENOENT),
     (re.compile(r"file exists|already exists", re.I), ErrorClass.EXISTS),
     (re.compile(r"no space|disk quota|quota exceeded", re.I), ErrorClass.NO_SPACE),
     (re.compile(r"connection refused|connection reset|no route to host|network is unreachable|"
@@ -77,8 +79,8 @@ _PATTERNS: list[tuple[re.Pattern[str], Any]] = [
 # Credential problems win over the errno that comes with them (gfal2 reports a missing
 # proxy file as ENOENT, which must not read as "source missing").
 _CREDENTIALS = re.compile(r"user certificate|proxy (certificate|file)|credential|gss_|"
-                          r"globus_gsi|530 login|authentication failed|(certificate|proxy)[^.]*expired",
-                          re.I)
+                          r"globus_gsi|530 login|authentication failed|"
+                          r"(certificate|proxy)[^.]*expired", re.I)
 
 
 def _from_errno(code: int, side: str) -> ErrorClass | None:

@@ -64,7 +64,8 @@ ENCODED = Protocol(decodes=True)
 PROTOCOLS: dict[str, Protocol] = {"file": LITERAL, "root": Protocol(False, "?"),
                                   "gsiftp": ENCODED, "ftp": ENCODED}
 
-_PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*(?:/[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*)*")
+_PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*"
+                    r"(?:/[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*)*")
 _PLAIN_URL = re.compile(r"[A-Za-z0-9+.-]+://[A-Za-z0-9._~:@\[\]-]*[A-Za-z0-9._~+=,@/-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 

@@ -50,7 +50,8 @@ def test_roundtrip_mode_and_damage(gridxfer_home, tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     loaded, note = bl.load(path)
     assert loaded == b and note is None
-    for junk in ("{not json", "[]", '{"version": 2}', '{"version": 1, "ewma": {"value": -1, "n": 1}}',
+    for junk in ("{not json", "[]", '{"version": 2}',
+                 '{"version": 1, "ewma": {"value": -1, "n": 1}}',
                  '{"version": 1, "hourly": {"25": {"value": 1, "n": 1}}}'):
         path.write_text(junk)
         loaded, note = bl.load(path)

@@ -49,7 +49,8 @@ def test_many_waiters_and_a_racing_set_never_miss_it():
     for _ in range(200):
         flag = CancelFlag()
         results = []
-        waiters = [threading.Thread(target=lambda: results.append(flag.wait(5))) for _ in range(3)]
+        waiters = [threading.Thread(target=lambda r=results, f=flag: r.append(f.wait(5)))
+                   for _ in range(3)]
         for w in waiters:
             w.start()
         flag.set()
@@ -59,8 +60,10 @@ def test_many_waiters_and_a_racing_set_never_miss_it():
 
 
 def test_each_job_gets_its_own_flag():
-    a = Job(1, 1, "T", "a", "file:///a", "root://h//a", "root://h//", 1, 1, None, frozenset(), 0.0, None)
-    b = Job(2, 2, "T", "b", "file:///b", "root://h//b", "root://h//", 1, 1, None, frozenset(), 0.0, None)
+    a = Job(1, 1, "T", "a", "file:///a", "root://h//a", "root://h//", 1, 1, None,
+            frozenset(), 0.0, None)
+    b = Job(2, 2, "T", "b", "file:///b", "root://h//b", "root://h//", 1, 1, None,
+            frozenset(), 0.0, None)
     a.cancel.set()
     assert a.cancel.is_set() and not b.cancel.is_set()
     assert isinstance(a.cancel, CancelFlag)

@@ -44,7 +44,8 @@ def test_gfal2_messages_without_useful_errno():
     refused = gfal2.GError("globus_xio: Unable to connect to 127.0.0.1:1 globus_xio: System error "
                            "in connect: Connection refused", 70)
     assert classify(refused) is C.CONNECTION
-    missing = gfal2.GError("550-GridFTP-Errno: 2 550-GridFTP-Error-String: No such file or directory", 2)
+    missing = gfal2.GError("550-GridFTP-Errno: 2 550-GridFTP-Error-String: No such file or "
+                           "directory", 2)
     assert classify(missing, side="source") is C.SOURCE_MISSING
 
 

@@ -9,8 +9,8 @@ import pytest
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import TransferParams, normalise_adler32
 from gridxfer.movers.integrity import LocalOps, adler32_file, verified_copy
-from gridxfer.movers.urls import (is_temp_name, local_path, scheme_of, split_dir, temp_url, url_path,
-                                  with_user)
+from gridxfer.movers.urls import (is_temp_name, local_path, scheme_of, split_dir,
+                                  temp_url, url_path, with_user)
 
 
 def test_url_helpers():
@@ -120,7 +120,8 @@ def test_verified_copy_refuses_existing_and_missing(tmp_path):
         verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/dst", TransferParams(),
                       src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"))
     assert err.value.error_class is ErrorClass.EXISTS and (tmp_path / "dst").read_bytes() == b"old"
-    verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/dst", TransferParams(overwrite=True),
+    verified_copy(f"file://{tmp_path}/src", f"file://{tmp_path}/dst",
+                  TransferParams(overwrite=True),
                   src_ops=ops, dst_ops=ops, raw_copy=_raw_writer(b"hello"))
     assert (tmp_path / "dst").read_bytes() == b"hello"
     with pytest.raises(TransferError) as err:

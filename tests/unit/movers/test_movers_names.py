@@ -42,7 +42,8 @@ def _table():
     rnd = random.Random(17)
     alphabet = "ab/.%2fe?#: \x00\n\x7fü~+"
     rows = [(s, n) for s in BASES for n in HOSTILE + BAD]
-    rows += [(rnd.choice(list(BASES)), "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 8))))
+    rows += [(rnd.choice(list(BASES)),
+              "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 8))))
              for _ in range(3000)]
     return rows
 
@@ -53,7 +54,8 @@ def test_every_name_round_trips_or_is_refused():
         url = _classify(base, name)
         parts = name.split("/")
         legal = (name and all(p not in ("", ".", "..") for p in parts)
-                 and not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029" for c in name)
+                 and not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029"
+                             for c in name)
                  and not (scheme == "root" and "?" in name))
         assert (url is not None) == bool(legal), (scheme, name, url)
         if url is None:

@@ -19,7 +19,8 @@ class Batch:
     attempts 'active', which recovery settles by checking the destination); a dispatch
     never waits: its attempt rows are committed before the transfers start."""
     file_updates: list = field(default_factory=list)   # (endpoint, dst_url, updated, id)
-    attempts: list = field(default_factory=list)       # (id, file_id, tier, endpoint, dst_url, started, streams, tmp_url)
+    # (id, file_id, tier, endpoint, dst_url, started, streams, tmp_url)
+    attempts: list = field(default_factory=list)
     events: list = field(default_factory=list)         # (kind, detail)
     att_rows: list = field(default_factory=list)       # finished attempts
     done_rows: list = field(default_factory=list)

@@ -4,6 +4,7 @@ replaced; written-off workers are not waited for at the end. ``Gate``: at most N
 of a link run at once, so jobs dispatched ahead of time wait for a free slot."""
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -72,10 +73,8 @@ class WorkerPool:
 
     def _run(self, init: Callable[[], None] | None = None) -> None:
         if init is not None:
-            try:
+            with contextlib.suppress(Exception):    # a warm-up is only an optimisation
                 init()
-            except Exception:       # a warm-up is only an optimisation
-                pass
         while True:
             bundle = self._jobs.get()
             if bundle is None:

@@ -10,14 +10,15 @@ the transfer when its control connections close, and the caller removes the temp
 The child keeps its gfal2 context, so its GridFTP sessions (a GSI handshake each) serve every
 copy of the thread, as the in-process context did; only a cancelled or crashed child costs a
 new one. A child ends when its thread does (stdin closed; and PR_SET_PDEATHSIG: killed with
-it, even by kill -9) and at interpreter exit (killed). Protocol: one JSON request per line on stdin; the child answers with
-``{"progress": bytes}`` lines and one ``{"ok": true}`` or ``{"error": {"code", "message"}}``.
-EOF on stdin ends it.
+it, even by kill -9) and at interpreter exit (killed). Protocol: one JSON request per line
+on stdin; the child answers with ``{"progress": bytes}`` lines and one ``{"ok": true}`` or
+``{"error": {"code", "message"}}``. EOF on stdin ends it.
 """
 from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import json
 import os
 import queue
@@ -67,18 +68,14 @@ class _Agent:
 
     def __del__(self) -> None:
         # The thread that owned it has ended: closing stdin ends an idle child (EOF).
-        try:
+        with contextlib.suppress(Exception):    # interpreter shutdown or already closed
             self.proc.stdin.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown or already closed
-            pass
 
     def kill(self) -> None:
         with _ALL_LOCK:
             _ALL.discard(self)
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.proc.wait()
 
     def died(self, what: str) -> TransferError:
@@ -111,8 +108,8 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
     agent = getattr(_local, "agent", None)
     if agent is None or agent.proc.poll() is not None:
         agent = _local.agent = _Agent()
-    request = {"src": src, "dst": dst, "nbstreams": nbstreams, "timeout": max(1, int(params.timeout)),
-               "tcp_buffer": int(params.tcp_buffer or 0)}
+    request = {"src": src, "dst": dst, "nbstreams": nbstreams,
+               "timeout": max(1, int(params.timeout)), "tcp_buffer": int(params.tcp_buffer or 0)}
     try:
         agent.proc.stdin.write(json.dumps(request) + "\n")
         agent.proc.stdin.flush()
@@ -143,9 +140,9 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
             return
         else:
             err = reply.get("error") or {}
-            side = "source" if "SOURCE" in str(err.get("message", "")).upper()[:80] else "destination"
-            raise transfer_error(AgentError(int(err.get("code") or 0), str(err.get("message", ""))),
-                                 what, side=side)
+            message = str(err.get("message", ""))
+            side = "source" if "SOURCE" in message.upper()[:80] else "destination"
+            raise transfer_error(AgentError(int(err.get("code") or 0), message), what, side=side)
 
 
 # ------------------------------------------------------------------ the child

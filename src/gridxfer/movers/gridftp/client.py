@@ -15,6 +15,7 @@ choose between the two per URL are movers/gridftp/ops.py.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -254,10 +255,8 @@ def _prepare_from(netloc: str, session: GsiControl, pasv: Reply) -> None:
     waits for the connection to finish); a PASV that failed leaves nothing prepared."""
     if pasv.code != 227:
         return
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the upload then opens its own
         ftpdata.keep(netloc, ftpdata.connect_later(session.passive_address(pasv)))
-    except (OSError, ValueError):
-        pass                            # the upload opens its own, as without this
 
 
 def _found(url: str, reply: Reply) -> bool:

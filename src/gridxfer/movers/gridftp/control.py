@@ -20,6 +20,7 @@ back to gfal2, which applies the Globus rules.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import socket
@@ -243,10 +244,8 @@ class GsiControl:
 
     def close(self) -> None:
         for closer in (self._in.close, self.sock.close):
-            try:
+            with contextlib.suppress(OSError):
                 closer()
-            except OSError:
-                pass
 
 
 def _parse(lines: list[str]) -> Reply:

@@ -91,12 +91,14 @@ def _query(url: str, timeout: float) -> bytes:
     pool = _slots(server_of(url))
     slot = pool.acquire(timeout)
     if slot is None:
-        raise TransferError(ErrorClass.TIMEOUT, f"{url}: no checksum slot free within {timeout:g} s")
+        raise TransferError(ErrorClass.TIMEOUT,
+                            f"{url}: no checksum slot free within {timeout:g} s")
     try:
         server = server_of(url)
         fs = xrd.FileSystem(with_user(server, f"gxck{slot}") if slot else server)
         for attempt in range(1 + _PROGRAM_FAILED_RETRIES):
-            status, reply = fs.query(QueryCode.CHECKSUM, url_path(url), timeout=max(1, int(timeout)))
+            status, reply = fs.query(QueryCode.CHECKSUM, url_path(url),
+                                     timeout=max(1, int(timeout)))
             # kXR_ServerError 3012 "Program failed": xrootd's checksum job ended without a
             # result (seen under concurrent queries); asking again computes it afresh.
             if status.ok or status.errno != 3012:
@@ -119,7 +121,8 @@ def query_checksum(url: str, timeout: float | None = None) -> bytes:
             flight = _flights[url] = _Flight()
     if not leader:
         if not flight.done.wait(timeout + 5):
-            raise TransferError(ErrorClass.TIMEOUT, f"{url}: checksum not answered within {timeout:g} s")
+            raise TransferError(ErrorClass.TIMEOUT,
+                                f"{url}: checksum not answered within {timeout:g} s")
         if flight.error is not None:
             err = flight.error
             raise TransferError(err.error_class, str(err)[len(err.error_class.value) + 2:])

@@ -35,6 +35,7 @@ complete): the first upload to each server checks that its open file is POSC-pen
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -111,7 +112,8 @@ def _drain(win: _Window, limit: int, params: TransferParams, deadline: float, st
 def _send(handle: xrd.File, fd: int, size: int, params: TransferParams,
           progress: ProgressFn | None, deadline: float, stall: float, what: str) -> Upload:
     if size <= CHUNK:           # one request: no window, no callback
-        data = os.read(fd, size + 1)    # not CHUNK + 1: a 4 MiB buffer per small file costs mmap/munmap
+        # not CHUNK + 1: a 4 MiB buffer per small file costs mmap/munmap
+        data = os.read(fd, size + 1)
         if data:
             status, _ = handle.write(data, 0, len(data), timeout=int(stall))
             if not status.ok:
@@ -145,7 +147,8 @@ def _send(handle: xrd.File, fd: int, size: int, params: TransferParams,
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled")
     if offset != size:      # the size check: what the source had vs what was sent
         raise TransferError(ErrorClass.CHECKSUM,
-                            f"{what}: read {offset} bytes of {size} (source changed during the copy)")
+                            f"{what}: read {offset} bytes of {size} "
+                            "(source changed during the copy)")
     if progress is not None:
         progress(win.acked, size)
     return Upload(bytes=win.acked, adler32=normalise_adler32(value))
@@ -249,12 +252,8 @@ def _probe_posc(dst: str) -> None:
 
 def _discard(handle: xrd.File, dst: str, closed: bool) -> None:
     """Remove what this upload created at ``dst`` (a closed POSC file is permanent)."""
-    try:
+    with contextlib.suppress(Exception):        # best effort; the original error wins
         xrd.FileSystem(server_of(dst)).rm(url_path(dst), timeout=CLEANUP_TIMEOUT)
-    except Exception:  # noqa: BLE001 - best effort; the original error wins
-        pass
     if not closed:
-        try:
+        with contextlib.suppress(Exception):
             handle.close(timeout=CLEANUP_TIMEOUT)
-        except Exception:  # noqa: BLE001
-            pass

@@ -136,8 +136,10 @@ class Mover:
         return TransferOutcome(100, 0.001, None, 1, "fake")
 
 
-def campaign(pool, n, *, retries=RetrySpec(1, 0.3), wait=0.0, circuit=CircuitSpec(),
-             max_active=4):
+_RETRIES, _CIRCUIT = RetrySpec(1, 0.3), CircuitSpec()
+
+
+def campaign(pool, n, *, retries=_RETRIES, wait=0.0, circuit=_CIRCUIT, max_active=4):
     spec = CampaignSpec(name="dead", source=SourceSpec(url="root://src.invalid:1//s/"),
                         destinations=(TierSpec("T1", tuple(pool), max_active=max_active,
                                                min_active=1),),

@@ -87,14 +87,16 @@ class FakeMover:
 def make_spec(n_tiers=1, max_active=3, retries=2, pool=POOL, **kw):
     tiers = tuple(TierSpec(f"T{i}", pool if i == 0 else ("root://c.invalid:1//d/",), streams=2,
                            max_active=max_active) for i in range(n_tiers))
-    return CampaignSpec(name="s1", source=SourceSpec(url="root://src.invalid:1//s/"), destinations=tiers,
+    return CampaignSpec(name="s1", source=SourceSpec(url="root://src.invalid:1//s/"),
+                        destinations=tiers,
                         retries=RetrySpec(retries, 0.01), checksum=ChecksumSpec("adler32", "both"),
                         **kw)
 
 
 def plan(spec, n=10, expected=None, size=100):
     conn = journal.connect(journal.journal_path(spec.name), create=True)
-    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src.invalid:1//s/f{i}", size, t.name,
+    journal.plan(conn, {"name": spec.name},
+                 ((f"f{i}", f"root://src.invalid:1//s/f{i}", size, t.name,
                                               expected) for i in range(n)
                                              for t in spec.destinations))
     return conn
@@ -156,7 +158,8 @@ def test_retry_classes(gridxfer_home):
 def test_no_space_goes_elsewhere(gridxfer_home):
     spec = make_spec(retries=1)
     conn = plan(spec, 6)
-    mover = FakeMover({"rule": lambda s, d, n: ErrorClass.NO_SPACE if "//a.invalid:1" in d else None})
+    mover = FakeMover({"rule": lambda s, d, n: ErrorClass.NO_SPACE if "//a.invalid:1" in d
+                       else None})
     _, res = run(conn, spec, mover, exclusion_factory=lambda: _NoExcl())
     assert res.files_done == 6 and res.files_failed == 0
     assert conn.execute("SELECT count(*) FROM files WHERE endpoint = ?", (POOL[1],)
@@ -240,7 +243,8 @@ def test_exclusions_and_optimizer_are_journalled(gridxfer_home):
     _, res = run(conn, spec, FakeMover(), exclusion_factory=ExcludeA,
                  optimizer_factory=lambda t: Two(1, 3))
     assert res.files_done == 4
-    assert conn.execute("SELECT count(*) FROM files WHERE endpoint=?", (POOL[0],)).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM files WHERE endpoint=?",
+                        (POOL[0],)).fetchone()[0] == 0
     ex = list(journal.last_events(conn, "excluded"))
     assert ex and ex[0]["url"] == POOL[0] and ex[0]["reason"] == "circuit open: test"
     opt = list(journal.last_events(conn, "optimizer"))
@@ -292,7 +296,8 @@ def test_hung_mover_is_cancelled_then_abandoned(gridxfer_home, monkeypatch):
                 raise TransferError(ErrorClass.CANCELLED, "cancelled")
             return super().copy(src, dst, params=params, progress=progress)
 
-    monkeypatch.setattr(scheduler.Scheduler, "_watchdog", _fast_watchdog(scheduler.Scheduler._watchdog))
+    monkeypatch.setattr(scheduler.Scheduler, "_watchdog",
+                        _fast_watchdog(scheduler.Scheduler._watchdog))
     t = time.monotonic()
     _, res = run(conn, spec, Hang(), exclusion_factory=lambda: _NoExcl())
     release.set()
@@ -509,7 +514,8 @@ def _run_with_f0_stuck(conn, spec, monkeypatch) -> float:
     """Run the campaign with a mover stuck for good in f0 (it ignores cancel) and the
     watchdog's clock shifted so abandoning takes ~1 s; seconds the run took."""
     monkeypatch.setattr(watchdog, "ABANDON_AFTER", 0.3)
-    monkeypatch.setattr(scheduler.Scheduler, "_watchdog", _fast_watchdog(scheduler.Scheduler._watchdog))
+    monkeypatch.setattr(scheduler.Scheduler, "_watchdog",
+                        _fast_watchdog(scheduler.Scheduler._watchdog))
     release = threading.Event()
 
     class Stuck(FakeMover):

@@ -105,7 +105,8 @@ def test_the_mover_writes_the_name_journalled_before_it_ran(gridxfer_home):
         assert tmp and TEMP_MARK in tmp and tmp == journalled
     assert len({t for t, _ in mover.seen}) == 6                     # one name per attempt
     # renamed into place: nothing left to remove, nothing recorded as if it were
-    assert conn.execute("SELECT count(*) FROM attempts WHERE tmp_url IS NOT NULL").fetchone()[0] == 0
+    left = conn.execute("SELECT count(*) FROM attempts WHERE tmp_url IS NOT NULL").fetchone()[0]
+    assert left == 0
 
 
 def test_failed_attempts_keep_their_temp_until_resume_sweeps_it(gridxfer_home):
