@@ -35,17 +35,39 @@ ROUTES = [
     ("root", "file", False, "xrootd"),
     ("root", "root", False, "xrootd"),
     ("root", "root", True, "xrootd"),
-    ("file", "gsiftp", False, "globus-url-copy"),
-    ("gsiftp", "file", False, "globus-url-copy"),
+    ("file", "gsiftp", False, "gridftp"),
+    ("gsiftp", "file", False, "gridftp"),
     ("gsiftp", "gsiftp", True, "gfal2"),
-    ("file", "ftp", False, "globus-url-copy"),
-    ("ftp", "file", False, "globus-url-copy"),
+    ("file", "ftp", False, "gridftp"),
+    ("ftp", "file", False, "gridftp"),
     ("ftp", "ftp", True, "gfal2"),
     ("root", "gsiftp", False, "spool"),
     ("gsiftp", "root", False, "spool"),
     ("ftp", "gsiftp", False, "gfal2"),
 ]
+# 1 stream is a campaign's default and takes other paths than several (the GridFTP route)
+STREAMS = [1, 2]
 ROUTE_IDS = [f"{s}-{d}{'-tpc' if t else ''}" for s, d, t, _ in ROUTES]
+
+
+def implementation(sproto: str, dproto: str, mover: str, streams: int) -> tuple[str, str]:
+    """(the mover that runs the copy, its outcome's mode, "" for any) for a route: the GridFTP
+    route picks one of three (movers/gridftp/mover.py), for the spool's GridFTP leg too."""
+    def gridftp(src: str, dst: str) -> tuple[str, str]:
+        if streams > 1:
+            return "globus-url-copy", "globus-url-copy"
+        if (src, dst) == ("file", "gsiftp"):
+            return "gridftp-native", "gridftp-native"
+        return "gridftp-gfal2", "gfal-streamed"
+    if mover == "gridftp":
+        return gridftp(sproto, dproto)
+    if mover == "spool" and sproto == "root":
+        return "spool", f"spool:xrdcl+{gridftp('file', dproto)[1]}"
+    if mover == "spool":
+        return "spool", f"spool:{gridftp(sproto, 'file')[1]}+xrdcl"
+    return mover, ""
+
+
 PAYLOAD = os.urandom(3 * 1024 * 1024 + 17)
 # adler32 of this payload starts with a 0 nibble? Not guaranteed; the zero-padding case is
 # covered by the unit tests with a fixed payload.
@@ -87,12 +109,33 @@ class Place:
         return localgrid.put_local(self.grid, self.endpoint, self.sub + name, data)
 
 
+class Route:
+    def __init__(self, src: Place, dst: Place, src_url: str, tpc: bool, expected: str,
+                 streams: int) -> None:
+        self.src, self.dst, self.src_url, self.tpc, self.expected = src, dst, src_url, tpc, expected
+        self.streams = streams
+
+    def params(self, **kw) -> TransferParams:
+        return _params(streams=self.streams, third_party=self.tpc, **kw)
+
+    def ran(self, out) -> None:
+        """``out`` came from the implementation this route and stream count should take."""
+        impl, mode = implementation(self.src.proto, self.dst.proto, self.expected, self.streams)
+        assert out.mover == impl, out
+        assert not mode or out.mode == mode, out
+
+
+@pytest.fixture(params=STREAMS, ids=[f"s{n}" for n in STREAMS])
+def streams(request) -> int:
+    return request.param
+
+
 @pytest.fixture(params=ROUTES, ids=ROUTE_IDS)
-def route(request, local_grid, tmp_path):
+def route(request, local_grid, tmp_path, streams):
     sproto, dproto, tpc, expected = request.param
     src, dst = Place(local_grid, sproto, "src", tmp_path), Place(local_grid, dproto, "dst", tmp_path)
     src_url = src.put("f.dat", PAYLOAD)
-    return src, dst, src_url, tpc, expected
+    return Route(src, dst, src_url, tpc, expected, streams)
 
 
 def _params(**kw) -> TransferParams:
@@ -100,12 +143,13 @@ def _params(**kw) -> TransferParams:
 
 
 def test_copy_verifies_and_places_file(route):
-    src, dst, src_url, tpc, expected = route
+    src, dst, src_url, tpc = route.src, route.dst, route.src_url, route.tpc
     mover = get_mover(src_url, dst.url("out/f.dat"), third_party=tpc)
-    assert mover.name == expected
+    assert mover.name == route.expected
     seen: list[tuple[int, int | None]] = []
-    out = mover.copy(src_url, dst.url("out/f.dat"), params=_params(third_party=tpc),
+    out = mover.copy(src_url, dst.url("out/f.dat"), params=route.params(),
                      progress=lambda done, total: seen.append((done, total)))
+    route.ran(out)
     assert out.bytes == len(PAYLOAD) and out.checksum == PAYLOAD_SUM
     assert all(total == len(PAYLOAD) and 0 <= done <= total for done, total in seen), seen
     assert dst.path("out/f.dat").read_bytes() == PAYLOAD
@@ -113,28 +157,28 @@ def test_copy_verifies_and_places_file(route):
     assert mover_for(dst.url("out/f.dat")).checksum(dst.url("out/f.dat")) == PAYLOAD_SUM
     # an existing destination is refused without overwrite, replaced with it
     with pytest.raises(TransferError) as err:
-        mover.copy(src_url, dst.url("out/f.dat"), params=_params(third_party=tpc))
+        mover.copy(src_url, dst.url("out/f.dat"), params=route.params())
     assert err.value.error_class is ErrorClass.EXISTS
-    out2 = mover.copy(src_url, dst.url("out/f.dat"), params=_params(third_party=tpc, overwrite=True))
+    out2 = mover.copy(src_url, dst.url("out/f.dat"), params=route.params(overwrite=True))
+    route.ran(out2)
     assert out2.checksum == PAYLOAD_SUM and sorted(os.listdir(dst.path("out"))) == ["f.dat"]
 
 
 def test_missing_source_is_source_missing(route):
-    src, dst, _, tpc, _ = route
-    missing = src.url("no-such-file.dat")
+    missing = route.src.url("no-such-file.dat")
     with pytest.raises(TransferError) as err:
-        get_mover(missing, dst.url("m.dat"), third_party=tpc).copy(
-            missing, dst.url("m.dat"), params=_params(third_party=tpc))
+        get_mover(missing, route.dst.url("m.dat"), third_party=route.tpc).copy(
+            missing, route.dst.url("m.dat"), params=route.params())
     assert err.value.error_class is ErrorClass.SOURCE_MISSING
     assert not err.value.retryable
 
 
 def test_checksum_mismatch_leaves_nothing(route):
-    src, dst, src_url, tpc, _ = route
+    dst, src_url = route.dst, route.src_url
     target = dst.url("bad/f.dat")
     with pytest.raises(TransferError) as err:
-        get_mover(src_url, target, third_party=tpc).copy(
-            src_url, target, params=_params(third_party=tpc, expected_checksum="00c0ffee"))
+        get_mover(src_url, target, third_party=route.tpc).copy(
+            src_url, target, params=route.params(expected_checksum="00c0ffee"))
     assert err.value.error_class is ErrorClass.CHECKSUM and err.value.retryable
     bad_dir = dst.path("bad")
     assert not bad_dir.exists() or os.listdir(bad_dir) == []    # no file, no temp file
@@ -149,11 +193,12 @@ def test_gridftp_one_stream_reuses_sessions(local_grid, tmp_path, sproto, dproto
     src, dst = Place(local_grid, sproto, "src", tmp_path), Place(local_grid, dproto, "dst", tmp_path)
     src_url = src.put("f.dat", PAYLOAD)
     mover = get_mover(src_url, dst.url("one/f.dat"))
-    assert mover.name == "globus-url-copy"
+    assert mover.name == "gridftp"
     for i in range(2):
         out = mover.copy(src_url, dst.url(f"one/f{i}.dat"), params=_params(streams=1))
         native = (sproto, dproto) == ("file", "gsiftp")     # gridxfer's own GridFTP client
         assert out.mode == ("gridftp-native" if native else "gfal-streamed")
+        assert out.mover == ("gridftp-native" if native else "gridftp-gfal2")
         assert out.streams_used == 1
         assert out.checksum == PAYLOAD_SUM
         assert dst.path(f"one/f{i}.dat").read_bytes() == PAYLOAD

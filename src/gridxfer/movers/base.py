@@ -1,8 +1,10 @@
-"""The Mover seam: one small required operation plus declared capabilities.
+"""The Mover seam: one required operation (``copy``) and its routing tables, plus optional
+metadata operations whose presence is the mover's capabilities.
 
-A mover copies one file from ``src`` to ``dst`` (URLs). It registers itself by URL
-scheme in ``gridxfer.movers.registry``. The scheduler never branches on the mover
-class; it reads ``capabilities``.
+A mover copies one file from ``src`` to ``dst`` (URLs) for the scheme pairs it lists
+(``pairs``, ``tpc_pairs``); ``gridxfer.movers.registry`` routes by those tables. The
+scheduler never branches on the mover class: it asks ``capabilities_of(mover)``, which
+looks at the methods the mover really has.
 
 Integrity contract for every mover (ARCHITECTURE.md): data is written under a
 temporary name (or XRootD POSC), size and zero-padded adler32 are verified, and only
@@ -55,18 +57,6 @@ class CancelFlag:
 
 
 @dataclass(frozen=True)
-class Capabilities:
-    checksum: bool = False          # can compute a remote checksum (adler32)
-    third_party: bool = False       # server-to-server copy; no data through this host
-    stat: bool = False              # size of a remote file
-    listdir: bool = False           # directory listing with sizes (for dataset expansion)
-    mkdir: bool = False
-    unlink: bool = False
-    space: bool = False             # free space query on a destination
-    streams: bool = False           # honours TransferParams.streams
-
-
-@dataclass(frozen=True)
 class TransferParams:
     streams: int = 1                        # TCP streams for this transfer
     tcp_buffer: int | None = None           # bytes, per stream, if the protocol allows
@@ -97,6 +87,7 @@ class TransferOutcome:
     checksum: str | None            # verified destination checksum (8 lowercase hex for adler32)
     streams_used: int               # streams actually used (not just asked for)
     mode: str                       # e.g. "gfal-streamed", "gfal-tpc", "xrdcl", "globus-url-copy"
+    mover: str = ""                 # the name of the mover that ran the copy (its implementation)
 
     @property
     def rate(self) -> float:
@@ -115,22 +106,90 @@ class Entry:
     pending: bool = False           # XRootD POSC file still being written (not complete)
 
 
+Pairs = frozenset[tuple[str, str]]       # (source scheme, destination scheme)
+
+
 @runtime_checkable
 class Mover(Protocol):
+    """The required part: a name, the schemes and pairs it copies (the registry's routing
+    tables: ``tpc_pairs`` for server-to-server copies), and ``copy``."""
+
     name: str
     schemes: frozenset[str]
-    capabilities: Capabilities
+    pairs: Pairs
+    tpc_pairs: Pairs
 
     def copy(self, src: str, dst: str, *, params: TransferParams,
              progress: ProgressFn | None = None) -> TransferOutcome: ...
 
-    # Optional operations; present when the matching capability is True.
-    # def stat(self, url: str) -> Entry
-    # def listdir(self, url: str) -> list[Entry]
-    # def checksum(self, url: str, algorithm: str = "adler32") -> str
-    # def unlink(self, url: str) -> None
-    # def mkdir(self, url: str) -> None
-    # def space(self, url: str) -> tuple[int, int]   # (free_bytes, total_bytes)
+
+class RawMover(Mover, Protocol):
+    """A mover another mover composes (the spool's legs, the GridFTP route): ``raw_copy``
+    moves the bytes only (no verification, no temporary name): (streams used, mode)."""
+
+    def raw_copy(self, src: str, dst: str, params: TransferParams,
+                 progress: ProgressFn | None = None) -> tuple[int, str]: ...
+
+
+# The optional operations. A mover that has the method has the capability.
+@runtime_checkable
+class Stats(Protocol):
+    def stat(self, url: str) -> Entry: ...
+
+
+@runtime_checkable
+class Lists(Protocol):
+    def listdir(self, url: str) -> list[Entry]: ...
+
+
+@runtime_checkable
+class Checksums(Protocol):
+    def checksum(self, url: str, algorithm: str = "adler32") -> str: ...
+
+
+@runtime_checkable
+class Unlinks(Protocol):
+    def unlink(self, url: str) -> None: ...
+
+
+@runtime_checkable
+class MakesDirs(Protocol):
+    def mkdir(self, url: str) -> None: ...
+
+
+@runtime_checkable
+class HasSpace(Protocol):
+    def space(self, url: str) -> tuple[int, int]: ...       # (free_bytes, total_bytes)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a mover (or any metadata object an ops factory gives) can do, derived by
+    ``capabilities_of`` from what it really has: each operation is the object's bound
+    method, or None where it has none (so ``if caps.unlink: caps.unlink(url)``, typed).
+    Nothing here is declared by hand: ``third_party`` comes from the mover's ``tpc_pairs``.
+    Streams are not a capability: each copy reports the streams it really used
+    (``TransferOutcome.streams_used``)."""
+
+    stat: Callable[[str], Entry] | None = None
+    listdir: Callable[[str], list[Entry]] | None = None
+    checksum: Callable[[str, str], str] | None = None
+    unlink: Callable[[str], None] | None = None
+    mkdir: Callable[[str], None] | None = None
+    space: Callable[[str], tuple[int, int]] | None = None
+    third_party: bool = False       # server-to-server copy for some pair (tpc_pairs)
+
+
+def capabilities_of(obj: object) -> Capabilities:
+    """The operations ``obj`` really has (see ``Capabilities``)."""
+    return Capabilities(
+        stat=obj.stat if isinstance(obj, Stats) else None,
+        listdir=obj.listdir if isinstance(obj, Lists) else None,
+        checksum=obj.checksum if isinstance(obj, Checksums) else None,
+        unlink=obj.unlink if isinstance(obj, Unlinks) else None,
+        mkdir=obj.mkdir if isinstance(obj, MakesDirs) else None,
+        space=obj.space if isinstance(obj, HasSpace) else None,
+        third_party=bool(obj.tpc_pairs) if isinstance(obj, Mover) else False)
 
 
 def require_adler32(algorithm: str) -> None:

@@ -39,6 +39,10 @@ class Ops(Protocol):
     def rename(self, src: str, dst: str) -> None: ...
 
 
+class ListingOps(Ops, Protocol):
+    def listdir(self, url: str) -> list[Entry]: ...
+
+
 class LocalOps:
     """Metadata operations on file:// URLs (plain POSIX, no library)."""
 
@@ -190,15 +194,16 @@ def destination_exists(dst: str) -> TransferError:
 
 def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, dst_ops: Ops,
                   raw_copy: RawCopy, progress: ProgressFn | None = None,
-                  early_release: bool = True, copy_checks_destination: bool = False
-                  ) -> TransferOutcome:
+                  early_release: bool = True, copy_checks_destination: bool = False,
+                  mover: str = "") -> TransferOutcome:
     """The integrity path shared by every mover. ``early_release``: signal
     ``params.data_done`` once the bytes are in place, so the scheduler starts the next
     transfer during the verification. A mover whose verification would then need a
     session of its own (GridFTP: a GSI handshake per thread) passes False.
     ``copy_checks_destination``: ``raw_copy`` itself refuses an existing ``dst`` when
     overwrite is off (before it sends more than a first flight: gridxfer's GridFTP client
-    asks in the same flight as its STOR), so no stat round trip comes before the copy."""
+    asks in the same flight as its STOR), so no stat round trip comes before the copy.
+    ``mover``: the name the outcome reports (the mover that ran the copy)."""
     start = time.monotonic()
     check_url(src)          # no tool ever sees a path that leaves its directory
     check_url(dst)
@@ -260,7 +265,7 @@ def verified_copy(src: str, dst: str, params: TransferParams, *, src_ops: Ops, d
         raise
     return TransferOutcome(bytes=entry.size, seconds=time.monotonic() - start,
                            checksum=dst_sum or src_sum or expected, streams_used=streams_used,
-                           mode=mode)
+                           mode=mode, mover=mover)
 
 
 def normal_mode(path: str) -> None:
@@ -296,13 +301,13 @@ class DelegatedOps:
     """Metadata operations of a mover that hands them to ``self._ops(url)`` (another
     mover or LocalOps, chosen by the URL), for movers that only own the copy."""
 
-    def _ops(self, url: str):
+    def _ops(self, url: str) -> ListingOps:
         raise NotImplementedError
 
-    def stat(self, url: str):
+    def stat(self, url: str) -> Entry:
         return self._ops(url).stat(url)
 
-    def listdir(self, url: str):
+    def listdir(self, url: str) -> list[Entry]:
         return self._ops(url).listdir(url)
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:

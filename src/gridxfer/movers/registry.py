@@ -2,30 +2,33 @@
 
 ``get_mover(src, dst, third_party=...)`` picks the mover for a copy. Routing, best first:
   root <-> file, root -> root          native XRootD (substreams honour ``streams``; root TPC)
-  file <-> gsiftp / ftp                globus-url-copy -p N (gfal2 would stream on 1 socket)
+  file <-> gsiftp / ftp                the GridFTP route: per copy, globus-url-copy -p N,
+                                       gridxfer's own client or gfal2 (movers/gridftp/mover.py)
   gsiftp / ftp <-> gsiftp / ftp        gfal2 native GridFTP (server to server, nbstreams)
   root <-> gsiftp / ftp                spool: two native legs through a local file
   anything else gfal2 can do           gfal2 streamed copy (1 stream; reported as such)
 ``mover_for(url)`` gives the mover for stat / listdir / checksum / unlink / mkdir / space.
-Built-in movers are imported the first time a copy or URL needs them (routes.py).
+Built-in movers are imported the first time a copy or URL needs them (routes.py): the
+registry holds a ``routes.Route`` (the tables, no import) until then. Both give a ``Mover``.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from gridxfer.errors import UsageError
 from gridxfer.movers import routes
+from gridxfer.movers.base import Mover
 from gridxfer.movers.urls import scheme_of
 
 _lock = threading.Lock()
 _load_lock = threading.Lock()
-_movers: list[Any] = []           # in priority order: movers, or routes.Route (not loaded yet)
-_meta: dict[str, Any] = {}        # scheme -> mover (or Route) for metadata operations
+Registered = Mover | routes.Route
+_movers: list[Registered] = []         # in priority order: movers, or routes.Route (not loaded yet)
+_meta: dict[str, Registered] = {}      # scheme -> mover (or Route) for metadata operations
 _loaded = False
 
 
-def register(mover: Any, *, metadata_for: tuple[str, ...] = (), first: bool = False) -> None:
+def register(mover: Registered, *, metadata_for: tuple[str, ...] = (), first: bool = False) -> None:
     """Add a mover. ``metadata_for`` lists schemes whose stat/listdir it answers."""
     with _lock:
         if first:
@@ -48,7 +51,7 @@ def _load_builtins() -> None:
         _loaded = True
 
 
-def _live(entry: Any) -> Any:
+def _live(entry: Registered) -> Mover:
     """The mover behind a registry entry (a built-in's module is imported on first use)."""
     return entry.load() if isinstance(entry, routes.Route) else entry
 
@@ -59,12 +62,12 @@ def _scheme(url: str) -> str:
     return scheme_of(url)
 
 
-def movers() -> list[Any]:
+def movers() -> list[Mover]:
     _load_builtins()
     return [_live(m) for m in list(_movers)]
 
 
-def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Any:
+def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Mover:
     """The mover for copying ``src_url`` to ``dst_url``; UsageError if none can."""
     pair = (_scheme(src_url), _scheme(dst_url))
     _load_builtins()
@@ -82,7 +85,7 @@ def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Any:
     raise UsageError(f"no mover can copy {src_url} -> {dst_url}")
 
 
-def mover_for(url: str) -> Any:
+def mover_for(url: str) -> Mover:
     """The mover answering stat / listdir / checksum / unlink / mkdir for ``url``."""
     scheme = _scheme(url)
     _load_builtins()

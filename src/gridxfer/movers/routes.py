@@ -9,9 +9,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridxfer.movers.base import Mover, Pairs
+
 GRIDFTP = frozenset({"gsiftp", "ftp"})
 _GFAL_SCHEMES = frozenset({"gsiftp", "ftp", "root", "file"})
-Pairs = frozenset[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,10 @@ class Route:
     pairs: Pairs
     tpc_pairs: Pairs = frozenset()
     metadata_for: tuple[str, ...] = ()              # schemes whose stat/listdir it answers
-    _cell: list = field(default_factory=list, compare=False, repr=False)
+    _cell: list[Mover] = field(default_factory=list, compare=False, repr=False)
     _lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
 
-    def load(self) -> Any:
+    def load(self) -> Mover:
         if not self._cell:
             with self._lock:
                 if not self._cell:
@@ -37,8 +38,16 @@ class Route:
 XROOTD = Route("gridxfer.movers.xrootd.mover", "XRootDMover", frozenset({"root"}),
                frozenset({("file", "root"), ("root", "file"), ("root", "root")}),
                frozenset({("root", "root")}), metadata_for=("root",))
-GLOBUS = Route("gridxfer.movers.gridftp.globus", "GlobusUrlCopyMover", GRIDFTP,
-               frozenset({("file", s) for s in GRIDFTP} | {(s, "file") for s in GRIDFTP}))
+_LOCAL_GRIDFTP = frozenset({("file", s) for s in GRIDFTP} | {(s, "file") for s in GRIDFTP})
+# file <-> gsiftp/ftp: a dispatcher that picks one of the three implementations below per
+# copy, by streams, GRIDXFER_GUC_ALWAYS and the servers that refused gridxfer's own client
+# (movers/gridftp/mover.py: ``choose``)
+GRIDFTP_LOCAL = Route("gridxfer.movers.gridftp.mover", "GridFTPMover", GRIDFTP, _LOCAL_GRIDFTP)
+GRIDFTP_NATIVE = Route("gridxfer.movers.gridftp.native", "NativeUploadMover",
+                       frozenset({"gsiftp"}), frozenset({("file", "gsiftp")}))
+GRIDFTP_GFAL = Route("gridxfer.movers.gridftp.streamed", "GfalStreamedMover", GRIDFTP,
+                     _LOCAL_GRIDFTP)
+GUC = Route("gridxfer.movers.gridftp.globus", "GlobusUrlCopyMover", GRIDFTP, _LOCAL_GRIDFTP)
 SPOOL = Route("gridxfer.movers.spool", "SpoolMover", frozenset({"root"} | GRIDFTP),
               frozenset({("root", g) for g in GRIDFTP} | {(g, "root") for g in GRIDFTP}))
 GFAL = Route("gridxfer.movers.gfal.mover", "GfalMover", _GFAL_SCHEMES,
@@ -46,4 +55,5 @@ GFAL = Route("gridxfer.movers.gfal.mover", "GfalMover", _GFAL_SCHEMES,
              frozenset((a, b) for a in GRIDFTP for b in GRIDFTP),
              metadata_for=("gsiftp", "ftp", "file"))
 
-BUILTINS = (XROOTD, GLOBUS, SPOOL, GFAL)            # priority order (registry docstring)
+BUILTINS = (XROOTD, GRIDFTP_LOCAL, SPOOL, GFAL)     # priority order (registry docstring)
+GRIDFTP_IMPLEMENTATIONS = (GRIDFTP_NATIVE, GRIDFTP_GFAL, GUC)     # chosen by GRIDFTP_LOCAL

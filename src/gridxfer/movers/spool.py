@@ -18,9 +18,10 @@ import threading
 
 from gridxfer.errors import UsageError
 from gridxfer.movers import routes
-from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
-from gridxfer.movers.integrity import DelegatedOps, verified_copy
-from gridxfer.movers.gridftp.globus import GlobusUrlCopyMover
+from gridxfer.movers.base import ProgressFn, RawMover, TransferOutcome, TransferParams
+from gridxfer.movers.integrity import DelegatedOps, ListingOps, verified_copy
+from gridxfer.movers.gfal.mover import GfalMover
+from gridxfer.movers.gridftp.mover import GridFTPMover
 from gridxfer.movers.urls import scheme_of
 from gridxfer.movers.xrootd.mover import XRootDMover
 
@@ -59,17 +60,16 @@ def sweep_stale(path: str) -> list[str]:
 class SpoolMover(DelegatedOps):
     name = "spool"
     schemes, pairs, tpc_pairs = routes.SPOOL.schemes, routes.SPOOL.pairs, routes.SPOOL.tpc_pairs
-    capabilities = Capabilities(checksum=True, third_party=False, stat=True, listdir=True,
-                                mkdir=True, unlink=True, space=False, streams=True)
 
     def __init__(self) -> None:
-        self._xrd, self._gx = XRootDMover(), GlobusUrlCopyMover()
+        self._xrd, self._gx, self._gfal = XRootDMover(), GridFTPMover(), GfalMover()
 
-    def _leg(self, url: str):
+    def _leg(self, url: str) -> RawMover:
+        """The GridFTP leg goes by the GridFTP route's rule (movers/gridftp/mover.py)."""
         return self._xrd if scheme_of(url) == "root" else self._gx
 
-    def _ops(self, url: str):
-        return self._xrd if scheme_of(url) == "root" else self._gx._gfal
+    def _ops(self, url: str) -> ListingOps:
+        return self._xrd if scheme_of(url) == "root" else self._gfal
 
     def copy(self, src: str, dst: str, *, params: TransferParams,
              progress: ProgressFn | None = None) -> TransferOutcome:
@@ -109,4 +109,4 @@ class SpoolMover(DelegatedOps):
         # (it would need one more session per thread, as in the gfal2 mover).
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw, progress=progress,
-                             early_release=scheme_of(dst) not in routes.GRIDFTP)
+                             early_release=scheme_of(dst) not in routes.GRIDFTP, mover=self.name)

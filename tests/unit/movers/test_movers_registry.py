@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from gridxfer.errors import UsageError
-from gridxfer.movers import get_mover, mover_for
+from gridxfer.movers import capabilities_of, get_mover, mover_for
 from gridxfer.movers.base import Mover
 
 R, G, F, L = "root://h:1//d/f", "gsiftp://h:2/d/f", "ftp://h:3/d/f", "file:///tmp/f"
@@ -13,8 +13,8 @@ R, G, F, L = "root://h:1//d/f", "gsiftp://h:2/d/f", "ftp://h:3/d/f", "file:///tm
 @pytest.mark.parametrize("src,dst,tpc,name", [
     (L, R, False, "xrootd"), (R, L, False, "xrootd"), (R, R, False, "xrootd"), (R, R, True, "xrootd"),
     ("xroot://h:1//d/f", "/tmp/f", False, "xrootd"),
-    (L, G, False, "globus-url-copy"), (G, L, False, "globus-url-copy"),
-    (L, F, False, "globus-url-copy"), (F, L, False, "globus-url-copy"),
+    (L, G, False, "gridftp"), (G, L, False, "gridftp"),
+    (L, F, False, "gridftp"), (F, L, False, "gridftp"),
     (G, G, False, "gfal2"), (G, G, True, "gfal2"), (F, G, True, "gfal2"),
     (R, G, False, "spool"), (G, R, False, "spool"), (F, R, False, "spool"),
     (L, L, False, "gfal2"),
@@ -22,7 +22,10 @@ R, G, F, L = "root://h:1//d/f", "gsiftp://h:2/d/f", "ftp://h:3/d/f", "file:///tm
 def test_routes(src, dst, tpc, name):
     mover = get_mover(src, dst, third_party=tpc)
     assert mover.name == name and isinstance(mover, Mover)
-    assert mover.capabilities.streams
+    pair = (src.split(":", 1)[0].replace("xroot", "root"),
+            "file" if dst.startswith("/") else dst.split(":", 1)[0])
+    assert pair in (mover.tpc_pairs if tpc else mover.pairs)   # the tables it routes by
+    assert capabilities_of(mover).third_party == bool(mover.tpc_pairs)
 
 
 @pytest.mark.parametrize("url,name", [(R, "xrootd"), (G, "gfal2"), (F, "gfal2"), (L, "gfal2"),
@@ -30,7 +33,8 @@ def test_routes(src, dst, tpc, name):
 def test_metadata_mover(url, name):
     mover = mover_for(url)
     assert mover.name == name
-    assert all(hasattr(mover, op) for op in ("stat", "listdir", "checksum", "unlink", "mkdir"))
+    caps = capabilities_of(mover)
+    assert all((caps.stat, caps.listdir, caps.checksum, caps.unlink, caps.mkdir))
 
 
 @pytest.mark.parametrize("src,dst", [(L, R), (R, G), (L, G), (L, L), (G, R)])
@@ -64,6 +68,7 @@ def test_a_mover_is_imported_only_when_a_copy_needs_it():
                           "assert type(m).__name__ == 'XRootDMover'")
     assert "gridxfer.movers.xrootd.mover" in root
     assert not {"gfal2", "psutil", "gridxfer.movers.gfal.mover", "gridxfer.movers.gridftp.globus",
+                "gridxfer.movers.gridftp.mover", "gridxfer.movers.gridftp.client",
                 "gridxfer.movers.spool"} & root
     gsi = _modules_after("from gridxfer.movers.registry import get_mover\n"
                          "m = get_mover('gsiftp://h/a', 'gsiftp://g/b', third_party=True)\n"
@@ -75,8 +80,30 @@ def test_routes_are_the_movers_own_tables():
     from gridxfer.movers import routes
     from gridxfer.movers.registry import movers
     loaded = {type(m).__name__: m for m in movers()}
-    for route in routes.BUILTINS:
+    loaded.update({r.cls: r.load() for r in routes.GRIDFTP_IMPLEMENTATIONS})
+    for route in routes.BUILTINS + routes.GRIDFTP_IMPLEMENTATIONS:
         mover = loaded[route.cls]
+        assert isinstance(mover, Mover)
         assert (mover.schemes, mover.pairs, mover.tpc_pairs) == \
             (route.schemes, route.pairs, route.tpc_pairs)
         assert route.load() is mover            # one shared instance per built-in
+
+
+class _Ops:
+    """An ops object with some of the operations only."""
+
+    def stat(self, url):
+        return url
+
+    def unlink(self, url):
+        return None
+
+
+def test_capabilities_are_the_methods_an_object_has():
+    caps = capabilities_of(_Ops())
+    assert caps.stat is not None and caps.unlink is not None
+    assert caps.listdir is caps.checksum is caps.mkdir is caps.space is None
+    assert not caps.third_party                 # not a Mover: no tpc_pairs
+    assert capabilities_of(None) == capabilities_of(object())
+    assert capabilities_of(mover_for(R)).space is not None            # XRootD: query space
+    assert capabilities_of(get_mover(L, G)).space is None             # GridFTP: none

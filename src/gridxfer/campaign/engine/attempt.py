@@ -6,18 +6,18 @@ from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
-from gridxfer.movers.base import TransferParams, normalise_adler32
+from gridxfer.movers.base import Mover, TransferParams, capabilities_of, normalise_adler32
 from gridxfer.campaign.engine.jobs import Job, Result
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.campaign.accounting.stats import Accounting
 
 
 def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
-                mover_for: Callable[[str, str], object], ops_for: Callable[[str], object | None],
+                mover_for: Callable[[str, str], Mover], ops_for: Callable[[str], object | None],
                 acct: Accounting, clock: Callable[[], float],
                 on_data_done: Callable[[], None] | None = None) -> Result:
     """Copy ``job.src_url`` to ``job.dst_url``; never raises."""
-    mover = None
+    mover: Mover | None = None
     try:
         names.check_transfer(job.name, spec.source.url, job.src_url, job.endpoint, job.dst_url)
         mover = mover_for(job.src_url, job.dst_url)
@@ -49,8 +49,9 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
                       clock())
 
 
-def unlink_quietly(mover: object | None, url: str) -> None:
-    fn = getattr(mover, "unlink", None)
+def unlink_quietly(ops: object | None, url: str) -> None:
+    """Remove ``url`` if ``ops`` can (capabilities_of); any failure is ignored."""
+    fn = capabilities_of(ops).unlink
     if fn is None:
         return
     try:
@@ -60,5 +61,5 @@ def unlink_quietly(mover: object | None, url: str) -> None:
 
 
 def first_line(text: str) -> str:
-    text = text.strip().splitlines()
-    return text[0][:500] if text else "unknown error"
+    lines = text.strip().splitlines()
+    return lines[0][:500] if lines else "unknown error"

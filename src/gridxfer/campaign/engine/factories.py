@@ -16,23 +16,27 @@ from gridxfer.campaign.policy import exclusions as exclusions_mod
 from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
+from gridxfer.movers.base import Mover, capabilities_of
 
-MoverFactory = Callable[[str, str, bool], object]
+MoverFactory = Callable[[str, str, bool], Mover]
+# stat / checksum / unlink / space for one URL: a Mover, or any object with those methods
+# (what it has is asked with ``capabilities_of``)
+OpsFactory = Callable[[str], object]
 
 
-def default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+def default_mover_factory(src: str, dst: str, third_party: bool) -> Mover:
     from gridxfer.movers.registry import get_mover
     return get_mover(src, dst, third_party=third_party)
 
 
-def default_ops_factory(url: str) -> object:
+def default_ops_factory(url: str) -> Mover:
     """The mover answering stat/checksum/unlink/space for one URL."""
     from gridxfer.movers.registry import mover_for
     return mover_for(url)
 
 
 def ops_factory_for(mover_factory: MoverFactory | None,
-                    ops_factory: Callable[[str], object] | None) -> Callable[[str], object]:
+                    ops_factory: OpsFactory | None) -> OpsFactory:
     """Metadata operations: the registry's, unless a custom copy mover was given (tests)."""
     if ops_factory is not None:
         return ops_factory
@@ -74,8 +78,8 @@ class ThreadMovers:
         self._factory, self._third_party = factory, third_party
         self._local = threading.local()
 
-    def __call__(self, src: str, dst: str) -> object:
-        cache = getattr(self._local, "movers", None)
+    def __call__(self, src: str, dst: str) -> Mover:
+        cache: dict[tuple[str, str], Mover] | None = getattr(self._local, "movers", None)
         if cache is None:
             cache = self._local.movers = {}
         key = (src.split(":", 1)[0], dst.split(":", 1)[0])
@@ -87,7 +91,7 @@ class ThreadMovers:
         """Open this thread's sessions to the endpoints before it takes a job (a GSI
         handshake per thread and server, otherwise paid inside a transfer)."""
         for ep in endpoints:
-            stat = getattr(self(src, ep), "stat", None)
+            stat = capabilities_of(self(src, ep)).stat
             if stat is not None:
                 try:
                     stat(ep)

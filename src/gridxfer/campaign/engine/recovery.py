@@ -19,7 +19,7 @@ from typing import Any
 from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import normalise_adler32
+from gridxfer.movers.base import capabilities_of, normalise_adler32
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine.factories import ops_factory_for
 from gridxfer.campaign.spec.schema import CampaignSpec
@@ -71,7 +71,8 @@ class _Cleaner:
         if ops is None or key in self.down:
             self.kept += 1
             return False
-        stat = getattr(ops, "stat", None)
+        caps = capabilities_of(ops)
+        stat = caps.stat
         if not known and stat is not None:
             try:
                 stat(url)
@@ -81,7 +82,7 @@ class _Cleaner:
                 return self._failed(key, exc)
             except Exception as exc:  # noqa: BLE001 - a mover bug must not stop a resume
                 return self._failed(key, exc)
-        unlink = getattr(ops, "unlink", None)
+        unlink = caps.unlink
         if unlink is None:
             self.kept += 1
             return False
@@ -159,22 +160,27 @@ def _remove_temps(cleaner: _Cleaner, mover: Any, r: Any,
 
 def _check_destination(cleaner: _Cleaner, mover: Any, src_ops: Any, r: Any,
                        spec: CampaignSpec) -> tuple[str, str | None]:
-    stat = getattr(mover, "stat", None)
-    if stat is None:
+    caps = capabilities_of(mover)
+    if caps.stat is None:
         return "redo", None
     try:
-        entry = stat(r["dst_url"])
+        entry = caps.stat(r["dst_url"])
     except TransferError:
         return "redo", None
     # A POSC file still open by the dead process is incomplete whatever its size says.
-    if int(entry.size) == int(r["size"]) and not getattr(entry, "pending", False):
+    if int(entry.size) == int(r["size"]) and not entry.pending:
         if not spec.checksum.algorithm:
             return "done", None
+        src_sum = capabilities_of(src_ops).checksum
+        have: str | None = None
+        want: str | None = None
         try:
-            have = normalise_adler32(mover.checksum(r["dst_url"], "adler32"))
-            want = r["expected_checksum"] or normalise_adler32(
-                src_ops.checksum(r["src_url"], "adler32"))
-        except (TransferError, AttributeError):
+            if caps.checksum is not None:
+                have = normalise_adler32(caps.checksum(r["dst_url"], "adler32"))
+                want = r["expected_checksum"]
+                if not want and src_sum is not None:
+                    want = normalise_adler32(src_sum(r["src_url"], "adler32"))
+        except TransferError:
             have = want = None
         if have and have == want:
             return "done", have
@@ -188,9 +194,10 @@ def _temp_names(mover: Any, dst: str, listings: dict[str, list[str]]) -> list[st
     from gridxfer.movers.urls import TEMP_MARK
     parent, _, name = dst.rstrip("/").rpartition("/")
     if parent not in listings:
+        listdir = capabilities_of(mover).listdir
         try:
-            listings[parent] = [e.url.rstrip("/").rpartition("/")[2]
-                                for e in mover.listdir(parent + "/")]
+            listings[parent] = [] if listdir is None else [
+                e.url.rstrip("/").rpartition("/")[2] for e in listdir(parent + "/")]
         except Exception:
             listings[parent] = []
     prefix = f".{name}{TEMP_MARK}"

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers import names
+from gridxfer.movers.base import Mover
 from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import ledger
@@ -33,7 +34,7 @@ from gridxfer.campaign.policy import selection
 from gridxfer.campaign.engine import watchdog
 from gridxfer.campaign.engine.attempt import run_attempt
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
-    MoverFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
+    MoverFactory, OpsFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
     default_optimizer_factory, default_selector_factory, default_selector_name,
     fixed_optimizer_factory, ops_factory_for, ThreadMovers)
 from gridxfer.campaign.engine.feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
@@ -50,14 +51,14 @@ STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctr
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 
-def _default_mover_factory(src: str, dst: str, third_party: bool) -> object:
+def _default_mover_factory(src: str, dst: str, third_party: bool) -> Mover:
     return default_mover_factory(src, dst, third_party)    # looked up at call time (tests)
 
 
 class Scheduler:
     def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, *,
                  mover_factory: MoverFactory | None = None,
-                 ops_factory: Callable[[str], object] | None = None,
+                 ops_factory: OpsFactory | None = None,
                  selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
                  exclusion_factory: Callable[[], selection.ExclusionPolicy] | None = None,
                  optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
@@ -272,14 +273,14 @@ class Scheduler:
     def _warm(self, tier: str) -> None:
         self._movers.warm(self.spec.source.url, self.tiers[tier].pool)
 
-    def _ops(self, url: str) -> object:
+    def _ops(self, url: str) -> object | None:
         try:
             return self.ops_factory(url)
         except Exception:
             return None
 
     def _transfer(self, job: Job) -> Result:
-        def work(data_done) -> Result:
+        def work(data_done: Callable[[], None]) -> Result:
             job.started = self.clock()      # a job dispatched ahead waited for its slot
             job.running = True
             return run_attempt(job, self.spec, self.tiers[job.tier], self._movers, self._ops,

@@ -21,6 +21,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from gridxfer.campaign.engine.jobs import Job
 from gridxfer.campaign.accounting.stats import StatsSnapshot
@@ -30,6 +31,7 @@ QUICK = 0.05                 # s: links whose transfers take less get jobs dispa
 RELEASE_AFTER = 0.5          # s: links whose transfers take longer free the slot at data_done
 BUNDLE_SECONDS = 0.03        # s: short transfers go to a worker in bundles of about this much work
 MAX_BUNDLE = 16
+R = TypeVar("R")
 
 
 class LinkSlots:
@@ -106,8 +108,8 @@ class LinkSlots:
         return dataclasses.replace(snap, links=links)
 
     # ---------------------------------------------------------------- worker side
-    def run(self, job: Job, work: Callable[[Callable[[], None]], object],
-            wake: Callable[[], None]) -> object:
+    def run(self, job: Job, work: Callable[[Callable[[], None]], R],
+            wake: Callable[[], None]) -> R | None:
         """Wait for a slot of the job's link (None if ``job.cancel`` comes first), then
         ``work(data_done)``; the slot is given back when ``work`` returns."""
         tier = job.tier

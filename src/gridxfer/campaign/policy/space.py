@@ -7,7 +7,7 @@
   meaningless answer);
 - ``file://``: ``statvfs``;
 - any other scheme: the metadata mover's ``space(url) -> (free, total)`` when it
-  declares ``capabilities.space``; otherwise unknown (None).
+  has a ``space`` method (``capabilities_of``); otherwise unknown (None).
 
 The watcher keeps one daemon thread per watched URL (a dead server can take seconds to
 time out, and must not hold up the others or the dispatcher), polls every ``period``
@@ -87,10 +87,11 @@ def query_free(url: str) -> int | None:
             return st.f_bavail * st.f_frsize
         if not scheme:
             return None
+        from gridxfer.movers.base import capabilities_of
         from gridxfer.movers.registry import mover_for
-        mover = mover_for(url)
-        if getattr(getattr(mover, "capabilities", None), "space", False):
-            return int(mover.space(url)[0])
+        space = capabilities_of(mover_for(url)).space
+        if space is not None:
+            return int(space(url)[0])
     except Exception:           # unknown is fine: the NO_SPACE error path still works
         return None
     return None

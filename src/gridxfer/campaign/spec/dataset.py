@@ -24,6 +24,7 @@ from gridxfer.inputs import check_utf8_line
 from gridxfer.limits import MAX_FILE_SIZE
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.movers import names
+from gridxfer.movers.base import Mover, capabilities_of
 from gridxfer.movers.urls import local_path
 from gridxfer.campaign.spec.schema import SourceSpec, _HEX8
 
@@ -156,7 +157,7 @@ def _temp_name_check() -> Callable[[str], bool]:
     return is_temp_name
 
 
-def _mover(url: str):
+def _mover(url: str) -> Mover:
     try:
         from gridxfer.movers.registry import mover_for
     except ImportError as exc:
@@ -166,14 +167,15 @@ def _mover(url: str):
 
 def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
     mover = _mover(base)
-    if not hasattr(mover, "listdir"):
-        raise UsageError(f"{getattr(mover, 'name', mover)} cannot list {base}")
+    listdir = capabilities_of(mover).listdir
+    if listdir is None:
+        raise UsageError(f"{mover.name} cannot list {base}")
     stack = [""]
     while stack:
         rel_dir = stack.pop()
         url = join_url(base, rel_dir) + "/" if rel_dir else base
         try:
-            entries = mover.listdir(url)
+            entries = listdir(url)
         except TransferError as exc:
             raise UsageError(f"cannot list {url}: {exc}") from None
         subdirs = []
@@ -210,10 +212,11 @@ def _stat_size(url: str) -> int:
         except OSError as exc:
             raise UsageError(f"cannot stat {url}: {exc.strerror}") from None
     mover = _mover(url)
-    if not hasattr(mover, "stat"):
-        raise UsageError(f"no size given for {url} and {getattr(mover, 'name', mover)} cannot stat")
+    stat = capabilities_of(mover).stat
+    if stat is None:
+        raise UsageError(f"no size given for {url} and {mover.name} cannot stat")
     try:
-        return int(mover.stat(url).size)
+        return int(stat(url).size)
     except TransferError as exc:
         if exc.error_class.value == "source_missing":
             return 0

@@ -19,7 +19,7 @@ import gfal2
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.gfal import agent as gfalagent
-from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutcome,
+from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.integrity import verified_copy
@@ -98,8 +98,6 @@ def _native(pair: tuple[str, str]) -> bool:
 class GfalMover:
     name = "gfal2"
     schemes, pairs, tpc_pairs = routes.GFAL.schemes, routes.GFAL.pairs, routes.GFAL.tpc_pairs
-    capabilities = Capabilities(checksum=True, third_party=True, stat=True, listdir=True,
-                                mkdir=True, unlink=True, space=True, streams=True)
 
     # -- metadata ---------------------------------------------------------------
     def stat(self, url: str) -> Entry:
@@ -193,8 +191,8 @@ class GfalMover:
 
         return verified_copy(src, dst, params, src_ops=self, dst_ops=self, raw_copy=raw,
                              progress=progress,
-                             early_release=False)   # verifying beside the next copy needs
-                                                    # one more GSI session per thread: slower
+                             early_release=False,   # verifying beside the next copy needs
+                             mover=self.name)       # one more GSI session per thread: slower
 
     def _filecopy(self, src: str, tmp: str, params: TransferParams, progress: ProgressFn | None,
                   pair: tuple[str, str]) -> tuple[int, str]:
@@ -202,37 +200,46 @@ class GfalMover:
             streams = max(1, int(params.streams))
             gfalagent.copy(src, tmp, params, progress, streams)
             return streams, "gfal-tpc"
-        # A streamed copy with one GridFTP end runs on that server's metadata context: its
-        # session (one GSI handshake per thread and server) serves the stat / checksum /
-        # rename around the copy too (measured on loopback: stat 1 ms, adler32 of 32 MB
-        # 30 ms, after a filecopy on the same context). Server-to-server copies run in
-        # gfalagent.py, above.
-        remote = [u for u, s in ((src, pair[0]), (tmp, pair[1])) if s in GRIDFTP]
-        ctx = context(remote[0]) if remote else context()
-        # A streamed copy with nbstreams > 1 from gsiftp reorders 256 KiB blocks (seen with
-        # gfal2 2.21 gsiftp -> root); only native copies (gfalagent.py) honour nbstreams.
-        tp = copy_parameters(ctx, timeout=params.timeout, nbstreams=1,
-                             tcp_buffer=params.tcp_buffer, progress=progress)
-        done = threading.Event()
-        cancelled = threading.Event()
+        return streamed_copy(src, tmp, params, progress)
 
-        def watch() -> None:
-            while not done.wait(0.2):
-                if params.cancel is not None and params.cancel.is_set():
-                    cancelled.set()
-                    ctx.cancel()
-                    return
 
-        watcher = threading.Thread(target=watch, name="gfal-cancel", daemon=True)
-        watcher.start()
-        try:
-            ctx.filecopy(tp, _g(src), _g(tmp))
-        except gfal2.GError as exc:
-            if cancelled.is_set():
-                raise TransferError(ErrorClass.CANCELLED, f"{src} -> {tmp}: cancelled") from None
-            side = "source" if "SOURCE" in str(exc.message).upper()[:80] else "destination"
-            raise transfer_error(exc, f"{src} -> {tmp}", side=side) from None
-        finally:
-            done.set()
-            watcher.join()
-        return 1, "gfal-streamed"
+def streamed_copy(src: str, tmp: str, params: TransferParams,
+                  progress: ProgressFn | None = None) -> tuple[int, str]:
+    """gfal2's streamed copy of the bytes only (one stream, in this process; at least one end
+    is not GridFTP's server-to-server): (streams used, mode). Also the bytes of the GridFTP
+    route's one-stream implementation (movers/gridftp/streamed.py)."""
+    pair = (scheme_of(src), scheme_of(tmp))
+    # A streamed copy with one GridFTP end runs on that server's metadata context: its
+    # session (one GSI handshake per thread and server) serves the stat / checksum /
+    # rename around the copy too (measured on loopback: stat 1 ms, adler32 of 32 MB
+    # 30 ms, after a filecopy on the same context). Server-to-server copies run in
+    # gfalagent.py, above.
+    remote = [u for u, s in ((src, pair[0]), (tmp, pair[1])) if s in GRIDFTP]
+    ctx = context(remote[0]) if remote else context()
+    # A streamed copy with nbstreams > 1 from gsiftp reorders 256 KiB blocks (seen with
+    # gfal2 2.21 gsiftp -> root); only native copies (gfalagent.py) honour nbstreams.
+    tp = copy_parameters(ctx, timeout=params.timeout, nbstreams=1,
+                         tcp_buffer=params.tcp_buffer, progress=progress)
+    done = threading.Event()
+    cancelled = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            if params.cancel is not None and params.cancel.is_set():
+                cancelled.set()
+                ctx.cancel()
+                return
+
+    watcher = threading.Thread(target=watch, name="gfal-cancel", daemon=True)
+    watcher.start()
+    try:
+        ctx.filecopy(tp, _g(src), _g(tmp))
+    except gfal2.GError as exc:
+        if cancelled.is_set():
+            raise TransferError(ErrorClass.CANCELLED, f"{src} -> {tmp}: cancelled") from None
+        side = "source" if "SOURCE" in str(exc.message).upper()[:80] else "destination"
+        raise transfer_error(exc, f"{src} -> {tmp}", side=side) from None
+    finally:
+        done.set()
+        watcher.join()
+    return 1, "gfal-streamed"

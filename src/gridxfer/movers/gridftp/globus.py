@@ -1,13 +1,17 @@
-"""globus-url-copy mover for file <-> gsiftp/ftp with real parallel streams.
+"""globus-url-copy mover for file <-> gsiftp/ftp with real parallel streams (one process
+per file). One of the three implementations the GridFTP route (movers/gridftp/mover.py)
+chooses among: the one for ``streams`` > 1, or for every copy with GRIDXFER_GUC_ALWAYS=1.
 
 gfal2 copies file<->gsiftp as a single-stream "streamed" copy; ``globus-url-copy -p N``
 uses MODE E with N data connections, and ``-tcp-bs`` sets the per-stream buffer.
 Credentials come from the usual X509_* environment (X509_USER_PROXY, X509_CERT_DIR),
-inherited by the child. Remote metadata (stat, checksum, rename) goes through gfal2.
+inherited by the child. Remote metadata (stat, checksum, rename) goes through
+movers/gridftp/ops.py (gridxfer's own client, gfal2 where it cannot be used).
 """
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import shutil
@@ -18,35 +22,21 @@ import time
 from urllib.parse import urlsplit
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers import routes
-from gridxfer.movers.base import Capabilities, ProgressFn, TransferOutcome, TransferParams
+from gridxfer.movers import names, routes
+from gridxfer.movers.base import ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import one_line, transfer_error
-from gridxfer.movers.integrity import (DelegatedOps, LocalOps, destination_exists, exists,
-                                    verified_copy)
-from gridxfer.movers.gfal.mover import GfalMover
-from gridxfer.movers.gridftp.client import NativeGridFTP
-from gridxfer.movers.gridftp.ops import GridFTPOps
-from gridxfer.movers.gridftp.control import NativeUnavailable
-from gridxfer.movers import names
+from gridxfer.movers.gridftp.ops import GridFTPMetadata, check_local_pair
+from gridxfer.movers.integrity import verified_copy
 from gridxfer.movers.urls import scheme_of
 from gridxfer.redact import credential_in_url, redact
 
 _BYTES = re.compile(rb"(\d+) bytes")
-# streams == 1 goes through gfal2 with session reuse; GRIDXFER_GUC_ALWAYS=1 forces a
-# globus-url-copy process for every transfer (the behaviour before).
-_SESSIONS = os.environ.get("GRIDXFER_GUC_ALWAYS", "") not in ("1", "true", "yes")
 
 
 def _gx_url(url: str) -> str:
     """globus-url-copy wants file:///abs/path for local files, percent-encoded: it decodes
     them (a local 'a%2fb' would be read as 'a/b'). gsiftp:// URLs are already encoded."""
     return names.tool_url(url) if scheme_of(url) == "file" else url
-
-
-def _native_upload(src: str, dst: str, params: TransferParams) -> bool:
-    """One-stream file -> gsiftp copies go over gridxfer's own GridFTP client."""
-    return (int(params.streams) <= 1 and _SESSIONS and scheme_of(src) == "file"
-            and NativeGridFTP.usable(dst))
 
 
 def command(src: str, dst: str, params: TransferParams) -> list[str]:
@@ -59,67 +49,37 @@ def command(src: str, dst: str, params: TransferParams) -> list[str]:
     return args
 
 
-class GlobusUrlCopyMover(DelegatedOps):
+class GlobusUrlCopyMover(GridFTPMetadata):
     name = "globus-url-copy"
-    schemes, pairs, tpc_pairs = routes.GLOBUS.schemes, routes.GLOBUS.pairs, routes.GLOBUS.tpc_pairs
-    capabilities = Capabilities(checksum=True, third_party=False, stat=True, listdir=True,
-                                mkdir=True, unlink=True, space=False, streams=True)
+    schemes, pairs, tpc_pairs = routes.GUC.schemes, routes.GUC.pairs, routes.GUC.tpc_pairs
 
     def __init__(self, binary: str = "globus-url-copy") -> None:
+        super().__init__()
         self.binary = binary
-        self._gfal = GfalMover()
-        self._remote = GridFTPOps(self._gfal)
+        self.last_pid: int | None = None
 
-    # Metadata of remote URLs: gridxfer's GridFTP client, gfal2 where it cannot be used.
-    def _ops(self, url: str):
-        return LocalOps() if scheme_of(url) == "file" else self._remote
-
-    def copy(self, src: str, dst: str, *, params: TransferParams,
-             progress: ProgressFn | None = None) -> TransferOutcome:
-        pair = (scheme_of(src), scheme_of(dst))
-        if pair not in self.pairs:
-            raise UsageError(f"globus-url-copy mover cannot copy {src} -> {dst}")
-        if params.third_party:
-            raise UsageError(f"third-party copy is impossible with a local end: {src} -> {dst}")
+    def _require_binary(self) -> None:
         if shutil.which(self.binary) is None:
             raise UsageError(f"{self.binary} not found (install globus-gass-copy-progs)")
 
-        native = _native_upload(src, dst, params)
-        refuse = dst if native and not params.overwrite else None
+    def copy(self, src: str, dst: str, *, params: TransferParams,
+             progress: ProgressFn | None = None) -> TransferOutcome:
+        check_local_pair(self, src, dst, params)
+        self._require_binary()
 
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, report, release_early=True, refuse=refuse)
+            return self.raw_copy(s, tmp, params, report)
 
+        # verifying beside the next copy would need one more GSI session per thread
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw, progress=progress,
-                             # verifying beside the next copy needs one more session per
-                             # thread: cheap for gridxfer's GridFTP client (no delegation,
-                             # 3 round trips), a GSI handshake of 0.5-3 s with gfal2
-                             early_release=native, copy_checks_destination=native)
+                             raw_copy=raw, progress=progress, early_release=False,
+                             mover=self.name)
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
-                 progress: ProgressFn | None = None, *,
-                 release_early: bool = False, refuse: str | None = None) -> tuple[int, str]:
+                 progress: ProgressFn | None = None) -> tuple[int, str]:
         """Move the bytes only (no verification, no temp name): (streams used, mode).
-        ``refuse``: a URL whose existence makes this an EXISTS error, checked in the upload's
-        first flight by gridxfer's client, before the copy by the others.
-
-        One stream asked for: over this thread's reused GridFTP session (no new process,
-        no new GSI handshake per file: 0.3-1.5 s each, measured on loopback): uploads to
-        gsiftp:// with gridxfer's own client (movers/gridftp/client.py), the rest in-process on
-        gfal2. More streams: ``globus-url-copy -p N`` (MODE E), one process per file.
-        """
-        if _native_upload(src, dst, params):
-            try:
-                self._remote.native.upload(src, dst, params, progress,
-                                           release_early=release_early, refuse=refuse)
-                return 1, "gridftp-native"
-            except NativeUnavailable:
-                pass                    # gfal2 for this server while it is refused (RETRY_NATIVE)
-        if refuse is not None and exists(self._remote, refuse):
-            raise destination_exists(refuse)
-        if int(params.streams) <= 1 and _SESSIONS:
-            return self._gfal._filecopy(src, dst, params, progress, (scheme_of(src), scheme_of(dst)))
+        ``globus-url-copy -p N`` (MODE E), one process per file."""
+        self._require_binary()
         self._run(command(src, dst, params), params, progress, remote_src=scheme_of(src) != "file")
         return max(1, int(params.streams)), "globus-url-copy"
 
@@ -135,7 +95,9 @@ class GlobusUrlCopyMover(DelegatedOps):
                                 start_new_session=True)
         self.last_pid = proc.pid
         errors: list[bytes] = []
-        err_reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+        stderr_pipe = proc.stderr
+        assert stderr_pipe is not None             # stderr=PIPE
+        err_reader = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
         err_reader.start()
         out_reader = threading.Thread(target=self._read_progress, args=(proc, progress), daemon=True)
         out_reader.start()
@@ -173,9 +135,11 @@ class GlobusUrlCopyMover(DelegatedOps):
                     f"globus-url-copy exited {proc.returncode}: {args[-2]} -> {args[-1]}"))
 
     @staticmethod
-    def _read_progress(proc: subprocess.Popen, progress: ProgressFn | None) -> None:
+    def _read_progress(proc: subprocess.Popen[bytes], progress: ProgressFn | None) -> None:
         buf = b""
-        while chunk := proc.stdout.read1(4096):
+        out = proc.stdout
+        assert isinstance(out, io.BufferedReader)   # stdout=PIPE, unbuffered=False
+        while chunk := out.read1(4096):
             if progress is None:
                 continue
             buf = (buf + chunk)[-512:]

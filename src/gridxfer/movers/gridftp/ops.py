@@ -1,20 +1,27 @@
 """The metadata operations (the Ops of movers/integrity.py) for gsiftp/ftp URLs: gridxfer's
 own GridFTP client (movers/gridftp/client.py) where it can authenticate, gfal2 where it cannot
-or for what it does not do (listing, ftp://)."""
+or for what it does not do (listing, ftp://). ``GridFTPMetadata`` gives them, and LocalOps
+for file://, to each of the file <-> gsiftp/ftp movers."""
 from __future__ import annotations
 
-from gridxfer.movers.base import Entry
-from gridxfer.movers.gridftp.control import NativeUnavailable
+from typing import Any
+
+from gridxfer.errors import UsageError
+from gridxfer.movers.base import Entry, Mover, TransferParams
+from gridxfer.movers.gfal.mover import GfalMover
 from gridxfer.movers.gridftp.client import NativeGridFTP
+from gridxfer.movers.gridftp.control import NativeUnavailable
+from gridxfer.movers.integrity import DelegatedOps, ListingOps, LocalOps
+from gridxfer.movers.urls import scheme_of
 
 
 class GridFTPOps:
     """``native`` where ``usable``, else ``fallback`` (a GfalMover)."""
 
-    def __init__(self, fallback) -> None:
+    def __init__(self, fallback: GfalMover) -> None:
         self.native, self.fallback = NativeGridFTP(), fallback
 
-    def _either(self, url: str, op: str, *args):
+    def _either(self, url: str, op: str, *args: Any) -> Any:
         if self.native.usable(url):
             try:
                 return getattr(self.native, op)(*args)
@@ -39,3 +46,22 @@ class GridFTPOps:
 
     def listdir(self, url: str) -> list[Entry]:
         return self.fallback.listdir(url)
+
+
+class GridFTPMetadata(DelegatedOps):
+    """stat / listdir / checksum / unlink / mkdir of a file <-> gsiftp/ftp mover: LocalOps
+    for file://, ``GridFTPOps`` for the remote end."""
+
+    def __init__(self) -> None:
+        self._remote = GridFTPOps(GfalMover())
+
+    def _ops(self, url: str) -> ListingOps:
+        return LocalOps() if scheme_of(url) == "file" else self._remote
+
+
+def check_local_pair(mover: Mover, src: str, dst: str, params: TransferParams) -> None:
+    """UsageError unless ``mover`` copies this pair (one end local: never third-party)."""
+    if (scheme_of(src), scheme_of(dst)) not in mover.pairs:
+        raise UsageError(f"{mover.name} mover cannot copy {src} -> {dst}")
+    if params.third_party:
+        raise UsageError(f"third-party copy is impossible with a local end: {src} -> {dst}")

@@ -26,7 +26,7 @@ from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFla
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
-from gridxfer.movers.base import (Capabilities, Entry, ProgressFn, TransferOutcome,
+from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.integrity import LocalOps, check_destination_sum, checksum_policy, verified_copy
@@ -55,8 +55,6 @@ def _own_channel() -> tuple[str, Callable[[], None]]:
 class XRootDMover:
     name = "xrootd"
     schemes, pairs, tpc_pairs = routes.XROOTD.schemes, routes.XROOTD.pairs, routes.XROOTD.tpc_pairs
-    capabilities = Capabilities(checksum=True, third_party=True, stat=True, listdir=True,
-                                mkdir=True, unlink=True, space=True, streams=True)
 
     # -- metadata ---------------------------------------------------------------
     def _fs(self, url: str) -> xrd.FileSystem:
@@ -134,7 +132,7 @@ class XRootDMover:
             return self.raw_copy(s, tmp, params, report)
 
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw, progress=progress)
+                             raw_copy=raw, progress=progress, mover=self.name)
 
     def _direct_upload(self, src: str, dst: str, params: TransferParams,
                        progress: ProgressFn | None) -> TransferOutcome:
@@ -164,7 +162,7 @@ class XRootDMover:
             raise
         return TransferOutcome(bytes=sent.bytes, seconds=time.monotonic() - start,
                                checksum=dst_sum or (sent.adler32 if algo else None),
-                               streams_used=1, mode="xrdcl-posc")
+                               streams_used=1, mode="xrdcl-posc", mover=self.name)
 
     def raw_copy(self, src: str, tmp: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
