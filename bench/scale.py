@@ -39,15 +39,13 @@ class NoopMover:
     """A Mover that moves nothing and returns at once: isolates the scheduler's cost."""
     name = "noop"
     schemes = frozenset({"file", "root"})
-
-    def __init__(self) -> None:
-        from gridxfer.movers.base import Capabilities
-        self.capabilities = Capabilities()
+    pairs = frozenset({("file", "file"), ("file", "root"), ("root", "file"), ("root", "root")})
+    tpc_pairs: frozenset[tuple[str, str]] = frozenset()
 
     def copy(self, src: str, dst: str, *, params, progress=None):
         from gridxfer.movers.base import TransferOutcome
         return TransferOutcome(bytes=FILE_SIZE, seconds=0.0, checksum=None, streams_used=1,
-                               mode="noop")
+                               mode="noop", mover=self.name)
 
 
 def write_campaign(work: Path, files: int, max_active: int) -> Path:

@@ -19,7 +19,7 @@ from gridxfer.campaign.policy.selection import Exclusion
 from gridxfer.campaign.spec.schema import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
                                     TierSpec)
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import Capabilities, Entry, TransferOutcome
+from gridxfer.movers.base import Entry, TransferOutcome
 
 POOL = ("root://a.invalid:1//d/", "root://b.invalid:1//d/")
 
@@ -29,7 +29,8 @@ class FakeMover:
 
     name = "fake"
     schemes = frozenset({"root"})
-    capabilities = Capabilities(stat=True, unlink=True, checksum=True)
+    pairs = frozenset({("file", "root")})
+    tpc_pairs: frozenset[tuple[str, str]] = frozenset()
 
     def __init__(self, script=None, delay=0.0, block: threading.Event | None = None):
         self.script = script or {}          # callable(src, dst, n) -> None | ErrorClass
