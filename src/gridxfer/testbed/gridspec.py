@@ -74,9 +74,9 @@ def check_spec(spec: LocalGridSpec) -> None:
         if s.auth not in AUTH_MODES or (s.auth != "none" and s.kind != "xrootd"):
             raise TestbedError(f"server {s.name}: auth {s.auth!r} needs kind xrootd and one of "
                                f"{', '.join(AUTH_MODES)}")
+        if s.size_limit and os.geteuid() != 0:
+            raise TestbedError(f"server {s.name}: size_limit needs root (tmpfs mount)")
     aliases = [s.davs_alias() for s in spec.servers if s.davs_alias()]
     clash = set(aliases) & set(names) or len(set(aliases)) != len(aliases)
     if clash:
         raise TestbedError(f"davs names clash with each other or with server names: {aliases}")
-        if s.size_limit and os.geteuid() != 0:
-            raise TestbedError(f"server {s.name}: size_limit needs root (tmpfs mount)")

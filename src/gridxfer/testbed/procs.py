@@ -10,9 +10,7 @@ API::
     free_port(bind="127.0.0.1") -> int
     spawn(name, argv, run_dir, *, env=None, wrap=(), cwd=None) -> Proc
     wait_ready(proc, probe, *, timeout=20.0, what="")     # raises TestbedError + log tail
-    kill_pidfiles(directory) -> list[int]                  # kill all servers found below dir
-    kill_matching(marker) -> list[int]                     # kill each process with marker in argv
-    terminate(pidfile_procs(d) + matching_procs(m))        # both at once (one grace period)
+    terminate(pidfile_procs(d) + matching_procs(m))        # SIGTERM, then SIGKILL; pids
     log_tail(path, lines=15) -> str
     stop_popen(popen, grace=5.0)                           # SIGTERM, then SIGKILL; reaped
 
@@ -162,11 +160,6 @@ def tree(pid: int, create_time: float | None = None) -> list[psutil.Process]:
     return procs
 
 
-def kill_tree(pid: int, create_time: float | None = None, *, grace: float = 1.5) -> list[int]:
-    """SIGTERM the process, its descendants and its process group; SIGKILL after ``grace``."""
-    return terminate(tree(pid, create_time), grace)
-
-
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)
@@ -242,15 +235,6 @@ def matching_procs(marker: str) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
-
-
-def kill_pidfiles(directory: Path) -> list[int]:
-    return terminate(pidfile_procs(directory))
-
-
-def kill_matching(marker: str, *, grace: float = 1.5) -> list[int]:
-    """Kill every process whose command line mentions ``marker``."""
-    return terminate(matching_procs(marker), grace)
 
 
 def stop_popen(proc: subprocess.Popen, grace: float = 5.0) -> None:

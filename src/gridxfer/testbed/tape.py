@@ -77,7 +77,6 @@ class _Session:
     bytes: int = 0
     write_time: float = 0.0
     position_time: float = 0.0
-    filled: bool = False
     failed: bool = False
     extra: dict = field(default_factory=dict)
 
@@ -196,7 +195,7 @@ class EmulatedTape:
             size = path.stat().st_size
             if size > self._cart_free[i]:
                 self._unclaim(path)            # does not fit: next cartridge
-                s.filled, s.extra["Info_tapeFilledUp"] = True, 1
+                s.extra["Info_tapeFilledUp"] = 1
                 self._cart_free[i] = 0
                 return
             t0 = time.monotonic()

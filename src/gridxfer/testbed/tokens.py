@@ -47,7 +47,6 @@ ISSUER_URL = "https://issuer.gridxfer-testbed.invalid"
 AUDIENCE = "https://gridxfer-testbed.invalid"
 SUBJECT = "gridxfer-tester"
 KID = "gridxfer-testbed-es256"
-WLCG_ANY_AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any"
 KEYCACHE = Path("scitokens") / "scitokens_cpp.sqllite"
 _FAR = 10 * 365 * 86400     # keycache next_update / expires: ten years ahead
 

@@ -292,9 +292,6 @@ class DefaultExclusions:
         return Exclusion(url, f"{st.drain_reason}; drained", st.drained_until)
 
 
-EXCLUSION_POLICIES: dict[str, type] = {"default": DefaultExclusions}
-
-
 def exclusion_event(tier: str, exc: Exclusion | None, url: str) -> dict[str, Any]:
     """The ``detail`` of an ``excluded``/``readmitted`` journal event."""
     if exc is None:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from gridxfer.tuning.export import unsafe_yaml
 from gridxfer.tuning.targets.base import CommandTarget, RunResult, TargetError, WriteFailed
-from gridxfer.tuning.targets.local import run_local
 
 PLAYBOOK = Path(__file__).resolve().parents[4] / "playbooks" / "tune.yml"
 RUNTIME_FILE = "/run/gridxfer/sysctl-runtime.conf"
@@ -131,7 +130,3 @@ class AnsibleTarget(CommandTarget):
                 done.append(name)
             if res.get("failed") and not done:
                 raise WriteFailed(next(iter(values)), str(res.get("msg", "failed")).strip())
-
-
-def local_ansible_available() -> bool:
-    return run_local(["ansible-playbook", "--version"]).ok

@@ -5,7 +5,6 @@ import os
 import stat
 import time
 
-import pytest
 
 from gridxfer.campaign.journal import store as journal
 
