@@ -12,6 +12,12 @@ Monitoring Plugins guidelines, and where each is enforced:
 - expected data problems (missing/garbled files, bad journals, unreadable state) become
   ``CheckError`` in :class:`GxResource` -> one UNKNOWN line, no traceback;
 - tracebacks for real bugs appear only with ``-v`` (``guarded(verbose=0)``).
+
+The stages stay apart, as nagiosplugin intends: a :class:`GxResource` collects (it reads a
+source's series, keeps what it read as a frozen ``reading`` and yields metrics); contexts
+judge the metrics (:class:`IdleContext` for a window with nothing in it); a
+:class:`LineSummary` writes the status line from the reading; state that must outlive the
+run (a baseline) is saved by :meth:`GxResource.settle`, called after evaluation.
 """
 from __future__ import annotations
 
@@ -133,10 +139,17 @@ def perf_label(text: str) -> str:
 
 
 class GxResource(nagiosplugin.Resource):
-    """A resource whose expected failures become one UNKNOWN line (``CheckError``)."""
+    """A resource whose expected failures become one UNKNOWN line (``CheckError``).
+
+    ``collect`` sets ``reading`` (what it read, for the summary) and yields the metrics."""
+
+    reading: Any = None
 
     def collect(self) -> Iterable[nagiosplugin.Metric]:
         raise NotImplementedError
+
+    def settle(self) -> None:
+        """After evaluation: save what must outlive the run (default: nothing)."""
 
     def probe(self) -> list[nagiosplugin.Metric]:
         try:
@@ -163,6 +176,7 @@ class GxCheck(nagiosplugin.Check):
 
     def __call__(self) -> None:
         super().__call__()
+        self._settle()
         if self.prom_file:
             from gridxfer.monitoring.prometheus import check_samples, write_textfile
             try:
@@ -170,6 +184,23 @@ class GxCheck(nagiosplugin.Check):
             except OSError as exc:
                 self.results.add(nagiosplugin.Result(
                     nagiosplugin.Unknown, f"cannot write --prom-file: {one_line(exc)}"))
+
+
+    def _settle(self) -> None:
+        """Each resource's :meth:`GxResource.settle`, once its metrics are judged. A failure
+        there (an unwritable state file) makes the run UNKNOWN with one line and no perfdata,
+        as a failure while probing does: the run did not complete."""
+        for resource in self.resources:
+            if not isinstance(resource, GxResource) or resource.reading is None:
+                continue
+            try:
+                resource.settle()
+            except _DATA_ERRORS as exc:
+                resource.reading = None
+                self.results = nagiosplugin.Results(
+                    nagiosplugin.Result(nagiosplugin.Unknown, one_line(exc)))
+                self.perfdata.clear()
+                return
 
 
 def run_plugin(name: str, parser: PluginParser,
@@ -193,28 +224,44 @@ def run_plugin(name: str, parser: PluginParser,
 
 
 class LineSummary(nagiosplugin.Summary):
-    """Status line: the worst result first (when not OK), then the resource's headline."""
+    """Status line: the worst result first (when not OK), then the headline that
+    ``describe`` writes from the resource's reading (none when the probe failed)."""
 
-    def __init__(self, resource: GxResource) -> None:
+    def __init__(self, resource: GxResource,
+                 describe: Callable[[Any], str] | None = None) -> None:
         self.resource = resource
+        self.describe = describe
+
+    def headline(self) -> str:
+        reading = self.resource.reading
+        if reading is None or self.describe is None:
+            return ""
+        return self.describe(reading)
 
     def ok(self, results: nagiosplugin.Results) -> str:
-        return redact(getattr(self.resource, "headline", "") or str(results[0]))
+        return redact(self.headline() or str(results[0]))
 
     def problem(self, results: nagiosplugin.Results) -> str:
         first = str(results.first_significant)
-        head = getattr(self.resource, "headline", "")
+        head = self.headline()
         if first and head and first not in head:
             return redact(f"{first}; {head}")
         return redact(first or head)
 
 
-class StateContext(nagiosplugin.Context):
-    """A state decided by the resource: ``Metric(<message>, <0..3>, context=<name>)``.
+IDLE_STATES = {"ok": nagiosplugin.Ok, "warning": nagiosplugin.Warn,
+               "critical": nagiosplugin.Critical, "unknown": nagiosplugin.Unknown}
 
-    The metric's name carries the message; no perfdata is produced."""
+
+class IdleContext(nagiosplugin.ScalarContext):
+    """A window with nothing in it, under ``--idle STATE``: that state, whatever the value.
+
+    The metric keeps its perfdata (no thresholds); ``describe(reading)`` gives the line."""
+
+    def __init__(self, name: str, state: str, describe: Callable[[Any], str]) -> None:
+        super().__init__(name, fmt_metric=None)
+        self.state = IDLE_STATES[state]
+        self.describe_idle = describe
 
     def evaluate(self, metric: nagiosplugin.Metric, resource: Any) -> nagiosplugin.Result:
-        state = {0: nagiosplugin.Ok, 1: nagiosplugin.Warn, 2: nagiosplugin.Critical}.get(
-            int(metric.value), nagiosplugin.Unknown)
-        return nagiosplugin.Result(state, metric.name, None)
+        return nagiosplugin.Result(self.state, self.describe_idle(resource.reading), metric)

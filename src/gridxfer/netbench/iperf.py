@@ -1,8 +1,19 @@
-"""iperf3 runs between two testbed hosts, through ``iperf3 -J`` inside their namespaces.
+"""iperf3 runs between two testbed hosts, and the one parser of iperf3's JSON report.
 
 The server is started in the receiving host's namespace and bound to its address; the
-client runs in the sending host's namespace. Results are parsed from iperf3's JSON.
-A host without a namespace (``netns=None``) runs on this machine (loopback grid).
+client runs in the sending host's namespace. A host without a namespace (``netns=None``)
+runs on this machine (loopback grid). :func:`parse_tcp` and :func:`parse_udp` read
+``iperf3 -J`` reports for ``netbench`` and for ``check_gridxfer_link``
+(``monitoring/sources/iperf.py``): there is no other iperf3 parser.
+
+The iperf3 *executable* is run, not the PyPI ``iperf3`` bindings (ctypes on libiperf),
+which were declared and never imported, and are dropped. Tried with Debian 12's libiperf
+3.12 (iperf3-python 0.1.11): a run works, but the bindings redirect fd 1 into a pipe that
+nobody reads while ``iperf_run_client`` runs, so a report over the 64 KiB pipe buffer
+blocks the run for ever (-P 24 -t 5 on loopback hung; -P 16 passed; one stream reaches it
+after about 90 s); SIGALRM (the checks' -t) cannot interrupt the blocked C call; and they
+expose neither ``--connect-timeout`` nor ``--get-server-output`` nor fractional durations.
+A child process has none of these problems and is killed by its timeout.
 """
 from __future__ import annotations
 
@@ -43,6 +54,26 @@ class TcpRun:
     seconds: float
     streams: int
     intervals_bps: tuple[float, ...]  # receiver side, per 1 s interval, all streams summed
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One report interval, all streams summed; ``start``/``end`` are seconds into the run."""
+    start: float
+    end: float
+    bytes: float
+    bits_per_second: float
+
+
+@dataclass(frozen=True)
+class TcpReport:
+    """What an ``iperf3 -J`` TCP report says (:class:`TcpRun` is netbench's view of it)."""
+    received_bps: float
+    sent_bps: float
+    retransmits: int | None         # None: the sender reported none (not Linux)
+    seconds: float
+    started: float                  # unix time the test started (iperf3's timesecs)
+    intervals: tuple[Interval, ...]  # receiver side when the server's output is in it
 
 
 @dataclass(frozen=True)
@@ -121,23 +152,45 @@ def tcp_once(src: BenchHost, dst: BenchHost, port: int, *, streams: int = 1,
         extra += ["-w", str(window)]
     if congestion:
         extra += ["-C", congestion]
-    return parse_tcp(_client(src, dst, port, extra, duration), streams, duration)
+    return parse_tcp(_client(src, dst, port, extra, duration), streams, duration,
+                     what=f"{src.name} -> {dst.name}")
 
 
-def parse_tcp(doc: dict, streams: int, duration: float) -> TcpRun:
-    """A TcpRun from ``iperf3 -J --get-server-output`` output."""
-    end = doc["end"]
-    recv, sent = end.get("sum_received", {}), end.get("sum_sent", {})
+def read_tcp(doc: object, duration: float, what: str = "") -> TcpReport:
+    """The report of one TCP run; NetbenchError naming ``what`` for an error report or one
+    without a TCP summary."""
+    if not isinstance(doc, dict):
+        raise NetbenchError("iperf3 report is not a JSON object")
+    if doc.get("error"):
+        raise NetbenchError(f"iperf3 {what}: {doc['error']}")
+    end = doc.get("end") or {}
+    recv, sent = end.get("sum_received") or {}, end.get("sum_sent") or {}
+    if "bits_per_second" not in recv:
+        raise NetbenchError(f"iperf3 {what}: no TCP summary in the report")
     # receiver-side intervals (the client's count bytes written into its socket buffer);
     # the short tail interval at the end of a run is left out
     server = doc.get("server_output_json") or doc
-    intervals = tuple(float(iv["sum"]["bits_per_second"]) for iv in server.get("intervals", [])
-                      if not iv["sum"].get("omitted") and iv["sum"].get("seconds", 1) >= 0.5)
-    return TcpRun(bits_per_second=float(recv.get("bits_per_second", 0.0)),
-                  sent_bps=float(sent.get("bits_per_second", 0.0)),
-                  retransmits=int(sent.get("retransmits", 0) or 0),
-                  seconds=float(recv.get("seconds", duration)), streams=streams,
-                  intervals_bps=intervals)
+    kept = [iv["sum"] for iv in server.get("intervals", [])
+            if not iv["sum"].get("omitted") and iv["sum"].get("seconds", 1) >= 0.5]
+    retransmits = sent.get("retransmits")
+    stamp = (doc.get("start") or {}).get("timestamp") or {}
+    return TcpReport(received_bps=float(recv["bits_per_second"]),
+                     sent_bps=float(sent.get("bits_per_second", 0.0)),
+                     retransmits=None if retransmits is None else int(retransmits),
+                     seconds=float(recv.get("seconds", duration)),
+                     started=float(stamp.get("timesecs", 0.0)),
+                     intervals=tuple(Interval(float(iv.get("start", 0.0)),
+                                              float(iv.get("end", 0.0)),
+                                              float(iv.get("bytes", 0.0)),
+                                              float(iv["bits_per_second"])) for iv in kept))
+
+
+def parse_tcp(doc: object, streams: int, duration: float, what: str = "") -> TcpRun:
+    """A TcpRun from ``iperf3 -J --get-server-output`` output."""
+    r = read_tcp(doc, duration, what)
+    return TcpRun(bits_per_second=r.received_bps, sent_bps=r.sent_bps,
+                  retransmits=r.retransmits or 0, seconds=r.seconds, streams=streams,
+                  intervals_bps=tuple(iv.bits_per_second for iv in r.intervals))
 
 
 def udp_once(src: BenchHost, dst: BenchHost, port: int, *, rate_bps: float,

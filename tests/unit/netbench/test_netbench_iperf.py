@@ -86,3 +86,20 @@ def test_udp_gives_up_after_the_last_attempt_and_never_retries_other_errors(monk
     with pytest.raises(NetbenchError, match="timed out"):
         iperf.udp_once(a, b, 5201, rate_bps=60e6)
     assert len(seen) == 1
+
+
+def test_read_tcp_is_the_one_parser_the_link_check_uses_too():
+    """The link check's source reads reports with netbench's parser: errors name the run,
+    and retransmits not reported stay unknown (the check then gives no retransmits)."""
+    from gridxfer.monitoring.sources import iperf as source
+    assert source.read_tcp is iperf.read_tcp
+    with pytest.raises(NetbenchError, match=r"^iperf3 to h: unable to connect"):
+        iperf.read_tcp({"error": "unable to connect to server"}, 1.0, what="to h")
+    with pytest.raises(NetbenchError, match="no TCP summary"):
+        iperf.read_tcp({"end": {}}, 1.0, what="to h")
+    doc = {**TCP_DOC, "start": {"timestamp": {"timesecs": 1795260000}}}
+    doc["end"] = {**doc["end"], "sum_sent": {"bits_per_second": 1.0}}
+    r = iperf.read_tcp(doc, 3.0)
+    assert r.retransmits is None and r.started == 1795260000
+    assert len(r.intervals) == 3 and r.intervals[0].bits_per_second == pytest.approx(313712946.19)
+    assert iperf.parse_tcp(doc, 1, 3.0).retransmits == 0          # netbench's view: 0

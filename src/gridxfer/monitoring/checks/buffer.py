@@ -10,9 +10,12 @@ full, whatever the fill percentage.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nagiosplugin
@@ -36,10 +39,8 @@ def usage(args: argparse.Namespace) -> tuple[float, float]:
         used = 0
         for root, _dirs, files in os.walk(path, onerror=_raise):
             for name in files:
-                try:
+                with contextlib.suppress(FileNotFoundError):   # drained by tape meanwhile
                     used += os.lstat(os.path.join(root, name)).st_size
-                except FileNotFoundError:      # drained by tape meanwhile
-                    pass
         return float(used), float(args.capacity)
     st = os.statvfs(path)
     capacity = st.f_blocks * st.f_frsize
@@ -72,13 +73,13 @@ class TimeToFull(nagiosplugin.Context):
     def evaluate(self, metric, resource):
         v = metric.value
         if v < self.critical:
-            return nagiosplugin.Result(nagiosplugin.Critical,
-                                       f"full in {fmt_duration(v)} (< {fmt_duration(self.critical)})",
-                                       None)
+            return nagiosplugin.Result(
+                nagiosplugin.Critical,
+                f"full in {fmt_duration(v)} (< {fmt_duration(self.critical)})", None)
         if v < self.warning:
-            return nagiosplugin.Result(nagiosplugin.Warn,
-                                       f"full in {fmt_duration(v)} (< {fmt_duration(self.warning)})",
-                                       None)
+            return nagiosplugin.Result(
+                nagiosplugin.Warn,
+                f"full in {fmt_duration(v)} (< {fmt_duration(self.warning)})", None)
         return nagiosplugin.Result(nagiosplugin.Ok, None, metric)
 
     def performance(self, metric, resource):
@@ -87,10 +88,34 @@ class TimeToFull(nagiosplugin.Context):
                                         f"{self.warning:g}:", f"{self.critical:g}:", 0)
 
 
+@dataclass(frozen=True)
+class BufferReading:
+    where: str
+    used: float
+    capacity: float
+    rate_in: float                  # bytes/s
+    rate_out: float
+    emulated: bool                  # the outflow came from the EMULATED tape
+
+    @property
+    def fill(self) -> float:
+        return 100.0 * self.used / self.capacity
+
+    @property
+    def net(self) -> float:
+        return self.rate_in - self.rate_out
+
+    @property
+    def time_to_full(self) -> float:
+        free = max(0.0, self.capacity - self.used)
+        return free / self.net if self.net > 0 else math.inf
+
+
 class Buffer(GxResource):
+    """Collects: the buffer's usage, the journal source's inflow and the tape outflow."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.headline = ""
 
     def inflow(self, now: float) -> float:
         a = self.args
@@ -99,40 +124,41 @@ class Buffer(GxResource):
         paths = journal_paths(a.inflow_campaign, a.inflow_journal)
         return window_throughput(paths, a.window, now=now, endpoint=a.inflow_endpoint).rate
 
-    def outflow(self) -> float:
+    def outflow(self) -> tuple[float, bool]:
+        """(bytes/s, whether it came from the EMULATED tape)."""
         a = self.args
         if a.outflow is not None:
-            return float(a.outflow)
-        tw, _garbage = read_window(a, NAME)
-        self.emulated = tw.emulated
-        return tw.rate if a.outflow_basis == "drives" else tw.volume_rate
+            return float(a.outflow), False
+        tw, _series = read_window(a, NAME)
+        return (tw.rate if a.outflow_basis == "drives" else tw.volume_rate), tw.emulated
 
-    def collect(self):
+    def collect(self) -> Iterator[nagiosplugin.Metric]:
         a = self.args
         now = a.at if a.at is not None else time.time()
         used, capacity = usage(a)
         if capacity <= 0:
             raise ValueError(f"buffer capacity is {capacity:.0f} bytes")
-        free = max(0.0, capacity - used)
-        fill = 100.0 * used / capacity
-        rate_in, rate_out = self.inflow(now), self.outflow()
-        net = rate_in - rate_out
-        ttf = free / net if net > 0 else math.inf
-        where = str(a.path) if a.path else "buffer"
-        if getattr(self, "emulated", False):
-            where = f"[EMULATED tape] {where}"
-        head = (f"{where} {fill:.1f}% full ({fmt_bytes(used)} of {fmt_bytes(capacity)}), "
-                f"in {fmt_rate(rate_in)}, out {fmt_rate(rate_out)}")
-        head += (f", full in {fmt_duration(ttf)}" if net > 0
-                 else ", not filling")
-        self.headline = head
-        yield nagiosplugin.Metric("fill_pct", round(fill, 2), min=0, max=100, context="fill")
-        yield nagiosplugin.Metric("time_to_full_s", ttf, context="ttf")
+        rate_in = self.inflow(now)
+        rate_out, emulated = self.outflow()
+        r = BufferReading(str(a.path) if a.path else "buffer", used, capacity, rate_in,
+                          rate_out, emulated)
+        self.reading = r
+        yield nagiosplugin.Metric("fill_pct", round(r.fill, 2), min=0, max=100, context="fill")
+        yield nagiosplugin.Metric("time_to_full_s", r.time_to_full, context="ttf")
         yield nagiosplugin.Metric("inflow_MBps", round(rate_in / 1e6, 3), min=0, context="info")
         yield nagiosplugin.Metric("outflow_MBps", round(rate_out / 1e6, 3), min=0,
                                   context="info")
         yield nagiosplugin.Metric("used_GB", round(used / 1e9, 3), min=0,
                                   max=round(capacity / 1e9, 3), context="info")
+
+
+def describe(r: BufferReading) -> str:
+    """The status line (the summary's part)."""
+    where = f"[EMULATED tape] {r.where}" if r.emulated else r.where
+    head = (f"{where} {r.fill:.1f}% full ({fmt_bytes(r.used)} of {fmt_bytes(r.capacity)}), "
+            f"in {fmt_rate(r.rate_in)}, out {fmt_rate(r.rate_out)}")
+    return head + (f", full in {fmt_duration(r.time_to_full)}" if r.net > 0
+                   else ", not filling")
 
 
 def build_parser() -> PluginParser:
@@ -183,7 +209,7 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
                    nagiosplugin.ScalarContext("fill", args.warning, args.critical,
                                               fmt_metric="{value}% full"),
                    TimeToFull("ttf", args.ttf_warning, args.ttf_critical),
-                   nagiosplugin.ScalarContext("info"), LineSummary(res), name=NAME,
+                   nagiosplugin.ScalarContext("info"), LineSummary(res, describe), name=NAME,
                    prom_file=args.prom_file)
 
 

@@ -7,37 +7,57 @@ test: the check refuses a --duration that cannot finish within the timeout.
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import nagiosplugin
 
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       duration_arg, range_arg, run_plugin)
-from gridxfer.monitoring.sources.iperf import run_iperf3
+from gridxfer.monitoring.series import Point, Series, Window
+from gridxfer.monitoring.sources.iperf import IperfSource
 from gridxfer.limits import IPERF3_MAX_DURATION, IPERF3_MAX_STREAMS
 
 NAME = "link"
 
 
 class Link(GxResource):
+    """Collects: one run of the iperf3 source; the link check's reading is its series."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.headline = ""
 
-    def collect(self):
+    def collect(self) -> Iterator[nagiosplugin.Metric]:
         a = self.args
         budget = (a.timeout or 3600) - 1
-        r = run_iperf3(a.host, port=a.port, duration=a.duration, streams=a.parallel,
-                       reverse=a.reverse, connect_timeout=min(3.0, a.duration),
-                       timeout=budget, iperf3=a.iperf3)
-        mbps = r.received_bps / 1e6
-        direction = "from" if a.reverse else "to"
-        self.headline = (f"{mbps:.1f} Mbit/s {direction} {a.host}:{a.port} "
-                         f"({r.streams} stream(s), {r.seconds:.1f}s"
-                         + (f", {r.retransmits} retransmits)" if r.retransmits is not None
-                            else ")"))
-        yield nagiosplugin.Metric("link_Mbps", round(mbps, 2), min=0, context="link")
-        if r.retransmits is not None:
-            yield nagiosplugin.Metric("retransmits", r.retransmits, min=0, context="retr")
+        source = IperfSource(a.host, port=a.port, streams=a.parallel, reverse=a.reverse,
+                             connect_timeout=min(3.0, a.duration), timeout=budget,
+                             iperf3=a.iperf3)
+        series = source.series(Window(time.time(), a.duration))
+        self.reading = LinkReading(a.host, a.port, a.reverse, series)
+        yield nagiosplugin.Metric("link_Mbps", round(series.totals["received_bps"] / 1e6, 2),
+                                  min=0, context="link")
+        if "retransmits" in series.totals:
+            yield nagiosplugin.Metric("retransmits", int(series.totals["retransmits"]), min=0,
+                                      context="retr")
+
+
+@dataclass(frozen=True)
+class LinkReading:
+    host: str
+    port: int
+    reverse: bool
+    series: Series[Point]
+
+
+def describe(r: LinkReading) -> str:
+    """The status line (the summary's part)."""
+    t = r.series.totals
+    direction = "from" if r.reverse else "to"
+    retr = f", {int(t['retransmits'])} retransmits)" if "retransmits" in t else ")"
+    return (f"{t['received_bps'] / 1e6:.1f} Mbit/s {direction} {r.host}:{r.port} "
+            f"({int(t['streams'])} stream(s), {t['seconds']:.1f}s{retr}")
 
 
 def build_parser() -> PluginParser:
@@ -72,8 +92,9 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
                    nagiosplugin.ScalarContext("link", args.warning, args.critical,
                                               fmt_metric="{value} Mbit/s"),
                    nagiosplugin.ScalarContext("retr", args.retransmits_warning,
-                                              args.retransmits_critical, fmt_metric="{value} retransmits"),
-                   LineSummary(res), name=NAME, prom_file=args.prom_file)
+                                              args.retransmits_critical,
+                                              fmt_metric="{value} retransmits"),
+                   LineSummary(res, describe), name=NAME, prom_file=args.prom_file)
 
 
 def main(argv: list[str] | None = None) -> None:

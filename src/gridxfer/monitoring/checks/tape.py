@@ -15,18 +15,22 @@ import argparse
 import hashlib
 import os
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nagiosplugin
 
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_size
 from gridxfer.monitoring import baseline as bl
-from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
-                      StateContext, duration_arg, perf_label, range_arg, run_plugin, typed)
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
+                                        PluginParser, PluginUsage, duration_arg, perf_label,
+                                        range_arg, run_plugin, typed)
 from gridxfer.monitoring.sources import cta, dcache, jsonl
 from gridxfer.monitoring.sources.logtime import FUTURE_TOLERANCE, LogClock, zone_arg
-from gridxfer.monitoring.sources.taperead import LogSource, TapeRead, read_series
-from gridxfer.monitoring.sources.tapelog import Parser, TapeWindow, aggregate
+from gridxfer.monitoring.series import Series, Window
+from gridxfer.monitoring.sources.taperead import LogSource, TapeLogs
+from gridxfer.monitoring.sources.tapelog import Parser, TapeSession, TapeWindow, aggregate
 
 NAME = "tape"
 
@@ -84,16 +88,18 @@ def source_parsers(args: argparse.Namespace) -> list[tuple[Path, Parser]]:
     return [(s.path, s.parse) for s in sources(args, now)]
 
 
-def _future(read: TapeRead, now: float, zone: str) -> str:
-    ahead = [s.end - now for s in read.sessions if s.end > now + FUTURE_TOLERANCE]
+def _future(series: Series[TapeSession], now: float, zone: str) -> str:
+    ahead = [s.end - now for s in series.samples if s.end > now + FUTURE_TOLERANCE]
     if not ahead:
         return ""
     return (f"{len(ahead)} log record(s) up to {fmt_duration(max(ahead))} in the future, "
             f"read in {zone}: is the log written in another time zone? (--log-tz)")
 
 
-def read_window(args: argparse.Namespace, kind: str) -> tuple[TapeWindow, TapeRead]:
-    """The tape window for a check's args, and what the read saw (garbage, rotations)."""
+def read_window(args: argparse.Namespace, kind: str
+                ) -> tuple[TapeWindow, Series[TapeSession]]:
+    """The tape window for a check's args, and the series it was summed from (unparsable
+    lines, rotations not followed)."""
     now = args.at if args.at is not None else time.time()
     srcs = sources(args, now)
     if args.no_state:
@@ -104,55 +110,41 @@ def read_window(args: argparse.Namespace, kind: str) -> tuple[TapeWindow, TapeRe
         names = [*args.cta, *args.dcache, *args.jsonl]
         key = "\n".join(sorted(os.path.abspath(p) for p in names))
         cookie = bl.state_path(kind, hashlib.sha1(key.encode()).hexdigest()[:16])
-    read = read_series(srcs, cookie, keep_after=now - 2 * args.window)
-    if (problem := _future(read, now, LogClock(args.log_tz).zone_name)):
+    series = TapeLogs(tuple(srcs), cookie).series(Window(now, args.window))
+    if (problem := _future(series, now, LogClock(args.log_tz).zone_name)):
         raise nagiosplugin.CheckError(problem)
-    tw = aggregate(read.sessions, now=now, window=args.window, min_volume=args.min_volume)
-    return tw, read
+    tw = aggregate(series.samples, now=now, window=args.window, min_volume=args.min_volume)
+    return tw, series
 
 
-def garbage_note(read: TapeRead) -> str:
-    if not read.garbage_total:
+def garbage_note(series: Series[TapeSession]) -> str:
+    if not series.unparsable_total:
         return ""
-    per = ", ".join(f"{fmt} {n}" for fmt, n in sorted(read.garbage.items()))
-    return f", {read.garbage_total} unparsable line(s) ({per})"
+    per = ", ".join(f"{fmt} {n}" for fmt, n in sorted(series.unparsable.items()))
+    return f", {series.unparsable_total} unparsable line(s) ({per})"
+
+
+@dataclass(frozen=True)
+class TapeReading:
+    window: float
+    figures: TapeWindow
+    series: Series[TapeSession]
+    idle: bool                      # no session counted and --idle is not evaluate
 
 
 class Tape(GxResource):
+    """Collects: the tape logs' series for the window and its aggregate."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.headline = ""
 
-    def collect(self):
+    def collect(self) -> Iterator[nagiosplugin.Metric]:
         a = self.args
-        tw, read = read_window(a, NAME)
-        head = ""
-        if tw.down:
-            head += (f", {len(tw.down)} drive(s) down (killed or put down): "
-                     f"{', '.join(tw.down)}")
-        if tw.failing:
-            head += (f", last session not successful on {', '.join(tw.failing)} "
-                     f"(not down)")
-        if tw.failed:
-            head += f", {tw.failed} failed session(s)"
-        if tw.reads:
-            head += f", {tw.reads} read or label session(s) not counted"
-        if tw.filtered:
-            head += f", {tw.filtered} short session(s) ignored"
-        head += garbage_note(read)
-        for note in read.lost:
-            head += f", {note}"
-        self.headline = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
-                         f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} "
-                         f"session(s), {fmt_bytes(tw.bytes)} in {fmt_duration(a.window)}"
-                         + head)
-        if tw.emulated:
-            self.headline = "[EMULATED tape] " + self.headline
-        if tw.sessions == 0 and a.idle != "evaluate":
-            self.headline = f"no tape sessions in the last {fmt_duration(a.window)}" + head
-            yield nagiosplugin.Metric(self.headline, {"ok": 0, "warning": 1, "critical": 2,
-                                                      "unknown": 3}[a.idle], context="idle")
-            yield nagiosplugin.Metric("write_MBps", 0, min=0, context="info")
+        tw, series = read_window(a, NAME)
+        idle = tw.sessions == 0 and a.idle != "evaluate"
+        self.reading = TapeReading(a.window, tw, series, idle)
+        if idle:
+            yield nagiosplugin.Metric("write_MBps", 0, min=0, context="idle")
             return
         yield nagiosplugin.Metric("write_MBps", round(tw.rate / 1e6, 3), min=0, context="write")
         yield nagiosplugin.Metric("drives", tw.units, min=0, context="drives")
@@ -165,12 +157,48 @@ class Tape(GxResource):
         yield nagiosplugin.Metric("short_sessions", tw.filtered, min=0, context="info")
         yield nagiosplugin.Metric("failed_sessions", tw.failed, min=0, context="info")
         yield nagiosplugin.Metric("drives_failing", len(tw.failing), min=0, context="info")
-        yield nagiosplugin.Metric("unparsable_lines", read.garbage_total, min=0,
+        yield nagiosplugin.Metric("unparsable_lines", series.unparsable_total, min=0,
                                   context="info")
         if a.per_drive:
             for unit, rate in tw.per_unit.items():
                 yield nagiosplugin.Metric(perf_label(f"drive_{unit}_MBps"),
                                           round(rate / 1e6, 3), min=0, context="info")
+
+
+def _notes(r: TapeReading) -> str:
+    tw = r.figures
+    head = ""
+    if tw.down:
+        head += (f", {len(tw.down)} drive(s) down (killed or put down): "
+                 f"{', '.join(tw.down)}")
+    if tw.failing:
+        head += (f", last session not successful on {', '.join(tw.failing)} "
+                 f"(not down)")
+    if tw.failed:
+        head += f", {tw.failed} failed session(s)"
+    if tw.reads:
+        head += f", {tw.reads} read or label session(s) not counted"
+    if tw.filtered:
+        head += f", {tw.filtered} short session(s) ignored"
+    head += garbage_note(r.series)
+    for note in r.series.notes:
+        head += f", {note}"
+    return head
+
+
+def describe(r: TapeReading) -> str:
+    """The status line (the summary's part)."""
+    if r.idle:
+        return idle_line(r)
+    tw = r.figures
+    line = (f"{fmt_rate(tw.rate)} to tape from {tw.units} drive(s)"
+            f" ({fmt_rate(tw.per_unit_rate)} per drive), {tw.sessions} "
+            f"session(s), {fmt_bytes(tw.bytes)} in {fmt_duration(r.window)}" + _notes(r))
+    return "[EMULATED tape] " + line if tw.emulated else line
+
+
+def idle_line(r: TapeReading) -> str:
+    return f"no tape sessions in the last {fmt_duration(r.window)}" + _notes(r)
 
 
 def build_parser() -> PluginParser:
@@ -206,8 +234,9 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
                    nagiosplugin.ScalarContext("drives", args.drives_warning,
                                               args.drives_critical,
                                               fmt_metric="{value} active drive(s)"),
-                   nagiosplugin.ScalarContext("info"), StateContext("idle"),
-                   LineSummary(res), name=NAME, prom_file=args.prom_file)
+                   nagiosplugin.ScalarContext("info"),
+                   IdleContext("idle", args.idle if args.idle != "evaluate" else "ok", idle_line),
+                   LineSummary(res, describe), name=NAME, prom_file=args.prom_file)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,43 +8,67 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nagiosplugin
 
 from gridxfer.units import fmt_duration, fmt_rate
 from gridxfer.monitoring import baseline as bl
-from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, StateContext,
-                      duration_arg, perf_label, range_arg, run_plugin)
-from gridxfer.monitoring.sources.journal import journal_paths, window_throughput
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
+                                        PluginParser, duration_arg, perf_label, range_arg,
+                                        run_plugin)
+from gridxfer.monitoring.series import Window
+from gridxfer.monitoring.sources.journal import (JournalSource, WindowThroughput,
+                                                 journal_paths, throughput)
 
 NAME = "throughput"
 
 
+@dataclass(frozen=True)
+class BaselineView:
+    """What the stored baseline said at collection time, and what to save afterwards."""
+
+    mode: str
+    reference: float | None         # bytes/s, None while learning
+    samples: int
+    min_samples: int
+    note: str | None                # the state was reset (damaged file)
+    path: Path
+    learnt: bl.Baseline | None      # to save after evaluation (None: nothing to learn)
+
+
+@dataclass(frozen=True)
+class ThroughputReading:
+    window: float
+    what: str
+    figures: WindowThroughput
+    idle: bool                      # nothing in the window and --idle is not evaluate
+    baseline: BaselineView | None
+
+
 class Throughput(GxResource):
+    """Collects: the journal source's series for the window, and the stored baseline."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.headline = ""
 
-    def collect(self):
+    def collect(self) -> Iterator[nagiosplugin.Metric]:
         a = self.args
         now = a.at if a.at is not None else time.time()
-        paths = journal_paths(a.campaign, a.journal)
-        wt = window_throughput(paths, a.window, now=now, endpoint=a.endpoint, tier=a.tier)
+        source = JournalSource(tuple(journal_paths(a.campaign, a.journal)), a.endpoint, a.tier)
+        wt = throughput(source.series(Window(now, a.window)))
         mbps = wt.rate / 1e6
         what = a.campaign or (a.journal.name if a.journal else f"{wt.journals} journal(s)")
         if a.endpoint:
             what += f" -> {a.endpoint}"
-        head = f"{fmt_rate(wt.rate)} over {fmt_duration(a.window)} ({what}"
-        head += f", {wt.attempts} transfers, {wt.active} active"
-        head += f", {wt.failed} failed)" if wt.failed else ")"
         if wt.idle and a.idle != "evaluate":
-            self.headline = f"no transfers in the last {fmt_duration(a.window)} ({what})"
-            yield nagiosplugin.Metric(self.headline, {"ok": 0, "warning": 1, "critical": 2,
-                                                      "unknown": 3}[a.idle], context="idle")
-            yield nagiosplugin.Metric("throughput_MBps", round(mbps, 3), min=0,
-                                      context="info")
+            self.reading = ThroughputReading(a.window, what, wt, True, None)
+            yield nagiosplugin.Metric("throughput_MBps", round(mbps, 3), min=0, context="idle")
             return
+        view = self._baseline(now, wt) if a.baseline != "none" else None
+        self.reading = ThroughputReading(a.window, what, wt, False, view)
         yield nagiosplugin.Metric("throughput_MBps", round(mbps, 3), min=0, context="floor")
         yield nagiosplugin.Metric("transfers", wt.attempts, min=0, context="info")
         yield nagiosplugin.Metric("active", wt.active, min=0, context="info")
@@ -53,36 +77,52 @@ class Throughput(GxResource):
             for ep, rate in wt.endpoint_rates().items():
                 yield nagiosplugin.Metric(perf_label(f"ep_{ep}_MBps"), round(rate / 1e6, 3),
                                           min=0, context="info")
-        if a.baseline != "none":
-            head += self._baseline(now, wt.rate, wt.idle)
-        self.headline = head
+        if view and view.reference:
+            yield nagiosplugin.Metric("baseline_pct", round(100.0 * wt.rate / view.reference, 1),
+                                      min=0, context="baseline")
+            yield nagiosplugin.Metric("baseline_MBps", round(view.reference / 1e6, 3), min=0,
+                                      context="info")
 
-    def _baseline(self, now: float, rate: float, idle: bool):
+    def _baseline(self, now: float, wt: WindowThroughput) -> BaselineView:
         a = self.args
         key = a.campaign or (str(a.journal) if a.journal else "all")
         path = a.state_file or bl.state_path(NAME, f"{key}-{a.endpoint or ''}-{a.tier or ''}")
         base, note = bl.load(path)
-        ref = base.reference(now, a.baseline, a.baseline_min_samples)
-        text = f", {note}" if note else ""
-        if ref:
-            pct = 100.0 * rate / ref
-            self.extra = [nagiosplugin.Metric("baseline_pct", round(pct, 1), min=0,
-                                              context="baseline"),
-                          nagiosplugin.Metric("baseline_MBps", round(ref / 1e6, 3), min=0,
-                                              context="info")]
-            text += f", {pct:.0f}% of {a.baseline} baseline {fmt_rate(ref)}"
-        else:
-            self.extra = []
-            text += (f", baseline learning {base.samples(now, a.baseline)}"
-                     f"/{a.baseline_min_samples}")
-        if not idle and not a.no_learn:
-            bl.save(path, base.learn(now, rate, alpha=a.baseline_alpha))
-        return text
+        learnt = None
+        if not wt.idle and not a.no_learn:
+            learnt = base.learn(now, wt.rate, alpha=a.baseline_alpha)
+        return BaselineView(a.baseline, base.reference(now, a.baseline, a.baseline_min_samples),
+                            base.samples(now, a.baseline), a.baseline_min_samples, note, path,
+                            learnt)
 
-    def probe(self):
-        self.extra = []
-        metrics = super().probe()
-        return metrics + self.extra
+    def settle(self) -> None:
+        """The baseline learns this run's rate once the run has been judged."""
+        view = self.reading.baseline
+        if view is not None and view.learnt is not None:
+            bl.save(view.path, view.learnt)
+
+
+def describe(r: ThroughputReading) -> str:
+    """The status line (the summary's part)."""
+    if r.idle:
+        return idle_line(r)
+    wt = r.figures
+    head = f"{fmt_rate(wt.rate)} over {fmt_duration(r.window)} ({r.what}"
+    head += f", {wt.attempts} transfers, {wt.active} active"
+    head += f", {wt.failed} failed)" if wt.failed else ")"
+    view = r.baseline
+    if view is not None:
+        head += f", {view.note}" if view.note else ""
+        if view.reference:
+            pct = 100.0 * wt.rate / view.reference
+            head += f", {pct:.0f}% of {view.mode} baseline {fmt_rate(view.reference)}"
+        else:
+            head += f", baseline learning {view.samples}/{view.min_samples}"
+    return head
+
+
+def idle_line(r: ThroughputReading) -> str:
+    return f"no transfers in the last {fmt_duration(r.window)} ({r.what})"
 
 
 def build_parser() -> PluginParser:
@@ -132,8 +172,9 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
                    nagiosplugin.ScalarContext("baseline", args.baseline_warning,
                                               args.baseline_critical,
                                               fmt_metric="{value}% of baseline"),
-                   nagiosplugin.ScalarContext("info"), StateContext("idle"),
-                   LineSummary(res), name=NAME, prom_file=args.prom_file)
+                   nagiosplugin.ScalarContext("info"),
+                   IdleContext("idle", args.idle if args.idle != "evaluate" else "ok", idle_line),
+                   LineSummary(res, describe), name=NAME, prom_file=args.prom_file)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,8 @@ Targets: local, netns:NAME, ssh:[USER@]HOST[:PORT] (host keys from known_hosts).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from typing import Any
 
 import nagiosplugin
 
@@ -18,11 +20,12 @@ _MAX_LISTED = 3
 
 
 class Tuning(GxResource):
+    """Collects: the read-only verify result (the reading)."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.headline = ""
 
-    def collect(self):
+    def collect(self) -> Iterator[nagiosplugin.Metric]:
         from gridxfer.tuning.api import load_profile, verify
         from gridxfer.tuning.hosts import SshOptions, make_target
         a = self.args
@@ -32,23 +35,27 @@ class Tuning(GxResource):
             a.target.startswith("netns:")
         res = verify(load_profile(a.profile), target, ifaces=tuple(a.iface),
                      skip_global=skip_global)
-        n = len(res.drifted)
-        head = f"profile {res.profile} on {res.host}: "
-        if n:
-            shown = ", ".join(f"{d.key}={_short(d.actual)} (want {_short(d.expected)})"
-                              for d in res.drifted[:_MAX_LISTED])
-            more = f" and {n - _MAX_LISTED} more" if n > _MAX_LISTED else ""
-            head += f"{n} of {res.checked} setting(s) drifted: {shown}{more}"
-        else:
-            head += f"{res.checked} setting(s) as in the profile"
-        if res.skipped:
-            head += f", {len(res.skipped)} skipped"
-        self.headline = head
-        self.details = [f"drift: {d.key} expected {d.expected!r} actual {d.actual!r}"
-                        for d in res.drifted]
-        yield nagiosplugin.Metric("drifted", n, min=0, max=res.checked, context="drift")
+        self.reading = res
+        yield nagiosplugin.Metric("drifted", len(res.drifted), min=0, max=res.checked,
+                                  context="drift")
         yield nagiosplugin.Metric("checked", res.checked, min=0, context="info")
         yield nagiosplugin.Metric("skipped", len(res.skipped), min=0, context="info")
+
+
+def describe(res: Any) -> str:
+    """The status line (the summary's part) from ``tuning.api.verify``'s result."""
+    n = len(res.drifted)
+    head = f"profile {res.profile} on {res.host}: "
+    if n:
+        shown = ", ".join(f"{d.key}={_short(d.actual)} (want {_short(d.expected)})"
+                          for d in res.drifted[:_MAX_LISTED])
+        more = f" and {n - _MAX_LISTED} more" if n > _MAX_LISTED else ""
+        head += f"{n} of {res.checked} setting(s) drifted: {shown}{more}"
+    else:
+        head += f"{res.checked} setting(s) as in the profile"
+    if res.skipped:
+        head += f", {len(res.skipped)} skipped"
+    return head
 
 
 def _short(value: object) -> str:
@@ -57,8 +64,12 @@ def _short(value: object) -> str:
 
 
 class TuningSummary(LineSummary):
-    def verbose(self, results):
-        return getattr(self.resource, "details", [])
+    def verbose(self, results: nagiosplugin.Results) -> list[str]:
+        res = self.resource.reading
+        if res is None:
+            return []
+        return [f"drift: {d.key} expected {d.expected!r} actual {d.actual!r}"
+                for d in res.drifted]
 
 
 def build_parser() -> PluginParser:
@@ -83,7 +94,7 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
     return GxCheck(res,
                    nagiosplugin.ScalarContext("drift", args.warning, args.critical,
                                               fmt_metric="{value} drifted"),
-                   nagiosplugin.ScalarContext("info"), TuningSummary(res), name=NAME,
+                   nagiosplugin.ScalarContext("info"), TuningSummary(res, describe), name=NAME,
                    prom_file=args.prom_file)
 
 

@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 from gridxfer.monitoring.sources.logtime import LogClock
 from gridxfer.monitoring.sources.tapelog import TapeSession
+from gridxfer.monitoring.sources.taperead import LogSource, TapeLogs
 
 FINISHED = "Tape session finished"
 ARCHIVE_KINDS = frozenset({"ArchiveForUser", "ArchiveForRepack"})
@@ -149,3 +150,11 @@ def parser(basis: str = "payload", kinds: frozenset[str] | None = ARCHIVE_KINDS,
                            echo=killed and status is None and "Error_sessionKilled" not in fields)
 
     return parse
+
+
+def source(paths: list[Path], *, basis: str = "payload",
+           kinds: frozenset[str] | None = ARCHIVE_KINDS, clock: LogClock | None = None,
+           cookie: Path | None = None) -> TapeLogs:
+    """cta-taped logs as a MonitoringSource (see :class:`.taperead.TapeLogs`)."""
+    parse = parser(basis, kinds, clock)
+    return TapeLogs(tuple(LogSource(Path(p), parse, "cta") for p in paths), cookie, kind="cta")

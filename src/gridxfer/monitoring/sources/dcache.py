@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo
 
 from gridxfer.monitoring.sources.logtime import LogClock
 from gridxfer.monitoring.sources.tapelog import TapeSession
+from gridxfer.monitoring.sources.taperead import LogSource, TapeLogs
 
 KINDS = ("store", "restore")
 _RECORD = re.compile(
@@ -133,3 +134,13 @@ def billing_files(path: Path, now: float, window: float,
                 out.append(cand)
         day += timedelta(days=1)
     return out
+
+
+def source(paths: list[Path], *, now: float, window: float, zone: str | None = None,
+           clock: LogClock | None = None, cookie: Path | None = None) -> TapeLogs:
+    """Billing files (or directories: the files of the window's days) as a MonitoringSource
+    (see :class:`.taperead.TapeLogs`)."""
+    parse = parser(clock or LogClock(zone, now))
+    files = [f for p in paths for f in billing_files(Path(p), now, window, zone)]
+    return TapeLogs(tuple(LogSource(f, parse, "dcache") for f in files), cookie,
+                    kind="dcache")

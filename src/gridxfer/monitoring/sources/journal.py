@@ -4,6 +4,8 @@ Every attempt that overlaps the window contributes its bytes prorated to the ove
 an attempt of 100 MB over [t, t+10s] contributes 50 MB to a window that starts at t+5.
 Attempts still running (``ended`` NULL) count the bytes recorded so far over
 [started, now]. Column names are the contract in ``gridxfer.campaign.journal.store``.
+:class:`JournalSource` is the MonitoringSource (its series: one sample per attempt);
+:func:`throughput` sums a series for the checks.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from gridxfer.campaign.journal import store as jr
 from gridxfer.errors import UsageError
+from gridxfer.monitoring.series import Point, Series, Window
 
 
 @dataclass(frozen=True)
@@ -68,47 +71,78 @@ WHERE started < :end AND (ended IS NULL OR ended > :start)
 """
 
 
-def window_throughput(paths: list[Path], window: float, *, now: float | None = None,
-                      endpoint: str | None = None, tier: str | None = None) -> WindowThroughput:
-    """Aggregate throughput over ``[now - window, now]`` across ``paths``.
+@dataclass(frozen=True)
+class JournalSource:
+    """Attempts from campaign journals: one sample per attempt that overlaps the window.
 
-    ``endpoint`` is a glob (``root://se2*``) or an exact endpoint name; ``tier`` exact.
-    """
-    end = time.time() if now is None else now
-    start = end - window
+    A sample covers ``[started, ended]`` with the attempt's bytes; an attempt still running
+    covers ``[started, window end]`` with the bytes recorded so far (label ``state``
+    ``running``). ``endpoint`` is a glob (``root://se2*``) or an exact endpoint name;
+    ``tier`` exact."""
+
+    paths: tuple[Path, ...]
+    endpoint: str | None = None
+    tier: str | None = None
+    kind: str = "journal"
+
+    def series(self, window: Window) -> Series[Point]:
+        samples: list[Point] = []
+        for path in self.paths:
+            try:
+                conn = jr.connect(path, readonly=True)
+                try:
+                    rows = conn.execute(_QUERY, {"start": window.start,
+                                                 "end": window.end}).fetchall()
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise UsageError(f"{path}: not a readable campaign journal ({exc})") from None
+            for row in rows:
+                ep = str(row["endpoint"])
+                if self.endpoint and not (ep == self.endpoint
+                                          or fnmatch.fnmatchcase(ep, self.endpoint)):
+                    continue
+                if self.tier and row["tier"] != self.tier:
+                    continue
+                s = float(row["started"])
+                running = row["ended"] is None
+                e = window.end if running else float(row["ended"])
+                samples.append(Point(time=e, start=s, value=max(0.0, float(row["bytes"] or 0)),
+                                     labels={"unit": ep, "tier": str(row["tier"]),
+                                             "status": str(row["status"]),
+                                             "state": "running" if running else "ended"}))
+        return Series(window, tuple(sorted(samples, key=lambda p: p.time)),
+                      inputs=len(self.paths))
+
+
+def throughput(series: Series[Point]) -> WindowThroughput:
+    """The window's figures: bytes of each attempt prorated to its overlap with the window
+    (all of them for an attempt of no duration)."""
+    start, end = series.window.start, series.window.end
     total = 0.0
     attempts = active = failed = 0
     per_ep: dict[str, float] = {}
-    for path in paths:
-        try:
-            conn = jr.connect(path, readonly=True)
-            try:
-                rows = conn.execute(_QUERY, {"start": start, "end": end}).fetchall()
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            raise UsageError(f"{path}: not a readable campaign journal ({exc})") from None
-        for row in rows:
-            ep = str(row["endpoint"])
-            if endpoint and not (ep == endpoint or fnmatch.fnmatchcase(ep, endpoint)):
-                continue
-            if tier and row["tier"] != tier:
-                continue
-            s = float(row["started"])
-            running = row["ended"] is None
-            e = end if running else float(row["ended"])
-            nbytes = max(0.0, float(row["bytes"] or 0))
-            if running and s <= end:
-                active += 1
-            if row["status"] == "failed":
-                failed += 1
-            attempts += 1
-            span = e - s
-            overlap = min(e, end) - max(s, start)
-            if overlap <= 0 and span > 0:
-                continue
-            share = nbytes if span <= 0 else nbytes * overlap / span
-            total += share
-            per_ep[ep] = per_ep.get(ep, 0.0) + share
+    for p in series.samples:
+        s, e, nbytes = p.start, p.time, p.value
+        if p.labels["state"] == "running" and s <= end:
+            active += 1
+        if p.labels["status"] == "failed":
+            failed += 1
+        attempts += 1
+        span = e - s
+        overlap = min(e, end) - max(s, start)
+        if overlap <= 0 and span > 0:
+            continue
+        share = nbytes if span <= 0 else nbytes * overlap / span
+        total += share
+        ep = p.labels["unit"]
+        per_ep[ep] = per_ep.get(ep, 0.0) + share
     return WindowThroughput(start=start, end=end, bytes=total, attempts=attempts, active=active,
-                            failed=failed, journals=len(paths), per_endpoint=per_ep)
+                            failed=failed, journals=series.inputs, per_endpoint=per_ep)
+
+
+def window_throughput(paths: list[Path], window: float, *, now: float | None = None,
+                      endpoint: str | None = None, tier: str | None = None) -> WindowThroughput:
+    """Aggregate throughput over ``[now - window, now]`` across ``paths``."""
+    end = time.time() if now is None else now
+    return throughput(JournalSource(tuple(paths), endpoint, tier).series(Window(end, window)))

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from gridxfer.monitoring.sources.tapelog import TapeSession
+from gridxfer.monitoring.sources.taperead import LogSource, TapeLogs
 
 WRITE_KINDS = frozenset({"", "write", "archive", "store", "migration", "flush",
                          "ArchiveForUser", "ArchiveForRepack"})
@@ -46,3 +47,9 @@ def parse(line: str, path: Path) -> TapeSession | None:
     return TapeSession(end=end, duration=duration, bytes=nbytes, unit=unit,
                        vid=str(obj.get("vid", "")), files=int(obj.get("files", 0)),
                        kind=kind, ok=bool(obj.get("ok", True)), write=kind in WRITE_KINDS)
+
+
+def source(paths: list[Path], *, cookie: Path | None = None) -> TapeLogs:
+    """JSON-lines files as a MonitoringSource (see :class:`.taperead.TapeLogs`)."""
+    return TapeLogs(tuple(LogSource(Path(p), parse, "jsonl") for p in paths), cookie,
+                    kind="jsonl")

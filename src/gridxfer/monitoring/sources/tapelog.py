@@ -1,7 +1,8 @@
 """Tape sessions (typed samples read from logs) and their window aggregate.
 
 Each source format (``cta``, ``dcache``, ``jsonl``) turns one log line into a
-:class:`TapeSession` (a frozen sample), or None for a line that is not about tape
+:class:`TapeSession` (a frozen sample, with the ``time``/``value``/``labels`` of
+``monitoring.series.Sample``), or None for a line that is not about tape
 sessions, or raises ValueError for an unparsable line. :mod:`.logtail` reads the lines
 incrementally; :func:`aggregate` judges nothing: it only sums a window (the check compares
 the figures with thresholds).
@@ -51,6 +52,18 @@ class TapeSession:
     @property
     def start(self) -> float:
         return self.end - self.duration
+
+    @property
+    def time(self) -> float:          # the MonitoringSource sample shape (series.Sample)
+        return self.end
+
+    @property
+    def value(self) -> float:
+        return float(self.bytes)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"unit": self.unit, "vid": self.vid, "kind": self.kind, "event": self.event}
 
     @property
     def moves_data(self) -> bool:

@@ -4,6 +4,8 @@
 the log's format parser, counts the unparsable ones per format, and keeps the samples of
 earlier runs in the same ``nagiosplugin.Cookie`` for as long as the window needs them.
 It returns plain data (:class:`TapeRead`); judging is the check's business.
+:class:`TapeLogs` is the MonitoringSource over it (CTA, dCache and JSON-lines logs alike:
+they differ only in the line parser).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Iterable
 
 import nagiosplugin
 
+from gridxfer.monitoring.series import Series, Window
 from gridxfer.monitoring.sources.logtail import require_regular, tail
 from gridxfer.monitoring.sources.tapelog import Parser, TapeSession
 
@@ -101,3 +104,22 @@ def read_sessions(paths: list[tuple[Path, Parser]], cookie_path: Path | None, *,
     """(sessions, unparsable lines) for ``(path, parser)`` pairs (older callers)."""
     got = read_series([LogSource(p, f) for p, f in paths], cookie_path, keep_after=keep_after)
     return got.sessions, got.garbage_total
+
+
+@dataclass(frozen=True)
+class TapeLogs:
+    """Tape logs as a MonitoringSource: the sessions that end after ``window.start -
+    window.seconds`` (a kill logged before the window and sessions that end after it are
+    in the series: the aggregate needs them), and the unparsable lines per format.
+
+    ``cookie`` None reads every log from the start and remembers nothing."""
+
+    logs: tuple[LogSource, ...]
+    cookie: Path | None = None
+    kind: str = "tape"
+
+    def series(self, window: Window) -> Series[TapeSession]:
+        read = read_series(list(self.logs), self.cookie,
+                           keep_after=window.end - 2 * window.seconds)
+        return Series(window, tuple(read.sessions), unparsable=read.garbage, notes=read.lost,
+                      inputs=len(self.logs))
