@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures" / "monitoring"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "fixtures" / "monitoring"))
 from monfixtures import cta_json, cta_text, dcache_store, make_journal  # noqa: E402
 
 from gridxfer.monitoring.sources import cta, dcache, jsonl  # noqa: E402
@@ -16,7 +16,7 @@ from gridxfer.monitoring.sources.journal import window_throughput  # noqa: E402
 from gridxfer.monitoring.sources.tapelog import TapeSession, aggregate  # noqa: E402
 from gridxfer.monitoring.sources.taperead import read_sessions  # noqa: E402
 
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "monitoring"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "monitoring"
 
 
 def test_journal_window_prorates_overlapping_attempts(tmp_path):
