@@ -1,7 +1,10 @@
 """Shared fixtures. Paths come from fixtures, never from globals."""
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +13,34 @@ def pytest_configure(config):
     """Every namespace and root-namespace link a test grid creates carries this run's tag
     (gridxfer.testbed.netgrid): a second `make test` at the same time builds its own."""
     os.environ.setdefault("GRIDXFER_NS_TAG", str(os.getpid()))
+
+
+@contextlib.contextmanager
+def _machine_lock(name: str):
+    """An flock shared by every test run on this machine (it dies with the process)."""
+    import fcntl
+    lock_dir = Path("/run/lock") if Path("/run/lock").is_dir() else Path(tempfile.gettempdir())
+    with open(lock_dir / f"gridxfer-test-{name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture
+def controller_grid_lock():
+    """A topology with ``controller:`` attaches this machine: its tier subnets are routed in
+    the root namespace, which a second test run at the same time shares (the run tag keeps
+    names apart, not routes). One such grid per machine at a time."""
+    with _machine_lock("controller-grid"):
+        yield
+
+
+@pytest.fixture
+def host_sysctl_lock():
+    """For a test that writes a host-wide sysctl (and restores it) or asserts that one did
+    not change: a second test run at the same time would see, or save and "restore", the
+    other's temporary value."""
+    with _machine_lock("host-sysctl"):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -38,10 +69,8 @@ def gridxfer_home(tmp_path, monkeypatch):
 # gfal2 read X509_* (and XRD_*) from the environment once per process, so the client env
 # must not change between grids.
 
-import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import shutil  # noqa: E402
-import tempfile  # noqa: E402
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ def target(request, testhost):
     ns, sshd = testhost
     kind = request.param
     if kind == "local":
+        request.getfixturevalue("host_sysctl_lock")             # a host key: one run at a time
         t = LocalTarget()
         reader = lambda key: Path("/proc/sys", key.replace(".", "/")).read_text().strip()  # noqa: E731
     else:

@@ -25,15 +25,3 @@ def grid(tmp_path_factory, request):
             netgrid.down()
     assert not [ns for ns in netns.listing() if ns.startswith(netgrid.ns_prefix(name))]
 
-
-@pytest.fixture
-def controller_grid_lock():
-    """A topology with ``controller:`` attaches this machine: its tier subnets are routed in
-    the root namespace, which a second test run at the same time shares (the run tag keeps
-    names apart, not routes). One such grid per machine at a time; flock dies with us."""
-    import fcntl
-    from pathlib import Path
-    lock_dir = Path("/run/lock") if Path("/run/lock").is_dir() else Path("/tmp")
-    with open(lock_dir / "gridxfer-controller-grid.lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield

@@ -100,7 +100,7 @@ def test_compare_dry_run_changes_nothing(grid, capsys):
     assert _sysctls(_ns("a-dtn")) == before
 
 
-def test_compare_dtn10g_vs_untuned_single_stream(grid, capsys, tmp_path):
+def test_compare_dtn10g_vs_untuned_single_stream(host_sysctl_lock, grid, capsys, tmp_path):
     """Acceptance (short form): on a 20 ms link one stream under dtn-10g is >= 5x faster
     than under untuned-legacy; every per-namespace key is rolled back afterwards."""
     before = {ns: _sysctls(ns) for ns in (_ns("a-dtn"), _ns("b-dtn"))}

@@ -102,7 +102,7 @@ def _host_value(key: str) -> str:
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
-def test_sysctl_dry_run_reads_every_line_as_the_loader_does(path):
+def test_sysctl_dry_run_reads_every_line_as_the_loader_does(host_sysctl_lock, path):
     """`sysctl --dry-run -p FILE` on the host: the whole file, global keys included, parsed
     and checked by procps without writing (the host's values are compared before and after).
     A key this kernel does not have may only be a compiled-out kernel.* one."""

@@ -211,7 +211,8 @@ def test_persist_writes_a_sysctl_d_file_that_sysctl_p_accepts(ns, tmp_path, monk
     assert ns.sysctl("net.ipv4.tcp_mtu_probing") == "1"        # sysctl -p applied it
 
 
-def test_global_keys_on_the_host_are_applied_and_restored(tmp_path, gridxfer_home):
+def test_global_keys_on_the_host_are_applied_and_restored(host_sysctl_lock, tmp_path,
+                                                           gridxfer_home):
     """Global-only keys can only be tested on the host: always restored in finally."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
@@ -289,7 +290,8 @@ HOST_KEYS = ["fs.file-max", "vm.swappiness", "kernel.pid_max", "net.core.rmem_ma
              "net.core.somaxconn"]
 
 
-def test_netns_target_writes_only_the_namespace_keys(ns, tmp_path, gridxfer_home, capsys):
+def test_netns_target_writes_only_the_namespace_keys(host_sysctl_lock, ns, tmp_path,
+                                                     gridxfer_home, capsys):
     """fs.*, vm.*, kernel.* and net.core.rmem_max are refused (exit 2, the diff shown, keys
     listed) or skipped with --skip-global; the host keeps its values."""
     from gridxfer.cli.main import main
