@@ -82,12 +82,17 @@ def curl(grid, tmp_path, method: str, url: str, headers: dict[str, str], *extra:
     hdr.touch(mode=0o600)
     hdr.write_text("".join(f"{k}: {v}\n" for k, v in headers.items()))
     head = tmp_path / f"head-{os.urandom(4).hex()}"
+    # a body goes out only after the server's 100 Continue: sent at once (curl does that
+    # below 1 MB), a refused upload raced the server's 403 and close, and curl got a
+    # connection reset and no status (000) now and then under load
+    expect = ["-H", "Expect: 100-continue"] if "--data-binary" in extra else []
     res = subprocess.run(["curl", "-sS", "--capath", grid.client_env()["X509_CERT_DIR"],
-                          "-X", method, "-H", f"@{hdr}", "-D", str(head), "-o", "-",
+                          "-X", method, "-H", f"@{hdr}", *expect, "-D", str(head), "-o", "-",
                           "-w", "\n%{http_code}", *extra, url],
                          capture_output=True, text=True, timeout=60)
     body, _, code = res.stdout.rpartition("\n")
-    return int(code or 0), body, head.read_text() if head.exists() else ""
+    assert code.isdigit() and code != "000", f"curl {method}: no HTTP status: {res.stderr}"
+    return int(code), body, head.read_text() if head.exists() else ""
 
 
 def disk(grid, name: str, rel: str) -> Path:
