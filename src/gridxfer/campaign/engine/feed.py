@@ -48,7 +48,7 @@ class PendingFeed:
             if rows:
                 self._cursor[tier] = rows[-1][0]
             for r in reversed(rows):
-                row = (r[0], r[1], r[2], r[3], r[4], r[6], frozenset())
+                row: tuple = (r[0], r[1], r[2], r[3], r[4], r[6], frozenset())
                 if r[5] > now:
                     heapq.heappush(heap, Retry(r[5], r[0], row))
                 else:

@@ -66,7 +66,7 @@ class LinkSlots:
         groups: dict[tuple[str, str], list[Job]] = {}
         for job in jobs:
             groups.setdefault((job.tier, job.endpoint), []).append(job)
-        out = []
+        out: list[list[Job]] = []
         for (tier, _), group in groups.items():
             size = self.bundle(tier)
             out.extend(group[i:i + size] for i in range(0, len(group), size))

@@ -115,10 +115,9 @@ def query_checksum(url: str, timeout: float | None = None) -> bytes:
     """The raw ``query checksum`` reply for ``url`` (e.g. b"adler32 0a1b2c3d\\0")."""
     timeout = checksum_timeout() if timeout is None else timeout
     with _lock:
-        flight = _flights.get(url)
-        leader = flight is None
-        if leader:
-            flight = _flights[url] = _Flight()
+        found = _flights.get(url)
+        flight = found if found is not None else _flights.setdefault(url, _Flight())
+    leader = found is None
     if not leader:
         if not flight.done.wait(timeout + 5):
             raise TransferError(ErrorClass.TIMEOUT,

@@ -24,7 +24,8 @@ class _Slots:
     """Small integers held by running transfers (the login-name slot of their channels)."""
 
     def __init__(self) -> None:
-        self._lock, self._used = threading.Lock(), set()
+        self._lock = threading.Lock()
+        self._used: set[int] = set()
 
     def acquire(self) -> int:
         with self._lock:
