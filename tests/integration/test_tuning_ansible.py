@@ -173,7 +173,8 @@ def test_exported_vars_are_in_sync_with_profiles():
     bundled = [p for p in list_profiles() if Path(p).parent.name == "sysctl-profiles"]
     for path in bundled:
         assert (VARS_DIR / f"{path.stem}.yml").read_text() == ansible_vars_yaml(
-            load_profile(str(path))), (f"regenerate playbooks/vars/{path.stem}.yml (gridxfer.tuning.export.export_bundled)")
+            load_profile(str(path))), (f"regenerate playbooks/vars/{path.stem}.yml "
+                                       "(gridxfer.tuning.export.export_bundled)")
     # no vars file left behind by a profile that is gone
     assert {p.stem for p in VARS_DIR.glob("*.yml")} == {p.stem for p in bundled}
     assert _env()["ANSIBLE_STDOUT_CALLBACK"] == "json"

@@ -105,7 +105,7 @@ class DropAlerter:
         self.on_drop = on_drop
         self.host = host or socket.gethostname()
         self.service = service
-        self.events = []
+        self.events: list[AlertEvent] = []
         self._state = OK
         self._floor_since: float | None = None
         self._base_since: float | None = None

@@ -29,7 +29,10 @@ def parse(line: str, path: Path) -> TapeSession | None:
         raise ValueError("not a JSON object")
     if "bytes" not in obj and obj.get("event") not in ("down", "up"):
         return None
-    end = float(obj.get("end", obj.get("ts", obj.get("time"))))
+    raw_end = obj.get("end", obj.get("ts", obj.get("time")))
+    if raw_end is None:
+        raise ValueError("no end, ts or time")
+    end = float(raw_end)
     if end != end:
         raise ValueError("end is not a number")
     unit = str(obj.get("drive", obj.get("unit", "?")))
