@@ -133,7 +133,8 @@ def streams(request) -> int:
 @pytest.fixture(params=ROUTES, ids=ROUTE_IDS)
 def route(request, local_grid, tmp_path, streams):
     sproto, dproto, tpc, expected = request.param
-    src, dst = Place(local_grid, sproto, "src", tmp_path), Place(local_grid, dproto, "dst", tmp_path)
+    src = Place(local_grid, sproto, "src", tmp_path)
+    dst = Place(local_grid, dproto, "dst", tmp_path)
     src_url = src.put("f.dat", PAYLOAD)
     return Route(src, dst, src_url, tpc, expected, streams)
 
@@ -143,7 +144,7 @@ def _params(**kw) -> TransferParams:
 
 
 def test_copy_verifies_and_places_file(route):
-    src, dst, src_url, tpc = route.src, route.dst, route.src_url, route.tpc
+    _src, dst, src_url, tpc = route.src, route.dst, route.src_url, route.tpc
     mover = get_mover(src_url, dst.url("out/f.dat"), third_party=tpc)
     assert mover.name == route.expected
     seen: list[tuple[int, int | None]] = []
@@ -190,7 +191,8 @@ def test_gridftp_one_stream_reuses_sessions(local_grid, tmp_path, sproto, dproto
     """streams=1: over a reused session (no globus-url-copy per file): uploads to gsiftp
     on gridxfer's own GridFTP client, the rest on gfal2 in-process;
     the integrity path is the same (verify, no temp name left, mismatch leaves nothing)."""
-    src, dst = Place(local_grid, sproto, "src", tmp_path), Place(local_grid, dproto, "dst", tmp_path)
+    src = Place(local_grid, sproto, "src", tmp_path)
+    dst = Place(local_grid, dproto, "dst", tmp_path)
     src_url = src.put("f.dat", PAYLOAD)
     mover = get_mover(src_url, dst.url("one/f.dat"))
     assert mover.name == "gridftp"
@@ -425,7 +427,8 @@ def test_tpc_child_is_kept_between_copies_and_replaced_when_it_dies(local_grid, 
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("kind,route", [("xrootd", "file"), ("ftp", "file"), ("xrootd", "root-tpc")])
+@pytest.mark.parametrize("kind,route",
+                         [("xrootd", "file"), ("ftp", "file"), ("xrootd", "root-tpc")])
 def test_full_destination_is_no_space(make_grid, tmp_path, kind, route):
     """A 1 MiB tmpfs data dir: a 3 MiB copy fails with NO_SPACE and leaves nothing.
     (gsiftp is left out: globus-url-copy -p N with DCAU hangs in about 1 of 3 such

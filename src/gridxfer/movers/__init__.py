@@ -1,4 +1,5 @@
-"""Movers: copy one file between URLs with verified integrity. See base.py (seam) and registry.py."""
+"""Movers: copy one file between URLs with verified integrity. See base.py (seam) and
+registry.py."""
 from gridxfer.movers.base import (Capabilities, Entry, Mover, TransferOutcome, TransferParams,
                                   capabilities_of, normalise_adler32)
 from gridxfer.movers.registry import get_mover, mover_for, register

@@ -56,17 +56,22 @@ class CancelFlag:
         return event.wait(timeout)
 
 
+# What a mover asks whether its copy is cancelled (``is_set``; ``wait`` where it sleeps).
+Cancel = threading.Event | CancelFlag
+
+
 @dataclass(frozen=True)
 class TransferParams:
     streams: int = 1                        # TCP streams for this transfer
     tcp_buffer: int | None = None           # bytes, per stream, if the protocol allows
     timeout: float = 3600.0                 # seconds for the whole transfer
     checksum: str | None = "adler32"        # None = no checksum
-    expected_checksum: str | None = None    # source checksum if already known (lowercase, zero-padded)
+    # the source checksum if already known (lowercase, zero-padded)
+    expected_checksum: str | None = None
     verify: str = "both"                    # "source" | "destination" | "both" | "none"
     overwrite: bool = False
     third_party: bool = False               # ask for TPC (both ends must support it)
-    cancel: threading.Event | CancelFlag | None = field(default=None, compare=False)
+    cancel: Cancel | None = field(default=None, compare=False)
     # The temporary name to write to (``movers.urls.temp_url`` form), when the caller has
     # journalled it before the call (campaigns: every byte lands under a recorded name);
     # None: the mover picks a random one.

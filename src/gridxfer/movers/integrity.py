@@ -3,6 +3,7 @@ integrity path (temp name -> copy -> verify size + zero-padded adler32 -> rename
 temp removed on any failure)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome, TransferParams,
-                                  normalise_adler32, require_adler32)
+                                  capabilities_of, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import check_url, join_url
 from gridxfer.movers.urls import local_path, scheme_of, split_dir, temp_url
@@ -120,15 +121,13 @@ def ensure_dir(ops: Ops, url: str) -> None:
 
 
 def _quiet_unlink(ops: Ops, url: str) -> None:
-    try:
+    with contextlib.suppress(Exception):    # best effort cleanup; the original error wins
         ops.unlink(url)
-    except Exception:  # noqa: BLE001 - best effort cleanup; the original error wins
-        pass
 
 
 def _short_of_space(ops: Ops, url: str, missing: int) -> bool:
     """A short copy on a full destination is NO_SPACE (an XRootD TPC reports success)."""
-    space = getattr(ops, "space", None)
+    space = capabilities_of(ops).space
     if space is None or missing <= 0:
         return False
     try:
@@ -171,7 +170,7 @@ def checksum_policy(params: TransferParams) -> tuple[str | None, str, str | None
     """(algorithm or None, verify mode, expected adler32 or None) of a transfer."""
     algo = (params.checksum or "").lower() or None
     if algo is not None:
-        require_adler32(params.checksum)
+        require_adler32(algo)
     verify = params.verify if algo else "none"
     expected = normalise_adler32(params.expected_checksum) if params.expected_checksum else None
     return algo, verify, expected

@@ -72,7 +72,7 @@ def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Mover
     pair = (_scheme(src_url), _scheme(dst_url))
     _load_builtins()
     known = {s for m in _movers for s in m.schemes} | {"file"}
-    for url, scheme in zip((src_url, dst_url), pair):
+    for url, scheme in zip((src_url, dst_url), pair, strict=False):
         if scheme not in known:
             raise UsageError(f"unsupported URL scheme {scheme!r}: {url}")
     for mover in _movers:

@@ -24,6 +24,7 @@ from gridxfer.movers.gfal.mover import GfalMover
 from gridxfer.movers.gridftp.mover import GridFTPMover
 from gridxfer.movers.urls import scheme_of
 from gridxfer.movers.xrootd.mover import XRootDMover
+import contextlib
 
 
 _PREFIX = ".gxspool-"
@@ -48,7 +49,8 @@ def sweep_stale(path: str) -> list[str]:
     removed = []
     for name in os.listdir(path):
         owner = _OWNER.match(name)
-        if owner and int(owner.group(1)) != os.getpid() and not psutil.pid_exists(int(owner.group(1))):
+        pid = int(owner.group(1)) if owner else None
+        if pid is not None and pid != os.getpid() and not psutil.pid_exists(pid):
             try:
                 os.unlink(os.path.join(path, name))
                 removed.append(name)
@@ -99,10 +101,8 @@ class SpoolMover(DelegatedOps):
                 n1, m1 = self._leg(s).raw_copy(s, "file://" + spool, params, first)
                 n2, m2 = self._leg(tmp).raw_copy("file://" + spool, tmp, params, second)
             finally:
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     os.unlink(spool)
-                except FileNotFoundError:
-                    pass
             return min(n1, n2), f"spool:{m1}+{m2}"
 
         # A GridFTP destination is verified over this thread's GSI session: no early release

@@ -11,7 +11,8 @@ R, G, F, L = "root://h:1//d/f", "gsiftp://h:2/d/f", "ftp://h:3/d/f", "file:///tm
 
 
 @pytest.mark.parametrize("src,dst,tpc,name", [
-    (L, R, False, "xrootd"), (R, L, False, "xrootd"), (R, R, False, "xrootd"), (R, R, True, "xrootd"),
+    (L, R, False, "xrootd"), (R, L, False, "xrootd"), (R, R, False, "xrootd"),
+    (R, R, True, "xrootd"),
     ("xroot://h:1//d/f", "/tmp/f", False, "xrootd"),
     (L, G, False, "gridftp"), (G, L, False, "gridftp"),
     (L, F, False, "gridftp"), (F, L, False, "gridftp"),
@@ -55,7 +56,8 @@ def test_unknown_scheme_names_the_url():
 def _modules_after(code: str) -> set[str]:
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+    code += "\nimport sys\nprint(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, check=True).stdout
     return set(out.split())
 

@@ -2,6 +2,7 @@
 check, and the error turned into a one-line ``Result`` (a mover bug never escapes)."""
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
@@ -54,10 +55,9 @@ def unlink_quietly(ops: object | None, url: str) -> None:
     fn = capabilities_of(ops).unlink
     if fn is None:
         return
-    try:
+    # best effort: the copy may never have reached its final name
+    with contextlib.suppress(Exception):
         fn(url)
-    except Exception:       # best effort: the copy may never have reached its final name
-        pass
 
 
 def first_line(text: str) -> str:

@@ -17,6 +17,7 @@ from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.movers.base import Mover, capabilities_of
+import contextlib
 
 MoverFactory = Callable[[str, str, bool], Mover]
 # stat / checksum / unlink / space for one URL: a Mover, or any object with those methods
@@ -93,7 +94,5 @@ class ThreadMovers:
         for ep in endpoints:
             stat = capabilities_of(self(src, ep)).stat
             if stat is not None:
-                try:
+                with contextlib.suppress(Exception):
                     stat(ep)
-                except Exception:
-                    pass

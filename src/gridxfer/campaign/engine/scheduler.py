@@ -16,6 +16,7 @@ slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcome
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sqlite3
 import threading
@@ -44,6 +45,7 @@ from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.campaign.accounting.stats import Accounting, StatsSnapshot
 from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.engine.workers import WorkerPool
+import contextlib
 
 Observer = Callable[[StatsSnapshot], None]
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
@@ -59,9 +61,11 @@ class Scheduler:
     def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, *,
                  mover_factory: MoverFactory | None = None,
                  ops_factory: OpsFactory | None = None,
-                 selector_factory: Callable[[str], selection.DestinationSelector] = default_selector_factory,
+                 selector_factory: Callable[[str], selection.DestinationSelector]
+                 = default_selector_factory,
                  exclusion_factory: Callable[[], selection.ExclusionPolicy] | None = None,
-                 optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer] = default_optimizer_factory,
+                 optimizer_factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer]
+                 = default_optimizer_factory,
                  selector_name: str | None = None, observers: Sequence[Observer] = (),
                  stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
                  stop_grace: float = STOP_GRACE) -> None:
@@ -131,17 +135,17 @@ class Scheduler:
         for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
             close = getattr(obj, "close", None)
             if callable(close):
-                try:
+                with contextlib.suppress(Exception):
                     close()
-                except Exception:
-                    pass
         self._pool.join(1.0 if self.hurry.is_set() else 10.0)
 
     def _load_counts(self) -> None:
         counts = journal.tally(self.conn)
         for tier in self.tiers:
             by = counts.get(tier, {})
-            get = lambda s: by.get(s, (0, 0))
+
+            def get(state: str, by: dict = by) -> tuple[int, int]:
+                return by.get(state, (0, 0))
             self.acct.load(tier, files_total=sum(n for n, _ in by.values()),
                            bytes_total=sum(b for _, b in by.values()),
                            done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
@@ -190,7 +194,7 @@ class Scheduler:
         file_updates, attempts, jobs = [], [], []
         for tier, spec in self.tiers.items():
             if self._slots.wants_spare_workers(tier):       # verifications hold threads
-                self._pool.start(spec.max_active, init=lambda t=tier: self._warm(t))
+                self._pool.start(spec.max_active, init=functools.partial(self._warm, tier))
             free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
             if not free:
                 continue

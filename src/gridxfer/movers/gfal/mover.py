@@ -119,7 +119,8 @@ class GfalMover:
                     break
                 if dirent.d_name in (".", ".."):
                     continue
-                out.append(Entry(url=names.join_url(base, dirent.d_name, check=False), size=int(st.st_size),
+                out.append(Entry(url=names.join_url(base, dirent.d_name, check=False),
+                                 size=int(st.st_size),
                                  is_dir=pystat.S_ISDIR(st.st_mode)))
         except gfal2.GError as exc:
             raise transfer_error(exc, url) from None
@@ -184,7 +185,8 @@ class GfalMover:
         if pair not in self.pairs:
             raise UsageError(f"gfal2 mover cannot copy {src} -> {dst}")
         if params.third_party and pair not in self.tpc_pairs:
-            raise UsageError(f"gfal2 third-party copy needs gsiftp/ftp on both ends: {src} -> {dst}")
+            raise UsageError(
+                f"gfal2 third-party copy needs gsiftp/ftp on both ends: {src} -> {dst}")
 
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
             return self._filecopy(s, tmp, params, report, pair)

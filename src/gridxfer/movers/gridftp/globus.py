@@ -29,6 +29,7 @@ from gridxfer.movers.gridftp.ops import GridFTPMetadata, check_local_pair
 from gridxfer.movers.integrity import verified_copy
 from gridxfer.movers.urls import scheme_of
 from gridxfer.redact import credential_in_url, redact
+import contextlib
 
 _BYTES = re.compile(rb"(\d+) bytes")
 
@@ -99,17 +100,16 @@ class GlobusUrlCopyMover(GridFTPMetadata):
         assert stderr_pipe is not None             # stderr=PIPE
         err_reader = threading.Thread(target=lambda: errors.append(stderr_pipe.read()), daemon=True)
         err_reader.start()
-        out_reader = threading.Thread(target=self._read_progress, args=(proc, progress), daemon=True)
+        out_reader = threading.Thread(target=self._read_progress, args=(proc, progress),
+                                      daemon=True)
         out_reader.start()
         deadline = time.monotonic() + params.timeout
         watchdog = _DataWatchdog(proc.pid, _control_port(args[-2], args[-1]))
         reason: ErrorClass | None = None
         why = ""
         while proc.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.25)
-            except subprocess.TimeoutExpired:
-                pass
             if params.cancel is not None and params.cancel.is_set():
                 reason, why = ErrorClass.CANCELLED, "cancelled"
             elif time.monotonic() > deadline:
@@ -215,7 +215,5 @@ def _kill(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=1)
     except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

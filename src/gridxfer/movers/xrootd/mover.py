@@ -19,6 +19,7 @@ for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -29,7 +30,8 @@ from gridxfer.movers import routes
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.integrity import LocalOps, check_destination_sum, checksum_policy, verified_copy
+from gridxfer.movers.integrity import (LocalOps, check_destination_sum, checksum_policy,
+                                       verified_copy)
 from gridxfer.movers.names import check_url, join_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrootd.parallel import _SLOTS
@@ -98,13 +100,16 @@ class XRootDMover:
 
     def space(self, url: str) -> tuple[int, int]:
         """(free, total) bytes of the server's space (``query space``)."""
-        status, reply = self._fs(url).query(QueryCode.SPACE, url_path(url), timeout=_CONNECT_TIMEOUT * 3)
+        status, reply = self._fs(url).query(QueryCode.SPACE, url_path(url),
+                                            timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, url, side="destination")
-        fields = dict(kv.partition("=")[::2] for kv in reply.decode(errors="replace").strip("\x00").split("&"))
+        text = reply.decode(errors="replace").strip("\x00")
+        fields = dict(kv.partition("=")[::2] for kv in text.split("&"))
         try:
             return int(fields["oss.free"]), int(fields["oss.space"])
         except (KeyError, ValueError):
-            raise TransferError(ErrorClass.OTHER, f"{url}: unexpected space reply {reply!r}") from None
+            raise TransferError(ErrorClass.OTHER,
+                                f"{url}: unexpected space reply {reply!r}") from None
 
     # -- copy -------------------------------------------------------------------
     def _ops(self, url: str):
@@ -155,10 +160,8 @@ class XRootDMover:
                 refs = [("source", sent.adler32)] + ([("expected", expected)] if expected else [])
                 check_destination_sum(dst, dst_sum, refs)
         except BaseException:
-            try:
+            with contextlib.suppress(Exception):    # best effort; the original error wins
                 self.unlink(dst)
-            except Exception:  # noqa: BLE001 - best effort; the original error wins
-                pass
             raise
         return TransferOutcome(bytes=sent.bytes, seconds=time.monotonic() - start,
                                checksum=dst_sum or (sent.adler32 if algo else None),
@@ -184,7 +187,8 @@ class XRootDMover:
         try:
             return self._classic_copy(source, target, src, tmp, params, handler)
         finally:
-            if release is not None and not handler.abandoned:   # an abandoned copy keeps its channel
+            # an abandoned copy keeps its channel
+            if release is not None and not handler.abandoned:
                 release()
 
     def _classic_copy(self, source: str, target: str, src: str, tmp: str,
@@ -192,7 +196,8 @@ class XRootDMover:
         tpc = params.third_party
         timeout = max(1, int(params.timeout))
         job = xrd.CopyProcess()
-        # retry/xrateThreshold/xrate are left at 0: the 5.5.3 wrapper passes them in the wrong order.
+        # retry/xrateThreshold/xrate are left at 0: the 5.5.3 wrapper passes them in the wrong
+        # order.
         job.add_job(source, target, force=True, posc=scheme_of(tmp) == "root", mkdir=True,
                     thirdparty="only" if tpc else "none", checksummode="none",
                     inittimeout=min(timeout, 120), tpctimeout=timeout, cptimeout=timeout)

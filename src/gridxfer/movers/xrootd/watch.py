@@ -22,7 +22,7 @@ from typing import Any
 from XRootD.client.utils import CopyProgressHandler
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import ProgressFn
+from gridxfer.movers.base import Cancel, ProgressFn
 
 ABANDON_GRACE = 10.0
 POLL = 0.5
@@ -33,7 +33,7 @@ def stall_timeout() -> float:
 
 
 class WatchedHandler(CopyProgressHandler):
-    def __init__(self, progress: ProgressFn | None, cancel: threading.Event | None,
+    def __init__(self, progress: ProgressFn | None, cancel: Cancel | None,
                  deadline: float, stall: float) -> None:
         super().__init__()
         self.progress, self.cancel, self.deadline, self.stall = progress, cancel, deadline, stall
@@ -63,7 +63,7 @@ class WatchedHandler(CopyProgressHandler):
         return self.check() is not None
 
 
-def stop_reason(cancel: threading.Event | None, deadline: float, last_move: float,
+def stop_reason(cancel: Cancel | None, deadline: float, last_move: float,
                 stall: float, moved: int) -> tuple[ErrorClass, str] | None:
     """Why a transfer must stop now, if it must: cancelled, past its deadline, or no byte
     moved for ``stall`` seconds since ``last_move`` (``moved`` bytes so far)."""
