@@ -2,8 +2,10 @@
 
 gfal2's streamed copy between protocols uses one TCP stream, and gsiftp -> root with
 gfal2 2.21 reorders 256 KiB blocks (caught by our adler32, but never succeeds). So the
-data is pulled into a local spool file with the best native client (XrdCl substreams or
-globus-url-copy -p N), then pushed to the destination's temporary name the same way.
+data is pulled into a local spool file with the best native client (XrdCl substreams, or
+for GridFTP what the GridFTP route picks: globus-url-copy -p N for several streams,
+gridxfer's own client or gfal2 for one; movers/gridftp/mover.py), then pushed to the
+destination's temporary name the same way.
 The usual integrity path (size + adler32 against the source, then rename) wraps both.
 The spool file lives in $GRIDXFER_SPOOL (default: the system temp dir) and is always
 removed; files left by a process killed with -9 (their pid is in the name) are swept by
