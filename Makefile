@@ -15,12 +15,13 @@ APT_PACKAGES := xrootd-server xrootd-client python3-xrootd \
 	iperf3 openssh-server nagios4 monitoring-plugins ansible \
 	python3-venv iproute2 iputils-ping ethtool procps psmisc util-linux sudo
 
-.PHONY: all deps venv test test-all test-slow demo bench clean help
+.PHONY: all deps venv lint test test-all test-slow demo bench clean help
 all: test
 
 help:
 	@echo "make demo   - install what is missing, bring up the local grid, run a real campaign"
-	@echo "make test   - unit, contract, CLI and integration tests on real servers (< 15 min)"
+	@echo "make test   - make lint, then unit, contract, CLI and integration tests on real servers"
+	@echo "make lint   - ruff on src/ tests/ bench/ checks/ (seconds); mypy runs in the tests"
 	@echo "make test-slow - the slow soak tests only"
 	@echo "make bench  - benchmarks against real peers; appends to bench/results/*.jsonl"
 
@@ -47,7 +48,12 @@ $(VENV)/bin/python:
 
 venv: .stamp-venv
 
-test: .stamp-venv
+# ruff first: a second of checking before minutes of tests (config: pyproject.toml [tool.ruff]).
+# mypy runs inside the tests (tests/unit/test_static_checks.py: a baseline that only shrinks).
+lint: .stamp-venv
+	$(VENV)/bin/ruff check src tests bench checks
+
+test: .stamp-venv lint
 	$(PY) -m pytest -q -ra tests
 
 test-slow: .stamp-venv
