@@ -75,14 +75,16 @@ def test_copy_child_dies_with_a_campaign_killed_by_sigkill(tmp_path):
 
 GUC = """
 import sys, threading, time
+import psutil
 from gridxfer.movers.base import TransferParams
 from gridxfer.movers.gridftp.globus import GlobusUrlCopyMover, command
 mover, params = GlobusUrlCopyMover(), TransferParams(streams=2, timeout=300)
 threading.Thread(target=mover._run, args=(command(sys.argv[1], sys.argv[2], params), params,
                  None), kwargs={"remote_src": False}, daemon=True).start()
-while getattr(mover, "last_pid", None) is None:
-    time.sleep(0.01)
-print(mover.last_pid, flush=True)
+me = psutil.Process()
+while not (kids := [c for c in me.children() if c.name() == "globus-url-copy"]):
+    time.sleep(0.01)                # setpriv --pdeathsig execs it in place: same pid
+print(kids[0].pid, flush=True)
 time.sleep(300)
 """
 

@@ -57,7 +57,6 @@ class GlobusUrlCopyMover(GridFTPMetadata):
     def __init__(self, binary: str = "globus-url-copy") -> None:
         super().__init__()
         self.binary = binary
-        self.last_pid: int | None = None
 
     def _require_binary(self) -> None:
         if shutil.which(self.binary) is None:
@@ -94,7 +93,6 @@ class GlobusUrlCopyMover(GridFTPMetadata):
         proc = subprocess.Popen(_dies_with_us(args), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
-        self.last_pid = proc.pid
         errors: list[bytes] = []
         stderr_pipe = proc.stderr
         assert stderr_pipe is not None             # stderr=PIPE
