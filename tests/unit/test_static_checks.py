@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MYPY_BASELINE = 6           # errors today; never raise it, lower it when you fix some
+MYPY_BASELINE = 0           # errors today; never raise it, lower it when you fix some
 
 
 def _mypy() -> tuple[int, list[str], str]:

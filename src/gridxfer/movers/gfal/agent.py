@@ -69,7 +69,9 @@ class _Agent:
     def __del__(self) -> None:
         # The thread that owned it has ended: closing stdin ends an idle child (EOF).
         with contextlib.suppress(Exception):    # interpreter shutdown or already closed
-            self.proc.stdin.close()
+            stdin = self.proc.stdin
+            if stdin is not None:
+                stdin.close()
 
     def kill(self) -> None:
         with _ALL_LOCK:
@@ -110,9 +112,11 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
         agent = _local.agent = _Agent()
     request = {"src": src, "dst": dst, "nbstreams": nbstreams,
                "timeout": max(1, int(params.timeout)), "tcp_buffer": int(params.tcp_buffer or 0)}
+    stdin = agent.proc.stdin
+    assert stdin is not None                    # stdin=PIPE
     try:
-        agent.proc.stdin.write(json.dumps(request) + "\n")
-        agent.proc.stdin.flush()
+        stdin.write(json.dumps(request) + "\n")
+        stdin.flush()
     except OSError:
         _local.agent = None
         raise agent.died(what) from None

@@ -199,7 +199,7 @@ class NativeGridFTP:
                 ahead = 0 if found else ftpdata.send_ahead(data, fh, size)
                 if refuse and found is None:
                     found = _found(refuse, session.reply())
-                if found:
+                if found and refuse:
                     raise _abandon(session, data, refuse)
                 started = session.reply()
                 if started.code not in (125, 150):

@@ -200,6 +200,8 @@ class GsiControl:
     def _drain_after(self, text: str) -> bytes:
         for token in text.splitlines():
             self._rx.write(base64.b64decode(token.strip()))
+        if self._tls is None:
+            raise NativeUnavailable("not authenticated")
         return self._drain(self._tls)
 
     def send(self, commands: list[str]) -> None:

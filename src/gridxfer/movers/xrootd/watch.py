@@ -93,12 +93,13 @@ def run_watched(job: Any, handler: WatchedHandler, what: str) -> tuple[Any, Any]
     threading.Thread(target=target, name="xrdcl-copy", daemon=True).start()
     stopped_at: float | None = None
     while not done.wait(POLL):
-        if handler.check() is None:
+        reason = handler.check()
+        if reason is None:
             continue
         stopped_at = stopped_at or time.monotonic()
         if time.monotonic() - stopped_at > ABANDON_GRACE:
             handler.abandoned = True
-            raise TransferError(handler.reason, f"{what}: {handler.detail}; XrdCl copy abandoned")
+            raise TransferError(reason, f"{what}: {handler.detail}; XrdCl copy abandoned")
     if "error" in box:
         raise box["error"]
     if handler.reason is not None:
