@@ -26,7 +26,6 @@ from gridxfer.movers import names, routes
 from gridxfer.movers.base import ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import one_line, transfer_error
 from gridxfer.movers.gridftp.ops import GridFTPMetadata, check_local_pair
-from gridxfer.movers.integrity import verified_copy
 from gridxfer.movers.urls import scheme_of
 from gridxfer.redact import credential_in_url, redact
 import contextlib
@@ -66,14 +65,7 @@ class GlobusUrlCopyMover(GridFTPMetadata):
              progress: ProgressFn | None = None) -> TransferOutcome:
         check_local_pair(self, src, dst, params)
         self._require_binary()
-
-        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, report)
-
-        # verifying beside the next copy would need one more GSI session per thread
-        return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw, progress=progress, early_release=False,
-                             mover=self.name)
+        return self.verified(src, dst, params, progress)
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:

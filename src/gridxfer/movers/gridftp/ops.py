@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from gridxfer.errors import UsageError
-from gridxfer.movers.base import Entry, Mover, TransferParams
+from gridxfer.movers.base import Entry, Mover, ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.gfal.mover import GfalMover
 from gridxfer.movers.gridftp.client import NativeGridFTP
 from gridxfer.movers.gridftp.control import NativeUnavailable
-from gridxfer.movers.integrity import DelegatedOps, ListingOps, LocalOps
+from gridxfer.movers.integrity import DelegatedOps, ListingOps, LocalOps, verified_copy
 from gridxfer.movers.urls import scheme_of
 
 
@@ -52,11 +52,31 @@ class GridFTPMetadata(DelegatedOps):
     """stat / listdir / checksum / unlink / mkdir of a file <-> gsiftp/ftp mover: LocalOps
     for file://, ``GridFTPOps`` for the remote end."""
 
+    name: str
+
     def __init__(self) -> None:
         self._remote = GridFTPOps(GfalMover())
 
     def _ops(self, url: str) -> ListingOps:
         return LocalOps() if scheme_of(url) == "file" else self._remote
+
+    def raw_copy(self, src: str, dst: str, params: TransferParams,
+                 progress: ProgressFn | None = None) -> tuple[int, str]:
+        """Move the bytes only (no verification, no temp name): (streams used, mode)."""
+        raise NotImplementedError
+
+    def verified(self, src: str, dst: str, params: TransferParams,
+                 progress: ProgressFn | None) -> TransferOutcome:
+        """``raw_copy`` inside the integrity path, verified after the copy on this thread's
+        session (verifying beside the next copy would need one more GSI session per
+        thread)."""
+
+        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
+            return self.raw_copy(s, tmp, params, report)
+
+        return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
+                             raw_copy=raw, progress=progress, early_release=False,
+                             mover=self.name)
 
 
 def check_local_pair(mover: Mover, src: str, dst: str, params: TransferParams) -> None:

@@ -9,7 +9,6 @@ from gridxfer.movers import routes
 from gridxfer.movers.base import ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.gfal.mover import streamed_copy
 from gridxfer.movers.gridftp.ops import GridFTPMetadata, check_local_pair
-from gridxfer.movers.integrity import verified_copy
 
 
 class GfalStreamedMover(GridFTPMetadata):
@@ -20,14 +19,7 @@ class GfalStreamedMover(GridFTPMetadata):
     def copy(self, src: str, dst: str, *, params: TransferParams,
              progress: ProgressFn | None = None) -> TransferOutcome:
         check_local_pair(self, src, dst, params)
-
-        def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            return self.raw_copy(s, tmp, params, report)
-
-        # verifying beside the next copy would need one more GSI session per thread
-        return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
-                             raw_copy=raw, progress=progress, early_release=False,
-                             mover=self.name)
+        return self.verified(src, dst, params, progress)
 
     def raw_copy(self, src: str, dst: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
