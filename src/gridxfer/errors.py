@@ -59,6 +59,7 @@ class ErrorClass(enum.StrEnum):
     EXISTS = "exists"                      # EEXIST and overwrite not allowed: never retried
     NO_SPACE = "no_space"                  # ENOSPC / quota: not retried on this endpoint
     PERMISSION = "permission"              # EACCES/EPERM/auth: never retried
+    AUTH = "auth"                          # HTTP 401/403 (token refused or missing): never retried
     TIMEOUT = "timeout"                    # retried
     CONNECTION = "connection"              # refused/reset/unreachable: retried
     CHECKSUM = "checksum"                  # mismatch: bad copy deleted, then retried

@@ -61,6 +61,27 @@ Cancel = threading.Event | CancelFlag
 
 
 @dataclass(frozen=True)
+class TokenPair:
+    """The bearer tokens of one transfer: ``src`` for the source's server, ``dst`` for the
+    destination's (an HTTP-TPC sends the remote side's in ``TransferHeaderAuthorization``).
+    None: no token for that side (anonymous, or X.509). Neither value is ever shown:
+    ``repr`` and ``str`` say only which sides have one."""
+
+    src: str | None = field(default=None, repr=False)
+    dst: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return (f"TokenPair(src={'<token>' if self.src else None}, "
+                f"dst={'<token>' if self.dst else None})")
+
+    __str__ = __repr__
+
+    def for_side(self, side: str) -> str | None:
+        """The token of ``side`` ("source" or "destination")."""
+        return self.src if side == "source" else self.dst
+
+
+@dataclass(frozen=True)
 class TransferParams:
     streams: int = 1                        # TCP streams for this transfer
     tcp_buffer: int | None = None           # bytes, per stream, if the protocol allows
@@ -79,6 +100,10 @@ class TransferParams:
     # Called once when the bytes are in place and only verification is left (size,
     # checksums, rename): the link is free for the next transfer from then on.
     on_data_done: Callable[[], None] | None = field(default=None, compare=False)
+    # Bearer tokens for this transfer (davs/https; root:// reads them too where a mover
+    # passes them on). Never in repr, logs or argv: movers hand them to the library
+    # through its credential API or a child's stdin.
+    tokens: TokenPair | None = field(default=None, repr=False, compare=False)
 
     def data_done(self) -> None:
         if self.on_data_done is not None:

@@ -83,6 +83,14 @@ _CREDENTIALS = re.compile(r"user certificate|proxy (certificate|file)|credential
                           r"(certificate|proxy)[^.]*expired", re.I)
 
 
+# A server's HTTP 401/403 (davs/https; gfal2/davix reports 403 as EACCES or EPERM, or only in
+# its text "HTTP 403"; an XrdHttp TPC reports the remote side's in the body: "Remote side
+# failed with status code 403"): the token is missing, refused or lacks a scope. Its own
+# class, ``auth``, never retried as transient.
+_HTTP_AUTH = re.compile(r"\bHTTP[ /]?(?:1\.[01] )?40[13]\b|status code:? 40[13]\b|"
+                        r"\b40[13] (?:Forbidden|Unauthori[sz]ed)\b", re.I)
+
+
 def _from_errno(code: int, side: str) -> ErrorClass | None:
     if code == E.ENOENT:
         return ErrorClass.SOURCE_MISSING if side == "source" else ErrorClass.OTHER
@@ -129,6 +137,8 @@ def classify(failure: Any, *, side: str = "source") -> ErrorClass:
     code, text, decided = _parts(failure)
     if decided is not None:
         return decided
+    if _HTTP_AUTH.search(text):
+        return ErrorClass.AUTH
     if _CREDENTIALS.search(text):
         return ErrorClass.PERMISSION
     if code is not None:

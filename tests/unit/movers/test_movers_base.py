@@ -67,3 +67,16 @@ def test_each_job_gets_its_own_flag():
     a.cancel.set()
     assert a.cancel.is_set() and not b.cancel.is_set()
     assert isinstance(a.cancel, CancelFlag)
+
+
+def test_token_pair_never_shows_its_values():
+    from dataclasses import replace
+
+    from gridxfer.movers.base import TokenPair, TransferParams
+    pair = TokenPair(src="eyJhbGciOi.source-claims.sig-src", dst=None)
+    params = replace(TransferParams(), tokens=pair)
+    for text in (repr(pair), str(pair), repr(params), str(params)):
+        assert "sig-src" not in text and "eyJ" not in text
+    assert repr(pair) == "TokenPair(src=<token>, dst=None)"
+    assert (pair.for_side("source"), pair.for_side("destination")) == (pair.src, None)
+    assert params == TransferParams()       # tokens do not make two transfers differ

@@ -93,3 +93,25 @@ def test_transfer_error_is_one_line():
     assert isinstance(err, TransferError) and err.error_class is C.SOURCE_MISSING
     assert "\n" not in str(err) and str(err).startswith("source_missing: gsiftp://h/f: line one")
     assert len(one_line("x" * 1000)) == 300
+
+
+@pytest.mark.parametrize("failure", [
+    gfal2.GError("Result HTTP 403 : Permission refused  after 1 attempts", errno.EACCES),
+    gfal2.GError("HTTP 401 : Authentication Error", errno.EPERM),
+    gfal2.GError("DESTINATION OVERWRITE  Result HTTP 403 : Permission refused", errno.ENOENT),
+    "failure: Remote side failed with status code 403; error message: forbidden",
+    "copy refused: 401 Unauthorized",
+])
+def test_http_401_and_403_are_auth_and_never_retried(failure):
+    """A token missing, refused or short of a scope: its own class (issue 20), not retried."""
+    assert classify(failure, side="destination") is C.AUTH
+    assert not C.AUTH.retryable
+
+
+@pytest.mark.parametrize("failure", [
+    gfal2.GError("Result HTTP 404 : File not found", errno.ENOENT),
+    gfal2.GError("Result HTTP 500 : Internal error, 4031 bytes", errno.EIO),
+    "copied 403 files",
+])
+def test_other_http_statuses_are_not_auth(failure):
+    assert classify(failure, side="source") is not C.AUTH
