@@ -100,6 +100,17 @@ def query(db: Path, sql: str, *args):
         conn.close()
 
 
+def running(db: Path) -> bool:
+    """Whether the journal says its scheduler runs (or has run): set inside the signal
+    handlers' scope, so a stop from then on is the campaign's to handle."""
+    if not db.exists():
+        return False
+    try:
+        return query(db, "SELECT value FROM meta WHERE key = 'state'") not in ([], [("planned",)])
+    except sqlite3.Error:           # created, its tables not yet committed
+        return False
+
+
 def one_case(inv, home: Path, tmp_path: Path, kind: str, stop: str, seed: int) -> str:
     print(f"{kind} {stop}: GXTEST_SEED={seed}")
     rnd = random.Random(seed)
@@ -126,9 +137,14 @@ timeout: 60s
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # the stop comes at a random point: once a random share of the copies has reached
-        # full size at the destinations, plus a random delay
+        # full size at the destinations, plus a random delay. The count starts when the
+        # journal says the scheduler runs: a signal sent earlier can land before the Python
+        # interpreter has installed any handler, and the kernel's default action for SIGINT
+        # kills any program silently (seen in CI: exit -2 and no output, 4 ms after start)
         target = rnd.randrange(0, int(0.7 * N_FILES * len(dirs)))
         deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and not running(db):
+            time.sleep(0.002)
         while proc.poll() is None and time.monotonic() < deadline:
             if full_copies(dirs, data) >= target:
                 break

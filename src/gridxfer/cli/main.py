@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 
 import click
@@ -59,7 +60,29 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI, turning GridxferError into one line and an exit code."""
+    """Entry point: run the CLI, turning GridxferError into one line and an exit code.
+
+    A Ctrl-C that comes while an earlier one (or an error) is being reported still ends
+    in the interrupted exit code, not a traceback; once the exit code is decided, the
+    process ignores SIGINT and SIGTERM while it tears down (``leave``), so a late second
+    Ctrl-C cannot turn a clean exit 4 into death by signal."""
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt as exc:    # a second Ctrl-C inside the first one's handler
+        code = exit_code_for(exc)
+    if argv is None:
+        _ignore_stops()
+        leave(code)
+    return code
+
+
+def _ignore_stops() -> None:
+    with contextlib.suppress(ValueError):       # not the main thread: nothing to change
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="gridxfer", standalone_mode=False)
     except click.exceptions.Abort:
@@ -85,8 +108,6 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_code_for(exc)
     else:
         code = 0
-    if argv is None:
-        leave(code)
     return code
 
 

@@ -54,3 +54,44 @@ agents.stop_all = lambda: print("AGENTS STOPPED", file=sys.stderr, flush=True)
     assert res.returncode == 0
     assert "AGENTS STOPPED" in res.stderr
     assert "TEARDOWN RAN" not in res.stderr
+
+
+INTERRUPTED = """
+import os, signal, sys, time, click
+import gridxfer.cli.main as m
+def stopped(*a, **k):
+    raise KeyboardInterrupt
+m.cli.main = stopped
+{patch}
+sys.argv = ["gridxfer", "campaign", "run", "x.yaml"]
+m.main()
+"""
+
+# the message of the first Ctrl-C is being printed when the second comes
+SECOND_WHILE_REPORTING = """
+real_echo = click.echo
+def echo(msg=None, *a, **k):
+    if msg == "gridxfer: interrupted" and not getattr(echo, "done", False):
+        echo.done = True
+        raise KeyboardInterrupt
+    real_echo(msg, *a, **k)
+click.echo = echo
+"""
+
+# the second Ctrl-C comes while the process tears down, the exit code decided
+SECOND_DURING_TEARDOWN = """
+def leave(code):
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.3)
+    sys.exit(code)
+m.leave = leave
+"""
+
+
+@pytest.mark.parametrize("patch", [SECOND_WHILE_REPORTING, SECOND_DURING_TEARDOWN],
+                         ids=["while-reporting", "during-teardown"])
+def test_a_second_ctrl_c_still_ends_in_the_interrupted_exit_code(patch):
+    """CI once saw a double Ctrl-C end a campaign by signal (-2) instead of exit 4."""
+    res = _run(INTERRUPTED.format(patch=textwrap.dedent(patch)))
+    assert res.returncode == 4, (res.returncode, res.stderr)
+    assert "Traceback" not in res.stderr
