@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 from collections.abc import Callable
 
 from gridxfer.errors import UsageError
+from gridxfer.movers.tape import Releases, TapeOps
 
 
 class CancelFlag:
@@ -208,6 +209,10 @@ class Capabilities:
     mkdir: Callable[[str], None] | None = None
     space: Callable[[str], tuple[int, int]] | None = None
     third_party: bool = False       # server-to-server copy for some pair (tpc_pairs)
+    # bulk archive / staging state (movers.tape): the object itself when it has all three
+    # TapeOps methods; ``release`` unpins staged files
+    tape: TapeOps | None = None
+    release: Callable[..., None] | None = None
 
 
 def capabilities_of(obj: object) -> Capabilities:
@@ -219,7 +224,9 @@ def capabilities_of(obj: object) -> Capabilities:
         unlink=obj.unlink if isinstance(obj, Unlinks) else None,
         mkdir=obj.mkdir if isinstance(obj, MakesDirs) else None,
         space=obj.space if isinstance(obj, HasSpace) else None,
-        third_party=bool(obj.tpc_pairs) if isinstance(obj, Mover) else False)
+        third_party=bool(obj.tpc_pairs) if isinstance(obj, Mover) else False,
+        tape=obj if isinstance(obj, TapeOps) else None,
+        release=obj.release if isinstance(obj, Releases) else None)
 
 
 def require_adler32(algorithm: str) -> None:
