@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -38,6 +39,8 @@ from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_from_dic
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
     CampaignStatus, _alive, campaign_status, list_campaigns)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,7 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
         _remove_journal(path)
         raise
     conn.close()
+    log.info("campaign %s planned: %d files in %s", spec.name, count, path)
     return path, count
 
 
@@ -247,8 +251,10 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
     try:
         journal.set_meta(conn, [("pid", str(os.getpid()))])
         sched = Scheduler(conn, spec, observers=observers, **factories)
+        log.info("campaign %s: dispatching (pid %d)", spec.name, os.getpid())
         with _signals(sched.stop, sched.hurry):
             res = sched.run()
+        log.info("campaign %s: %s after %.1f s", spec.name, res.state, res.seconds)
         return _result(conn, path, spec, res, recovered, cleaned)
     finally:
         conn.close()

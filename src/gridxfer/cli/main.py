@@ -29,6 +29,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _logs_verbose(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    from gridxfer.cli import logs
+    logs.on_verbose(ctx, param, value)
+
+
+def _logs_file(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    from gridxfer.cli import logs
+    logs.on_log_file(ctx, param, value)
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
@@ -37,7 +47,8 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         module = importlib.import_module(f"gridxfer.cli.{SUBCOMMANDS[name][0]}")
-        return module.group
+        from gridxfer.cli import logs
+        return logs.add_to(module.group)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, help_) in sorted(SUBCOMMANDS.items())]
@@ -48,6 +59,10 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
                                                 "max_content_width": 100})
 @click.version_option(__version__, prog_name="gridxfer")
+@click.option("-v", "--verbose", count=True, expose_value=False, callback=_logs_verbose,
+              help="More log lines on stderr: -v info, -vv debug (also after any command).")
+@click.option("--log-file", metavar="PATH", expose_value=False, callback=_logs_file,
+              help="Append log lines to PATH (also after any command).")
 def cli() -> None:
     """gridxfer moves bulk data between grid tiers and keeps the hosts that move it
     tuned and watched.
@@ -83,6 +98,8 @@ def _ignore_stops() -> None:
 
 
 def _main(argv: list[str] | None) -> int:
+    from gridxfer.cli import logs
+    logs.configure(0, None)         # warnings to this process's stderr; -v/--log-file add
     try:
         cli.main(args=argv, prog_name="gridxfer", standalone_mode=False)
     except click.exceptions.Abort:

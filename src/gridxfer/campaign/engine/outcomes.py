@@ -5,6 +5,7 @@ once every endpoint of the pool is full; a failure while the campaign waits for 
 that is down, ``on_pool_down: wait``, is not counted against the file)."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
@@ -17,6 +18,8 @@ from gridxfer.campaign.policy.selection import ExclusionPolicy
 from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.spec.model import RetrySpec, TierSpec
 from gridxfer.campaign.accounting.stats import Accounting
+
+log = logging.getLogger(__name__)
 
 
 def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slots: LinkSlots,
@@ -47,6 +50,8 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
             acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
                         outcome="done", now=now)
             exclusions.record(job.endpoint, True, None, now)
+            log.debug("done %s %s -> %s: %d bytes in %.3f s", job.tier, job.name, job.endpoint,
+                      out.bytes, secs)
             continue
         ec = res.error_class or ErrorClass.OTHER
         if job.timed_out and ec in (ErrorClass.CANCELLED, ErrorClass.OTHER):
@@ -81,8 +86,12 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
                 cancel_rows.append((now, job.file_id))      # attempts - 1
             feed.retry_later(job.tier, nb, (
                 job.file_id, job.name, job.src_url, job.size, n, job.expected, frozenset(avoid)))
+            log.info("retry %s %s (attempt %d at %s): %s: %s", job.tier, job.name,
+                     job.attempt_no, job.endpoint, ec.value, res.message)
         else:
             fail_rows.append((ec.value, res.message, now, job.file_id))
+            log.info("failed %s %s (attempt %d at %s): %s: %s", job.tier, job.name,
+                     job.attempt_no, job.endpoint, ec.value, res.message)
         acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,
                     outcome="retry" if retry else "failed", now=now)
 
