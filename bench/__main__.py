@@ -1,8 +1,8 @@
 """Run the benchmark suite of issue 7: `python -m bench` (what `make bench` runs).
 
     python -m bench            every benchmark, in the configurations BENCHMARKS.md reports
-    python -m bench NAME ...   those only (bulk, bulk-wan, smallfiles, scale, blackhole,
-                               emulator),
+    python -m bench NAME ...   those only (bulk, bulk-wan, smallfiles, smallfiles-wan, scale,
+                               blackhole, emulator),
                                each with its suite arguments
     python -m bench --list     the suite: each entry's command line
     python -m bench --summary  the latest record of each entry's goals (from bench/results/),
@@ -43,6 +43,7 @@ SUITE = (
     Entry("bulk", "bulk", ("--gx-streams", "1", "--rounds", "3")),
     Entry("bulk-wan", "bulk", ("--wan", "--gx-streams", "1", "--rounds", "3"), needs_netns=True),
     Entry("smallfiles", "smallfiles", ("--rounds", "3")),
+    Entry("smallfiles-wan", "smallfiles", ("--wan", "--rounds", "3"), needs_netns=True),
     Entry("scale", "scale"),
     Entry("emulator", "emulator", needs_netns=True),
 )

@@ -1,6 +1,7 @@
 """Small files: N x 4 KB from local disk to a loopback XRootD server, files/s of gridxfer
 vs `xrdcp --parallel A --infiles`.
 
+    .venv/bin/python -m bench.smallfiles --wan ...   (bench.smallwan: across the emulated WAN)
     .venv/bin/python -m bench.smallfiles [--files 5000] [--size 4KB] [--active 8] [--rounds N]
                                          [--checksum on|off|both] [--no-record] [--profile DIR]
 
@@ -87,6 +88,9 @@ def _one(tool: str, work: Path, srcs: list[Path], ep, user: str, args: argparse.
 
 
 def main(argv: list[str]) -> int:
+    if "--wan" in argv:         # XRootD -> XRootD across the emulated WAN (issue 21)
+        from bench import smallwan
+        return smallwan.main(argv)
     ap = argparse.ArgumentParser(prog="python -m bench.smallfiles",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--files", type=int, default=5000)
