@@ -20,6 +20,10 @@ class GridxferError(Exception):
 
     exit_code = EXIT_ERROR
 
+    def lines(self) -> list[str]:
+        """What the terminal shows: one line per error (one for most errors)."""
+        return [str(self)]
+
 
 class UsageError(GridxferError):
     """Bad arguments or bad input files (exit 2)."""
@@ -38,6 +42,19 @@ class SpecError(UsageError):
             where = f"{path}:{line}: " if line else f"{path}: "
         what = f"{field}: " if field else ""
         super().__init__(f"{where}{what}{message}")
+
+
+class SpecErrors(SpecError):
+    """Every error found in one input file (each ``file:line: field: message``)."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        self.errors = tuple(errors)
+        first = errors[0]
+        UsageError.__init__(self, f"{first} (and {len(errors) - 1} more in this file)")
+        self.path, self.line, self.field = first.path, first.line, first.field
+
+    def lines(self) -> list[str]:
+        return [str(e) for e in self.errors]
 
 
 class PartialFailure(GridxferError):

@@ -209,3 +209,23 @@ def test_no_matching_files_leaves_no_journal(local, capsys):
     assert main(["campaign", "run", "--quiet", str(spec)]) == 2
     assert "matched no files" in capsys.readouterr().err
     assert not list((Path(os.environ["GRIDXFER_HOME"]) / "campaigns").glob("c1.sqlite*"))
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_every_error_of_a_campaign_file_one_line_each(tmp_path, gridxfer_home, capsys, dry):
+    """Issue 22: one run reports every error, each `file:line: field: message`, exit 2."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "unit" / "campaign" / "spec" / "test_spec.py"
+    spec = importlib.util.spec_from_file_location("_gridxfer_spec_cases2", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(mod.SEVEN_ERRORS)
+    assert main(["campaign", "run", "--quiet", *(["--dry-run"] if dry else []), str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 8, err
+    assert [ln.split(": ")[2] for ln in lines] == [
+        f"{bad}:{n}" for n in (1, 5, 6, 7, 8, 8, 9, 10)]
+    assert all(ln.startswith("gridxfer: error: ") for ln in lines)

@@ -5,7 +5,8 @@ The rule, per entry point:
 - ``gridxfer``: exit 0 (the input happened to be valid), 2 (bad input) or 1 (environment);
   on a failure stderr is exactly ONE line, ``gridxfer: error: ...``, and there is no
   ``Traceback`` anywhere. When the input file is at fault (exit 2) the line names it
-  (``path:`` or ``path:line:``). click's usage errors follow the same rule (one line,
+  (``path:`` or ``path:line:``); a campaign file with several errors gives one such line
+  per error (issue 22), each ``gridxfer: error: `` and naming the file. click's usage errors follow the same rule (one line,
   ``gridxfer: error: gridxfer campaign run: No such option ... (see ... --help)``); the
   one exception is a group called without a command (``gridxfer tune``): its help, exit 2.
 - ``check_gridxfer_*`` (Nagios): exit 0-3, bad usage exits 3 (UNKNOWN), stdout's first
@@ -76,12 +77,14 @@ def judge_gx(o: Outcome, allowed: set[int], names: tuple[str, ...] = ()) -> str 
     if o.code == 0:
         return None
     lines = o.err.splitlines()
-    if len(lines) != 1 or not o.err.endswith("\n"):
+    several = o.code == 2 and len(lines) > 1 and bool(names)    # every error of a file
+    if (len(lines) != 1 and not several) or not o.err.endswith("\n"):
         return f"{len(lines)} lines on stderr, expected exactly one"
-    if not lines[0].startswith("gridxfer: error: "):
-        return "stderr line does not start with 'gridxfer: error: '"
-    if names and o.code == 2 and not any(n in lines[0] for n in names):
-        return f"the line names none of {names}"
+    for line in lines:
+        if not line.startswith("gridxfer: error: "):
+            return "stderr line does not start with 'gridxfer: error: '"
+        if names and o.code == 2 and not any(n in line for n in names):
+            return f"the line names none of {names}"
     return None
 
 

@@ -75,7 +75,8 @@ def test_campaign_files(tmp_path, home):
                                                          "file://")))
             if dry.code == 2:      # `run` fails where `--dry-run` fails, with the same line
                 real = run_gx(["campaign", "run", "--quiet", str(path)])
-                problem = judge_gx(real, {2})
+                problem = judge_gx(real, {2}, (str(path), str(tmp_path / "files.txt"),
+                                               "file://"))
                 if problem is None and real.err != dry.err:
                     problem = f"run said {real.err!r}, --dry-run said {dry.err!r}"
                 same.add(case + " (run)", real, problem)

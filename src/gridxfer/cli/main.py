@@ -114,7 +114,8 @@ def _main(argv: list[str] | None) -> int:
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except GridxferError as exc:
-        click.echo(one_line(f"gridxfer: error: {exc}"), err=True)
+        for line in exc.lines():          # a campaign file's errors: all of them, one a line
+            click.echo(one_line(f"gridxfer: error: {line}"), err=True)
         code = exit_code_for(exc)
     except OSError as exc:                # the environment: a full disk, a permission...
         where = f"{exc.filename}: " if exc.filename else ""

@@ -1,10 +1,15 @@
 """Validation plumbing for campaign files: typed reads of YAML nodes whose errors name
-``file:line`` and the field (``SpecError``), URL checks and testbed endpoint names."""
+``file:line`` and the field (``SpecError``), URL checks and testbed endpoint names.
+
+Every error of a file is reported in one run: a field's reader raises ``SpecError``,
+``Checker.check`` records it and goes on with the next field, and ``Checker.done`` raises
+them all at once (``SpecErrors``, sorted by line). Unknown and duplicate keys are recorded
+without stopping the mapping they are in."""
 from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -12,16 +17,38 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from gridxfer.errors import GridxferError, SpecError, UsageError
+from gridxfer.errors import GridxferError, SpecError, SpecErrors, UsageError
 from gridxfer.limits import Limit
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.spec.model import SCHEMES
+
+T = TypeVar("T")
 
 
 class Checker:
     def __init__(self, path: str, resolver: Callable[[str], str] | None) -> None:
         self.path, self._resolver, self.used_inventory = path, resolver, False
         self._con = SafeConstructor()
+        self.errors: list[SpecError] = []
+
+    def check(self, read: Callable[[], T], default: T) -> T:
+        """``read()``, or ``default`` with its error recorded: the next field is read too."""
+        try:
+            return read()
+        except SpecError as exc:
+            self.record(exc)
+            return default
+
+    def record(self, exc: SpecError) -> None:
+        if not any(e is exc or str(e) == str(exc) for e in self.errors):
+            self.errors.append(exc)
+
+    def done(self) -> None:
+        """Raise every recorded error at once (one, as itself)."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise SpecErrors(sorted(self.errors, key=lambda e: e.line or 0))
 
     def fail(self, node: Node | None, fieldname: str | None, msg: str) -> SpecError:
         line = node.start_mark.line + 1 if node is not None else None
@@ -29,6 +56,18 @@ class Checker:
 
     def mapping(self, node: Node, fieldname: str, allowed: tuple[str, ...],
                 required: tuple[str, ...] = ()) -> dict[str, Node]:
+        """The mapping's keys; a missing required key raises (after all are recorded)."""
+        out = self.keys(node, fieldname, allowed, required)
+        for key in required:
+            if key not in out:
+                raise self.fail(node, f"{fieldname}.{key}" if fieldname else key,
+                                "required key is missing")      # recorded by ``keys``
+        return out
+
+    def keys(self, node: Node, fieldname: str, allowed: tuple[str, ...],
+             required: tuple[str, ...] = ()) -> dict[str, Node]:
+        """The mapping's keys; unknown, duplicate and missing keys are recorded, not raised
+        (the caller reads the others)."""
         if not isinstance(node, MappingNode):
             raise self.fail(node, fieldname, f"expected a mapping, got {_kind(node)}")
         out: dict[str, Node] = {}
@@ -40,14 +79,15 @@ class Checker:
                 more = (
                     f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
                 )
-                raise self.fail(knode, sub, f"unknown key{more}")
-            if key in out:
-                raise self.fail(knode, sub, "duplicate key")
-            out[key] = vnode
+                self.record(self.fail(knode, sub, f"unknown key{more}"))
+            elif key in out:
+                self.record(self.fail(knode, sub, "duplicate key"))
+            else:
+                out[key] = vnode
         for key in required:
             if key not in out:
-                raise self.fail(node, f"{fieldname}.{key}" if fieldname else key,
-                                "required key is missing")
+                self.record(self.fail(node, f"{fieldname}.{key}" if fieldname else key,
+                                      "required key is missing"))
         return out
 
     def value(self, node: Node, fieldname: str) -> Any:

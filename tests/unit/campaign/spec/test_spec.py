@@ -227,3 +227,62 @@ def test_malformed(tmp_path, case):
 def test_missing_file(tmp_path):
     with pytest.raises(SpecError, match="cannot read"):
         load_spec(tmp_path / "nope.yaml")
+
+
+SEVEN_ERRORS = """\
+campaign: sc t0
+source: {url: "root://t0.example:1094//store/raw/", files: {glob: "*.root"}}
+destinations:
+  - tier: T1-CNAF
+    pool: ["gsftp://se01.cnaf.example/data/"]
+    stream: 4
+    max_active: zero
+checksum: {algorithm: md5, verify: bothe}
+retries: {max: -1, backoff: 30s}
+timeout: 0
+"""
+
+
+def test_every_error_of_a_file_in_one_run(tmp_path):
+    """Issue 22: fixing seven keys took seven runs; now one run names all seven."""
+    from gridxfer.errors import SpecErrors
+    path = write(tmp_path, SEVEN_ERRORS)
+    with pytest.raises(SpecErrors) as info:
+        load_spec(path)
+    lines = info.value.lines()
+    assert lines == [
+        f"{path}:1: campaign: bad name 'sc t0': use letters, digits, '.', '_' and '-' (max 128)",
+        f"{path}:5: destinations[0].pool[0]: unsupported URL scheme 'gsftp' in "
+        f"'gsftp://se01.cnaf.example/data/' (use one of davs, file, ftp, gsiftp, http, https, "
+        f"root, roots, xroot)",
+        f"{path}:6: destinations[0].stream: unknown key (did you mean 'streams'?)",
+        f"{path}:7: destinations[0].max_active: expected a whole number, got 'zero'",
+        f"{path}:8: checksum.algorithm: unsupported algorithm 'md5' (use adler32)",
+        f"{path}:8: checksum.verify: must be one of source, destination, both, none "
+        f"(did you mean 'both'?)",
+        f"{path}:9: retries.max: must be at least 0, got -1",
+        f"{path}:10: timeout: must be greater than zero, got 0",
+    ]
+    assert str(info.value) == lines[0] + " (and 7 more in this file)"
+
+
+def test_errors_in_several_tiers_and_files(tmp_path):
+    text = textwrap.dedent("""\
+        campaign: c
+        source:
+          url: root://h:1094//d/
+          files: [a, "/abs", {name: b, size: lots}, a]
+        destinations:
+          - {tier: A, pool: ["root://h:1094//x/"], streams: 0}
+          - {tier: A, pool: []}
+          - {pool: ["root://h:1094//y/"]}
+        """)
+    path = write(tmp_path, text)
+    from gridxfer.errors import SpecErrors
+    with pytest.raises(SpecErrors) as info:
+        load_spec(path)
+    fields = [(e.line, e.field) for e in info.value.errors]
+    assert fields == [(4, "source.files[1]"), (4, "source.files[2].size"),
+                      (4, "source.files[3]"), (6, "destinations[0].streams"),
+                      (7, "destinations[1].tier"), (7, "destinations[1].pool"),
+                      (8, "destinations[2].tier")], fields
