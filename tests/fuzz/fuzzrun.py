@@ -6,7 +6,8 @@ The rule, per entry point:
   on a failure stderr is exactly ONE line, ``gridxfer: error: ...``, and there is no
   ``Traceback`` anywhere. When the input file is at fault (exit 2) the line names it
   (``path:`` or ``path:line:``); a campaign file with several errors gives one such line
-  per error (issue 22), each ``gridxfer: error: `` and naming the file. click's usage errors follow the same rule (one line,
+  per error (issue 22), each ``gridxfer: error: `` and naming the file. click's usage
+  errors follow the same rule (one line,
   ``gridxfer: error: gridxfer campaign run: No such option ... (see ... --help)``); the
   one exception is a group called without a command (``gridxfer tune``): its help, exit 2.
 - ``check_gridxfer_*`` (Nagios): exit 0-3, bad usage exits 3 (UNKNOWN), stdout's first
