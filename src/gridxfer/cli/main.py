@@ -23,6 +23,7 @@ from gridxfer.redact import redact
 # command name -> (module under gridxfer.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "campaign": ("campaign", "Run, resume and report bulk transfer campaigns."),
+    "copy": ("copy", "Copy files one-off with the campaign's integrity (gfal-copy/xrdcp habits)."),
     "testbed": ("testbed", "Bring up an embedded grid of real XRootD/GridFTP servers."),
     "tune": ("tune", "Host tuning profiles: diff, apply, verify, rollback, advise, plan."),
     "netbench": ("netbench", "iperf3 network benchmarks between hosts."),
