@@ -335,3 +335,4 @@ def list_cmd(as_json: bool) -> None:
 
 # Imported for its side effect: it registers `campaign cancel` on this group.
 from gridxfer.cli import campaign_cancel  # noqa: E402, F401
+from gridxfer.cli import campaign_verify  # noqa: E402, F401  (`campaign verify`)

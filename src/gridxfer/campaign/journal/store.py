@@ -30,6 +30,8 @@ Event kinds written by the scheduler (``detail`` keys in brackets):
 ``pool_failed`` {tier, files, reason} (pooldown.py),
 ``interrupted`` {signal, in_flight}, ``finished`` {done, failed, seconds},
 ``cancelled`` {files, pid} (``campaign cancel``: files marked, or the runner signalled).
+``verified`` {checked, requeued, removed} (``campaign verify --fix``: missing and different
+files put back to pending, bad copies removed).
 ``meta.state`` is one of planned | running | interrupted | done | partial | cancelled.
 
 No credential is ever stored: every text written here and by ``ledger`` passes through
