@@ -82,6 +82,8 @@ class ErrorClass(enum.StrEnum):
     CHECKSUM = "checksum"                  # mismatch: bad copy deleted, then retried
     CANCELLED = "cancelled"                # interrupted by the user: resumed later
     BAD_NAME = "bad_name"                  # name unsafe in a URL or path: never retried
+    ARCHIVE_TIMEOUT = "archive_timeout"    # copied, but not on tape in time: not retried
+    STAGING = "staging"                    # the tape source was not brought online: not retried
     OTHER = "other"                        # unknown: retried
 
     @property

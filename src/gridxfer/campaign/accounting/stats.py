@@ -34,6 +34,7 @@ class LinkSnapshot:
     bytes_done: int           # bytes of files that are done
     rate: float               # bytes/s over the last RATE_WINDOW seconds
     ahead: int = 0            # of ``active``: handed out ahead, waiting for a slot (small files)
+    archiving: int = 0        # copied to a tape-backed tier, not on tape yet
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class StatsSnapshot:
     # pooldown.PoolDown values, for the live view
     excluded: tuple = ()
     pools_down: tuple = ()
+    files_archiving: int = 0                  # copied, waiting for tape (archive tiers)
 
 
 class Flight:
@@ -81,6 +83,8 @@ class _Link:
     bytes_failed: int = 0
     active: int = 0
     queued: int = 0
+    archiving: int = 0
+    bytes_archiving: int = 0
     cap: int = 0
     reason: str = ""
     moved: int = 0                     # monotonic: every byte any attempt reported
@@ -109,7 +113,8 @@ class Accounting:
 
     # ---------------------------------------------------------- writers (scheduler)
     def load(self, tier: str, *, files_total: int, bytes_total: int, done: int, failed: int,
-             bytes_done: int, queued: int, bytes_failed: int = 0) -> None:
+             bytes_done: int, queued: int, bytes_failed: int = 0, archiving: int = 0,
+             bytes_archiving: int = 0) -> None:
         link = self._links[tier]
         link.files_total, link.bytes_total, link.bytes_failed = (
             files_total,
@@ -117,6 +122,7 @@ class Accounting:
             bytes_failed,
         )
         link.done, link.failed, link.bytes_done, link.queued = done, failed, bytes_done, queued
+        link.archiving, link.bytes_archiving = archiving, bytes_archiving
 
     def set_cap(self, tier: str, cap: int, reason: str) -> None:
         self._links[tier].cap, self._links[tier].reason = cap, reason
@@ -146,7 +152,8 @@ class Accounting:
 
     def finish(self, flight: Flight, *, ok: bool, nbytes: int, error_class: str | None,
                outcome: str, now: float) -> None:
-        """``outcome``: done | failed | retry | cancelled (what happens to the file)."""
+        """``outcome``: done | archiving | failed | retry | cancelled (what happens to the
+        file; archiving: copied to a tape-backed tier, done once ``archived``)."""
         self.meter.end(flight.endpoint, flight, ok, now, bytes_=nbytes if ok else None,
                        counts_as_failure=(error_class or "other") not in NOT_ENDPOINT_FAULT)
         with self._lock:
@@ -154,6 +161,11 @@ class Accounting:
             if nbytes > flight.done:
                 link.moved += nbytes - flight.done
             link.active -= 1
+            if ok and outcome == "archiving":
+                link.archiving += 1
+                link.bytes_archiving += flight.size
+                link.ok_since += 1
+                return
             if ok:
                 link.done += 1
                 link.bytes_done += flight.size
@@ -173,13 +185,33 @@ class Accounting:
                 link.failed += 1
                 link.bytes_failed += flight.size
 
-    def skipped(self, tier: str, files: int, nbytes: int) -> None:
-        """``files`` of ``tier`` failed without a transfer (their whole pool is down)."""
+    def skipped(self, tier: str, files: int, nbytes: int, error_class: str | None = None
+                ) -> None:
+        """``files`` of ``tier`` failed without a transfer (their whole pool is down, their
+        tape source was not brought online: ``error_class``)."""
         with self._lock:
             link = self._links[tier]
             link.queued -= files
             link.failed += files
             link.bytes_failed += nbytes
+            if error_class:
+                self._failures[error_class] = self._failures.get(error_class, 0) + files
+
+    def archived(self, tier: str, size: int, *, ok: bool, error_class: str | None = None
+                 ) -> None:
+        """A file of ``tier`` left ``archiving``: on tape (done), or failed."""
+        with self._lock:
+            link = self._links[tier]
+            link.archiving -= 1
+            link.bytes_archiving -= size
+            if ok:
+                link.done += 1
+                link.bytes_done += size
+                return
+            link.failed += 1
+            link.bytes_failed += size
+            key = error_class or "other"
+            self._failures[key] = self._failures.get(key, 0) + 1
 
     def set_free(self, endpoint: str, free_bytes: int | None, now: float) -> None:
         self.meter.set_free(endpoint, free_bytes, now)
@@ -222,7 +254,8 @@ class Accounting:
             links = tuple(LinkSnapshot(
                 tier=t, active=l.active, cap=l.cap, reason=l.reason, queued=l.queued,
                 files_total=l.files_total, done=l.done, failed=l.failed,
-                bytes_total=l.bytes_total, bytes_done=l.bytes_done, rate=_rate(l.samples, now))
+                bytes_total=l.bytes_total, bytes_done=l.bytes_done, rate=_rate(l.samples, now),
+                archiving=l.archiving)
                 for t, l in self._links.items())
             rate = _rate(self._samples, now)
             elapsed = max(0.0, now - self._started)
@@ -231,7 +264,8 @@ class Accounting:
             total = sum(l.bytes_total for l in links)
             done_b = sum(l.bytes_done for l in links)
             failed_b = sum(l.bytes_failed for l in self._links.values())
-            remaining = max(0, total - done_b - failed_b)
+            arch_b = sum(l.bytes_archiving for l in self._links.values())
+            remaining = max(0, total - done_b - failed_b - arch_b)
             eta = remaining / rate if rate > 0 else None
             return StatsSnapshot(
                 now=now, elapsed=elapsed, files_total=sum(l.files_total for l in links),
@@ -239,7 +273,8 @@ class Accounting:
                 files_active=inflight, bytes_total=total, bytes_done=done_b, rate=rate,
                 mean_rate=moved / elapsed if elapsed > 0 else 0.0, eta=eta,
                 retries=self._retries, failures=dict(self._failures), links=links,
-                endpoints=tuple(self.meter.snapshot(now).values()))
+                endpoints=tuple(self.meter.snapshot(now).values()),
+                files_archiving=sum(l.archiving for l in links))
 
 
 def _rate(samples: deque, now: float) -> float:

@@ -36,6 +36,24 @@ def default_ops_factory(url: str) -> Mover:
     return mover_for(url)
 
 
+def tape_factory_for(ops_for: OpsFactory) -> Callable[[str], object | None]:
+    """The bulk tape operations (``movers.tape.TapeOps``) of the storage behind a URL:
+    ``capabilities_of(ops).tape``, or None where its protocol cannot ask. One ops object
+    per endpoint, kept (called from the one tape poller thread)."""
+    cache: dict[str, object | None] = {}
+
+    def tape_for(url: str) -> object | None:
+        key = "/".join(url.split("/", 3)[:3])
+        if key not in cache:
+            try:
+                ops = ops_for(url)
+            except Exception:  # noqa: BLE001 - no mover for it: it cannot ask
+                return None
+            cache[key] = getattr(capabilities_of(ops), "tape", None)
+        return cache[key]
+    return tape_for
+
+
 def ops_factory_for(mover_factory: MoverFactory | None,
                     ops_factory: OpsFactory | None) -> OpsFactory:
     """Metadata operations: the registry's, unless a custom copy mover was given (tests)."""

@@ -61,5 +61,13 @@ class PendingFeed:
         self._retry[tier].clear()
         self._exhausted[tier] = True
 
+    def add(self, tier: str, row: tuple) -> None:
+        """A file that became pending after the run started (its tape source is online;
+        already pending in the journal): queued now, unless the feed's next read of the
+        journal will find it (its id is past the cursor), so it is never fed twice."""
+        if row[0] > self._cursor[tier] and not self._exhausted[tier]:
+            return
+        heapq.heappush(self._retry[tier], Retry(0.0, row[0], row))
+
     def retry_later(self, tier: str, not_before: float, row: tuple) -> None:
         heapq.heappush(self._retry[tier], Retry(not_before, row[0], row))

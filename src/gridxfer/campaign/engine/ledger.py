@@ -28,10 +28,16 @@ class Batch:
     fail_rows: list = field(default_factory=list)
     cancel_rows: list = field(default_factory=list)
     skip_rows: list = field(default_factory=list)      # charged without a transfer (pooldown.py)
+    # tape (tapeflow.py): copied to an archive tier (checksum, copied, updated, id); the
+    # storage said on tape (on_tape, updated, id); a staged source online (staged, updated, id)
+    archive_rows: list = field(default_factory=list)
+    tape_rows: list = field(default_factory=list)
+    online_rows: list = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return any((self.file_updates, self.events, self.att_rows, self.done_rows,
-                    self.pend_rows, self.fail_rows, self.cancel_rows, self.skip_rows))
+                    self.pend_rows, self.fail_rows, self.cancel_rows, self.skip_rows,
+                    self.archive_rows, self.tape_rows, self.online_rows))
 
 
 # (Batch field, statement), in the order they run: results first, then dispatches (a
@@ -42,6 +48,12 @@ _STATEMENTS = (
                  "WHERE id=?"),
     ("done_rows", "UPDATE files SET state='done', checksum=?, error_class=NULL, "
                   "error_msg=NULL, updated=? WHERE id=?"),
+    ("archive_rows", "UPDATE files SET state='archiving', checksum=?, copied=?, "
+                     "error_class=NULL, error_msg=NULL, updated=? WHERE id=?"),
+    ("tape_rows", "UPDATE files SET state='done', on_tape=?, updated=? "
+                  "WHERE id=? AND state='archiving'"),
+    ("online_rows", "UPDATE files SET state='pending', staged=?, updated=? "
+                    "WHERE id=? AND state='staging'"),
     ("pend_rows", "UPDATE files SET state='pending', error_class=?, error_msg=?, "
                   "not_before=?, updated=? WHERE id=?"),
     ("fail_rows", "UPDATE files SET state='failed', error_class=?, error_msg=?, "

@@ -14,6 +14,7 @@ from gridxfer.movers.base import normalise_adler32
 from gridxfer.campaign.engine.feed import PendingFeed
 from gridxfer.campaign.engine.jobs import Job, Result
 from gridxfer.campaign.engine.ledger import Batch
+from gridxfer.campaign.engine.tapeflow import TapeFlow
 from gridxfer.campaign.policy.selection import ExclusionPolicy
 from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.spec.model import RetrySpec, TierSpec
@@ -25,11 +26,13 @@ log = logging.getLogger(__name__)
 def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slots: LinkSlots,
            acct: Accounting, exclusions: ExclusionPolicy, feed: PendingFeed,
            tiers: dict[str, TierSpec], retries: RetrySpec, stop: threading.Event,
-           waiting: Callable[[str, float], bool] = lambda tier, when: False) -> None:
+           waiting: Callable[[str, float], bool] = lambda tier, when: False,
+           tape: TapeFlow | None = None) -> None:
     """Apply ``results``; an attempt no longer in ``inflight`` (abandoned by the watchdog,
     already journalled) is ignored. A cancel counts as an attempt unless the campaign is
     stopping (``stop``): then the file goes back to pending as if never tried. A requeued
-    job (``Result.requeue``: it never started) goes back to pending and to the feed."""
+    job (``Result.requeue``: it never started) goes back to pending and to the feed. A
+    copy to a tape-backed tier (``tape``) is not done yet: it waits for tape (archiving)."""
     b = batch
     att_rows, done_rows, pend_rows, fail_rows, cancel_rows = (
         b.att_rows, b.done_rows, b.pend_rows, b.fail_rows, b.cancel_rows)
@@ -45,10 +48,15 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
             rate = out.bytes / out.seconds if out.seconds > 0 else out.bytes / secs
             att_rows.append(("ok", now, out.bytes, rate, out.streams_used, out.mode,
                              None, None, None, job.attempt_id))      # temp renamed into place
-            done_rows.append((normalise_adler32(out.checksum) if out.checksum else None, now,
-                              job.file_id))
+            checksum = normalise_adler32(out.checksum) if out.checksum else None
+            archiving = tape is not None and tape.archives(job.tier)
+            if tape is not None and archiving:
+                b.archive_rows.append((checksum, now, now, job.file_id))
+                tape.copied(job.file_id, job.tier, job.dst_url, job.size, now)
+            else:
+                done_rows.append((checksum, now, job.file_id))
             acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
-                        outcome="done", now=now)
+                        outcome="archiving" if archiving else "done", now=now)
             exclusions.record(job.endpoint, True, None, now)
             log.debug("done %s %s -> %s: %d bytes in %.3f s", job.tier, job.name, job.endpoint,
                       out.bytes, secs)

@@ -1,7 +1,8 @@
 """What an earlier run left behind, settled before a resume (and by ``campaign cancel``):
 
 * attempts left 'active' (the process was killed, or stopped while a transfer was still
-  in its mover): their temporary files removed, a verified final file kept as done,
+  in its mover): their temporary files removed, a verified final file kept as done
+  (as archiving on a tape-backed tier: on tape only once the storage says so),
   anything else (a partial or POSC-pending final file included) deleted and redone;
 * ended attempts whose journalled temporary name may still exist (``journal.leftover_temps``:
   the mover's own clean-up failed, or a transfer was abandoned): removed.
@@ -112,7 +113,8 @@ def _recover(conn, spec: CampaignSpec, ops_for: Callable, cleaner: _Cleaner) -> 
     if not rows and not orphans:
         return 0
     now = time.time()
-    att, done, pending, events = [], [], [], []
+    att, done, archiving, pending, events = [], [], [], [], []
+    tape_tiers = {t.name for t in spec.destinations if t.archive_timeout is not None}
     listings: dict[str, list[str]] = {}
     for r in rows:
         mover, src_ops = cleaner.ops(r["dst_url"]), cleaner.ops(r["src_url"])
@@ -122,7 +124,9 @@ def _recover(conn, spec: CampaignSpec, ops_for: Callable, cleaner: _Cleaner) -> 
             tmp_left = _remove_temps(cleaner, mover, r, listings)
             verdict, checksum = _check_destination(cleaner, mover, src_ops, r, spec)
         att.append((now, f"process died; recovered: {verdict}", tmp_left, r["id"]))
-        if verdict == "done":
+        if verdict == "done" and r["tier"] in tape_tiers:    # copied: not on tape yet
+            archiving.append((checksum, now, now, r["file_id"]))
+        elif verdict == "done":
             done.append((checksum, now, r["file_id"]))
         else:
             pending.append((now, r["file_id"]))
@@ -133,6 +137,8 @@ def _recover(conn, spec: CampaignSpec, ops_for: Callable, cleaner: _Cleaner) -> 
         conn.executemany("UPDATE attempts SET status='cancelled', ended=?, error_class='cancelled',"
                          " error_msg=?, tmp_url=? WHERE id=?", att)
         conn.executemany("UPDATE files SET state='done', checksum=?, updated=? WHERE id=?", done)
+        conn.executemany("UPDATE files SET state='archiving', checksum=?, copied=?, updated=? "
+                         "WHERE id=?", archiving)
         conn.executemany("UPDATE files SET state='pending', attempts=max(0, attempts-1), "
                          "not_before=0, updated=? WHERE id=? AND state='active'", pending)
         for e in events:

@@ -37,10 +37,12 @@ from gridxfer.campaign.engine.attempt import run_attempt
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, OpsFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
     default_optimizer_factory, default_selector_factory, default_selector_name,
-    fixed_optimizer_factory, ops_factory_for, ThreadMovers)
+    fixed_optimizer_factory, ops_factory_for, tape_factory_for, ThreadMovers)
 from gridxfer.campaign.engine.feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from gridxfer.campaign.engine.jobs import Job, Result, SchedulerResult  # noqa: F401
 from gridxfer.campaign.engine.pooldown import PoolHealth
+from gridxfer.campaign.engine.tapeflow import TapeFlow
+from gridxfer.campaign.engine.tapepoll import FIRST_POLL, TapeFor
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.campaign.accounting.stats import Accounting, StatsSnapshot
 from gridxfer.campaign.engine.slots import LinkSlots
@@ -68,7 +70,8 @@ class Scheduler:
                  = default_optimizer_factory,
                  selector_name: str | None = None, observers: Sequence[Observer] = (),
                  stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
-                 stop_grace: float = STOP_GRACE) -> None:
+                 stop_grace: float = STOP_GRACE, tape_factory: TapeFor | None = None,
+                 tape_first_poll: float = FIRST_POLL) -> None:
         self.conn, self.spec, self.clock = conn, spec, clock
         self.tiers = {t.name: t for t in spec.destinations}
         self.mover_factory = mover_factory or _default_mover_factory
@@ -98,9 +101,13 @@ class Scheduler:
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the journal was last committed
         self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
+        self.tape = TapeFlow(conn, spec, self.acct, self._feed,   # archiving and staging
+                             tape_factory or tape_factory_for(self.ops_factory), clock=clock,
+                             wake=self._pool.wake, first_poll=tape_first_poll)
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
+        self.tape.load(self.clock())
         self._load_counts()
         journal.add_event(self.conn, "started", selector=self.selector_names,
                           tiers=sorted(self.tiers))
@@ -112,6 +119,8 @@ class Scheduler:
             while True:
                 self._drain(block=0.0)
                 now = self.clock()
+                if self.tape.apply(self._batch, now):
+                    self._flush(now)            # online files pending before the feed reads
                 if self.stop.is_set():
                     return self._shutdown()
                 if now >= next_tick:            # once a second: timeouts are >= 10 s
@@ -121,7 +130,7 @@ class Scheduler:
                 self._dispatch(now)
                 if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
                     self._flush(now)
-                if not self._inflight and not self._feed.has_work():
+                if not self._inflight and not self._feed.has_work() and not self.tape.busy():
                     return self._finish()
                 self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
                                       self._feed.next_retry_in(now)))
@@ -132,6 +141,7 @@ class Scheduler:
         """Workers exit on a sentinel and are joined (a thread still inside XrdCl/gfal2 at
         interpreter exit can abort the process); policies with ``close()`` are closed."""
         self._pool.close()
+        self.tape.close()
         for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
             close = getattr(obj, "close", None)
             if callable(close):
@@ -149,8 +159,9 @@ class Scheduler:
             self.acct.load(tier, files_total=sum(n for n, _ in by.values()),
                            bytes_total=sum(b for _, b in by.values()),
                            done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
-                           bytes_failed=get("failed")[1],
-                           queued=get("pending")[0] + get("active")[0])
+                           bytes_failed=get("failed")[1], archiving=get("archiving")[0],
+                           bytes_archiving=get("archiving")[1],
+                           queued=get("pending")[0] + get("active")[0] + get("staging")[0])
 
     def _tick(self, now: float) -> None:
         self.acct.tick(now)
@@ -271,7 +282,7 @@ class Scheduler:
         outcomes.settle(results, self._inflight, self._batch, slots=self._slots, acct=self.acct,
                         exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
                         retries=self.spec.retries, stop=self.stop,
-                        waiting=self.health.waiting)
+                        waiting=self.health.waiting, tape=self.tape)
 
     # ------------------------------------------------------------ workers
     def _warm(self, tier: str) -> None:

@@ -7,7 +7,9 @@ Tables (column names are a contract: ``gridxfer.monitoring.sources.journal`` rea
 
 - ``meta(key, value)``: campaign name, spec (JSON), created, state.
 - ``files``: one row per (source file, destination tier). ``state`` is one of
-  pending | active | done | failed. ``endpoint``/``dst_url`` are set once placed.
+  pending | staging | active | archiving | done | failed (staging: a tape source not
+  online yet; archiving: copied, not on tape yet; the tape columns: ``migrate.py``).
+  ``endpoint``/``dst_url`` are set once placed.
   A file taken out by ``gridxfer campaign cancel`` is ``state='failed'`` with
   ``error_class='cancelled'`` (``CANCELLED``; no other path fails a file with that
   class): every reader keeps working, ``resume`` leaves it alone and says so, and
@@ -54,6 +56,7 @@ from gridxfer.errors import UsageError
 from gridxfer.redact import redact, redact_obj
 from gridxfer.state import subdir
 from gridxfer.campaign.journal import check as journalcheck
+from gridxfer.campaign.journal import migrate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,7 +66,8 @@ CREATE TABLE IF NOT EXISTS files (
     src_url TEXT NOT NULL,
     size INTEGER NOT NULL,
     tier TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','active','done','failed')),
+    state TEXT NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending','staging','active','archiving','done','failed')),
     endpoint TEXT,
     dst_url TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
@@ -73,6 +77,7 @@ CREATE TABLE IF NOT EXISTS files (
     not_before REAL NOT NULL DEFAULT 0,   -- retry backoff: not dispatched before this time
     updated REAL NOT NULL DEFAULT 0,
     expected_checksum TEXT,               -- known source adler32 (from the spec), if any
+    stage_requested REAL, staged REAL, copied REAL, on_tape REAL,   -- tape (migrate.py)
     UNIQUE (src_url, tier)
 );
 CREATE INDEX IF NOT EXISTS files_state ON files (state, tier);
@@ -147,6 +152,7 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)
+            migrate.upgrade(conn)
     conn.row_factory = sqlite3.Row
     return conn
 

@@ -20,12 +20,21 @@ class FileItem:
 
 
 @dataclass(frozen=True)
+class StagingSpec:
+    """``source.bring_online``: the source is on tape; each file is staged (brought online
+    and pinned) before it is copied (FTS3's bring_online and copy_pin_lifetime)."""
+    timeout: float                          # s: a file not online by then fails (staging)
+    pin_lifetime: float = 3600.0            # s: how long the storage keeps it online
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     url: str                                # base URL (ends with '/')
     files: tuple[FileItem, ...] = ()        # explicit list
     glob: str | None = None
     recursive: bool = False
     list_file: str | None = None            # absolute path of a 'name size [adler32]' list
+    bring_online: StagingSpec | None = None  # a tape-backed source: stage before copying
 
     @property
     def mode(self) -> str:
@@ -45,6 +54,9 @@ class TierSpec:
     min_active: int = 1
     tcp_buffer: int | None = None
     selector: str | None = None
+    # ``archive: {timeout: ...}``: a tape-backed tier; a copied file is done only once the
+    # storage says it is on tape, and fails ``archive_timeout`` after this many seconds
+    archive_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,8 @@ def spec_to_dict(spec: CampaignSpec) -> dict[str, Any]:
 def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
     src = dict(d["source"])
     src["files"] = tuple(FileItem(**f) for f in src.get("files", ()))
+    if src.get("bring_online"):
+        src["bring_online"] = StagingSpec(**src["bring_online"])
     return CampaignSpec(
         name=d["name"], source=SourceSpec(**src),
         destinations=tuple(TierSpec(**{**t, "pool": tuple(t["pool"])}) for t in d["destinations"]),

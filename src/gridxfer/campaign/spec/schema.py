@@ -24,6 +24,7 @@ URLs in ``source.url`` and ``pool`` may instead be testbed inventory endpoint na
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from gridxfer.campaign.spec.model import (  # noqa: F401  (re-exported: callers 
     RetrySpec,
     SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
 from gridxfer.campaign.spec.nodes import Checker as _Checker, _kind
-from gridxfer.campaign.spec import options, tiers
+from gridxfer.campaign.spec import options, tape, tiers
 from gridxfer.campaign.spec.options import MIN_COOLDOWN, POOL_DOWN_WAIT_DEFAULT  # noqa: F401
 
 
@@ -78,6 +79,10 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
 
     name = get("campaign", lambda n: _name(c, n), None)
     source = get("source", lambda n: _source(c, n, base_dir), None)
+    staging = tape.key_node(top["source"], "bring_online") if "source" in top else None
+    if source is not None and staging is not None:
+        source = c.check(lambda: replace(source, bring_online=tape.bring_online(
+            c, staging, "source.bring_online")), None)
     dests = get("destinations", lambda n: tiers.destinations(c, n), ())
     checksum = get("checksum", lambda n: options.checksum(c, n), ChecksumSpec())
     retries = get("retries", lambda n: options.retries(c, n), RetrySpec())
@@ -107,7 +112,7 @@ def _name(c: _Checker, node: Node) -> str:
 
 
 def _source(c: _Checker, node: Node, base_dir: Path) -> SourceSpec:
-    m = c.mapping(node, "source", ("url", "files"), required=("url", "files"))
+    m = c.mapping(node, "source", ("url", "files", "bring_online"), required=("url", "files"))
     url = c.check(lambda: c.url(m["url"], "source.url"), "")
     fnode = m["files"]
     if isinstance(fnode, SequenceNode):

@@ -13,8 +13,10 @@ from gridxfer import limits, units
 from gridxfer.campaign.journal.store import _NAME_RE
 from gridxfer.campaign.spec.model import TierSpec
 from gridxfer.campaign.spec.nodes import Checker, _kind
+from gridxfer.campaign.spec import tape
 
-KEYS = ("tier", "pool", "streams", "max_active", "min_active", "tcp_buffer", "selector")
+KEYS = ("tier", "pool", "streams", "max_active", "min_active", "tcp_buffer", "selector",
+        "archive")
 
 
 def destinations(c: Checker, node: Node) -> tuple[TierSpec, ...]:
@@ -56,6 +58,10 @@ def _tier(c: Checker, tnode: Node, where: str, tiers: list[TierSpec]) -> TierSpe
         sel = c.check(lambda: _selector(c, m["selector"], f"{where}.selector"), None)
         if sel is not None:
             kw["selector"] = sel
+    if "archive" in m:
+        arch = c.check(lambda: tape.archive_timeout(c, m["archive"], f"{where}.archive"), None)
+        if arch is not None:
+            kw["archive_timeout"] = arch
     if name is None or pool is None:
         return None
     tier = TierSpec(name=name, pool=pool, **kw)

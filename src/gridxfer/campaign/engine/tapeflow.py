@@ -1,0 +1,130 @@
+"""Tape in the dispatcher: files waiting for tape (``archiving``) and tape sources waiting
+to be online (``staging``), between the journal, the accounting, the feed and the one
+poller thread (``tapepoll.TapePoller``).
+
+- A tier with ``archive: {timeout}``: a file whose copy and checksum succeeded goes to
+  ``archiving`` (``copied`` = then) instead of ``done``; it is ``done`` (``on_tape`` =
+  when the storage first said so) only on the storage's answer, and ``failed`` with
+  class ``archive_timeout`` once ``copied + timeout`` passes without it.
+- A source with ``bring_online``: its pending files that were never staged go to
+  ``staging`` when the run starts (``stage_requested`` = then, kept across resumes, so
+  the deadline is the first request's); each is handed to the feed when its source is
+  online (``staged``), or failed with class ``staging``.
+
+A killed or interrupted run leaves these states in the journal; the next run reloads
+them here (``load``), so nothing is copied twice and nothing is declared on tape that
+the storage did not say is.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from gridxfer.campaign.accounting.stats import Accounting
+from gridxfer.campaign.engine.feed import PendingFeed
+from gridxfer.campaign.engine.ledger import Batch
+from gridxfer.campaign.engine.tapepoll import FIRST_POLL, TapeFor, TapeNews, TapePoller
+from gridxfer.campaign.spec.model import CampaignSpec
+
+
+class TapeFlow:
+    def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec, acct: Accounting,
+                 feed: PendingFeed, tape_for: TapeFor, *, clock: Callable[[], float],
+                 wake: Callable[[], None] = lambda: None, first_poll: float = FIRST_POLL
+                 ) -> None:
+        self.conn, self.acct, self.feed, self.clock = conn, acct, feed, clock
+        self.timeouts = {t.name: t.archive_timeout for t in spec.destinations
+                         if t.archive_timeout is not None}
+        self.staging = spec.source.bring_online
+        self.poller: TapePoller | None = None
+        if self.timeouts or self.staging:
+            self.poller = TapePoller(
+                tape_for, clock=clock, wake=wake, first_poll=first_poll,
+                pin_lifetime=self.staging.pin_lifetime if self.staging else 0.0,
+                stage_timeout=self.staging.timeout if self.staging else 0.0)
+        self._dst: dict[str, tuple[int, str, int]] = {}      # dst url -> (file id, tier, size)
+        self._src: dict[str, list[tuple[str, tuple]]] = {}   # src url -> [(tier, feed row)]
+
+    def archives(self, tier: str) -> bool:
+        return tier in self.timeouts
+
+    def busy(self) -> bool:
+        return bool(self._dst or self._src)
+
+    # ------------------------------------------------------------ start of a run
+    def load(self, now: float) -> None:
+        """Files an earlier run left staging or archiving, and (``bring_online``) the
+        pending files never staged, handed to the poller. Before the counts are read."""
+        if self.poller is None:
+            return
+        c = self.conn
+        if self.staging:
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("UPDATE files SET state='staging' WHERE state='pending' AND staged IS NULL")
+            c.execute("UPDATE files SET stage_requested=? WHERE state='staging' AND "
+                      "stage_requested IS NULL", (now,))
+            c.execute("COMMIT")
+            for r in c.execute("SELECT id, name, src_url, size, attempts, expected_checksum, "
+                               "tier, stage_requested FROM files WHERE state='staging' "
+                               "ORDER BY id"):
+                self._src.setdefault(r[2], []).append(
+                    (r[6], (r[0], r[1], r[2], r[3], r[4], r[5], frozenset())))
+                if len(self._src[r[2]]) == 1:
+                    self.poller.stage(r[2], r[7] + self.staging.timeout)
+        for r in c.execute("SELECT id, tier, dst_url, size, copied FROM files "
+                           "WHERE state='archiving'"):
+            if r[1] in self.timeouts:
+                self._archiving(r[0], r[1], r[2], r[3], r[4] or now)
+        self.poller.start()
+
+    # ------------------------------------------------------------ a copy finished
+    def copied(self, file_id: int, tier: str, dst_url: str, size: int, now: float) -> None:
+        """The file's copy and checksum succeeded on an archive tier: wait for tape."""
+        self._archiving(file_id, tier, dst_url, size, now)
+
+    def _archiving(self, file_id: int, tier: str, dst: str, size: int, since: float) -> None:
+        assert self.poller is not None
+        self._dst[dst] = (file_id, tier, size)
+        self.poller.archive(dst, since + self.timeouts[tier])
+
+    # ------------------------------------------------------------ the poller's news
+    def apply(self, batch: Batch, now: float) -> bool:
+        """The poller's news into ``batch`` rows, accounting and the feed. True if any
+        (the caller commits at once: a file handed to the feed must be pending in the
+        journal before the feed may read it)."""
+        if self.poller is None:
+            return False
+        news = self.poller.take()
+        for n in news:
+            if n.kind in ("on_tape", "archive_failed"):
+                self._archived(n, batch, now)
+            else:
+                self._staged(n, batch, now)
+        return bool(news)
+
+    def _archived(self, n: TapeNews, batch: Batch, now: float) -> None:
+        got = self._dst.pop(n.url, None)
+        if got is None:
+            return
+        fid, tier, size = got
+        if n.kind == "on_tape":
+            batch.tape_rows.append((n.when, now, fid))
+        else:
+            assert n.error_class is not None
+            batch.fail_rows.append((n.error_class.value, n.message, now, fid))
+        self.acct.archived(tier, size, ok=n.kind == "on_tape",
+                           error_class=n.error_class.value if n.error_class else None)
+
+    def _staged(self, n: TapeNews, batch: Batch, now: float) -> None:
+        for tier, row in self._src.pop(n.url, []):
+            if n.kind == "online":
+                batch.online_rows.append((n.when, now, row[0]))
+                self.feed.add(tier, row)
+            else:
+                assert n.error_class is not None
+                batch.fail_rows.append((n.error_class.value, n.message, now, row[0]))
+                self.acct.skipped(tier, 1, row[3], error_class=n.error_class.value)
+
+    def close(self) -> None:
+        if self.poller is not None:
+            self.poller.close()

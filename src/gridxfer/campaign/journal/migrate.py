@@ -1,0 +1,66 @@
+"""Journal migrations: what a journal written by an older gridxfer lacks, added in place
+when it is opened for writing (``store.connect``). Each step is idempotent and cheap
+(no table is copied), so a million-file journal opens as fast as before.
+
+Tape (issue 19):
+
+- ``files.state`` also takes ``staging`` (a tape source not online yet: not dispatched)
+  and ``archiving`` (copied and verified, the storage has not said "on tape" yet). The
+  CHECK constraint of an older journal is widened by rewriting its text in
+  ``sqlite_master`` (``PRAGMA writable_schema``), the procedure SQLite's own ALTER TABLE
+  page gives for constraint changes that every stored row already satisfies; the
+  schema cookie is bumped in the same transaction so every connection re-reads it.
+- ``files.stage_requested``, ``staged``, ``copied``, ``on_tape`` (unix seconds, NULL
+  until it happens): when the stage request went out, when the source was online, when
+  the copy and its checksum ended, when the storage first said the file is on tape.
+
+A read-only reader of a journal no runner has opened since (``has_tape``) sees none of
+these; it reads the file as the older gridxfer did.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+OLD_STATES = "('pending','active','done','failed')"
+STATES = "('pending','staging','active','archiving','done','failed')"
+TAPE_COLUMNS = ("stage_requested", "staged", "copied", "on_tape")
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Bring the journal behind ``conn`` (autocommit, writable) to the current schema."""
+    if has_tape(conn) and _states_sql(conn).find(OLD_STATES) < 0:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        sql = _states_sql(conn)
+        if OLD_STATES in sql:
+            version = conn.execute("PRAGMA schema_version").fetchone()[0]
+            conn.execute("PRAGMA writable_schema=ON")
+            conn.execute("UPDATE sqlite_master SET sql=? WHERE type='table' AND name='files'",
+                         (sql.replace(OLD_STATES, STATES),))
+            conn.execute(f"PRAGMA schema_version={int(version) + 1}")
+            conn.execute("PRAGMA writable_schema=OFF")
+        have = _columns(conn)
+        for col in TAPE_COLUMNS:
+            if col not in have:
+                conn.execute(f"ALTER TABLE files ADD COLUMN {col} REAL")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def has_tape(conn: sqlite3.Connection) -> bool:
+    """The journal has the tape columns (a runner of this version opened it)."""
+    return set(TAPE_COLUMNS) <= _columns(conn)
+
+
+def _columns(conn: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in conn.execute("PRAGMA table_info(files)")}
+
+
+def _states_sql(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='files'"
+                       ).fetchone()
+    return row[0] if row else ""

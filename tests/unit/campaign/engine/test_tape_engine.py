@@ -1,0 +1,249 @@
+"""Campaigns that finish on tape, with an in-test storage double implementing the bulk
+TapeOps seam (the real XRootD MSS back end: tests/integration/test_campaign_tape.py).
+
+What is pinned here: a file of an archive tier is done only once the storage says it is
+on tape, and fails ``archive_timeout`` otherwise; the storage is asked in bulk (<= 200
+per request); a tape source is copied only once online; staging failures are class
+``staging``; a stopped run keeps its archiving and staging states and the next run
+copies nothing twice; recovery after a kill does not declare a verified copy on tape."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from gridxfer.campaign.engine import recovery, scheduler
+from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.spec.model import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
+                                          StagingSpec, TierSpec)
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.base import Entry, TransferOutcome
+
+SRC = "root://src.invalid:1//s/"
+TAPE = "root://tape.invalid:1//t/"
+DISK = "root://disk.invalid:1//d/"
+
+
+@dataclass(frozen=True)
+class State:
+    """movers.tape.TapeState's shape."""
+    url: str
+    residency: str
+    error: str = ""
+
+    @property
+    def on_tape(self) -> bool:
+        return self.residency in ("on_tape", "tape_only")
+
+    @property
+    def online(self) -> bool:
+        return self.residency in ("disk_only", "on_tape")
+
+
+class Storage:
+    """Both ends: files copied to it are disk_only until ``migrate`` (or at once with
+    ``auto``); sources listed in ``offline`` are tape_only until a stage request for
+    them was seen ``stage_polls`` times. Records every bulk request's size."""
+
+    def __init__(self, *, auto: bool = True, offline=(), missing=(), stage_polls: int = 1):
+        self.auto, self.offline, self.missing = auto, set(offline), set(missing)
+        self.stage_polls = stage_polls
+        self.lock = threading.Lock()
+        self.on_disk: set[str] = set()
+        self.on_tape: set[str] = set()
+        self.staged: dict[str, int] = {}
+        self.requests: list[tuple[str, int]] = []
+        self.copies: list[tuple[str, str, bool]] = []     # (src, dst, src online at copy time)
+
+    # --- tape ops
+    def archive_status(self, urls):
+        with self.lock:
+            self.requests.append(("archive", len(urls)))
+            if self.auto:
+                self.on_tape |= {u for u in urls if u in self.on_disk}
+            return {u: State(u, "on_tape" if u in self.on_tape else
+                             "disk_only" if u in self.on_disk else "missing") for u in urls}
+
+    def bring_online(self, urls, pin_lifetime_s, timeout_s):
+        with self.lock:
+            self.requests.append(("bring_online", len(urls)))
+            for u in urls:
+                self.staged.setdefault(u, 0)
+        return "req-1"
+
+    def stage_status(self, urls, request_id=None):
+        with self.lock:
+            self.requests.append(("stage", len(urls)))
+            out = {}
+            for u in urls:
+                if u in self.missing:
+                    out[u] = State(u, "missing")
+                    continue
+                if u in self.staged:
+                    self.staged[u] += 1
+                online = u not in self.offline or self.staged.get(u, 0) >= self.stage_polls
+                out[u] = State(u, "on_tape" if online else "tape_only")
+            return out
+
+    def online(self, url):
+        return url not in self.offline or self.staged.get(url, 0) >= self.stage_polls
+
+    # --- the mover
+    name = "fake"
+    schemes = frozenset({"root"})
+    pairs = frozenset({("root", "root")})
+    tpc_pairs: frozenset = frozenset()
+
+    def copy(self, src, dst, *, params, progress=None):
+        with self.lock:
+            self.copies.append((src, dst, self.online(src)))
+            self.on_disk.add(dst)
+        return TransferOutcome(100, 0.01, "0000abcd", 1, "fake")
+
+    def stat(self, url):
+        if url not in self.on_disk:
+            raise TransferError(ErrorClass.SOURCE_MISSING, "no such file")
+        return Entry(url, 100)
+
+    def checksum(self, url, algorithm="adler32"):
+        return "0000abcd"
+
+    def unlink(self, url):
+        self.on_disk.discard(url)
+
+    def migrate(self):
+        with self.lock:
+            self.on_tape |= self.on_disk
+
+
+class _NoExcl:
+    def eligible(self, candidates, stats, now, file=None):
+        return list(candidates), []
+
+    def record(self, url, ok, error_class, now):
+        pass
+
+
+def make_spec(archive=60.0, staging=None, disk_tier=False):
+    tiers = [TierSpec("T1", (TAPE,), max_active=4, archive_timeout=archive)]
+    if disk_tier:
+        tiers.append(TierSpec("T2", (DISK,), max_active=2))
+    return CampaignSpec(name="tp", source=SourceSpec(url=SRC, bring_online=staging),
+                        destinations=tuple(tiers), retries=RetrySpec(0, 0.01),
+                        checksum=ChecksumSpec("adler32", "both"))
+
+
+def plan(spec, n):
+    conn = journal.connect(journal.journal_path(spec.name), create=True)
+    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"{SRC}f{i}", 100, t.name, None)
+                                             for i in range(n) for t in spec.destinations))
+    return conn
+
+
+def run(conn, spec, storage, **kw):
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: storage,
+                            optimizer_factory=scheduler.fixed_optimizer_factory,
+                            exclusion_factory=_NoExcl, selector_name="round-robin",
+                            tape_factory=lambda url: storage, tape_first_poll=0.05, **kw)
+    return s.run()
+
+
+def rows(conn):
+    return {r["name"] + "@" + r["tier"]: dict(r) for r in conn.execute("SELECT * FROM files")}
+
+
+def test_a_file_on_an_archive_tier_is_done_only_once_on_tape_asked_in_bulk(gridxfer_home):
+    spec = make_spec(disk_tier=True)
+    conn = plan(spec, 450)
+    res = run(conn, spec, Storage())
+    assert res.state == "done" and res.files_done == 900 and res.files_failed == 0
+    got = rows(conn)
+    tape = [r for r in got.values() if r["tier"] == "T1"]
+    assert all(r["state"] == "done" and r["on_tape"] >= r["copied"] > 0 for r in tape)
+    assert all(r["on_tape"] is None and r["copied"] is None
+               for r in got.values() if r["tier"] == "T2")
+
+
+def test_bulk_requests_hold_at_most_200_files_and_are_few(gridxfer_home):
+    spec = make_spec()
+    conn = plan(spec, 450)
+    storage = Storage()
+    res = run(conn, spec, storage)
+    assert res.files_done == 450
+    sizes = [n for kind, n in storage.requests if kind == "archive"]
+    assert max(sizes) <= 200
+    assert len(sizes) < 450 / 4          # bulk: not one request per file
+
+
+def test_not_on_tape_by_the_deadline_fails_archive_timeout_and_is_never_done(gridxfer_home):
+    spec = make_spec(archive=1.0)
+    conn = plan(spec, 5)
+    storage = Storage(auto=False)
+    res = run(conn, spec, storage)
+    assert res.state == "partial" and res.files_done == 0 and res.files_failed == 5
+    assert {(r["state"], r["error_class"], r["on_tape"]) for r in rows(conn).values()} == {
+        ("failed", "archive_timeout", None)}
+    assert all("not on tape" in r["error_msg"] for r in rows(conn).values())
+    assert res.snapshot.failures == {"archive_timeout": 5}
+
+
+def test_a_tape_source_is_copied_only_once_online_and_staging_failures_are_their_own(
+        gridxfer_home):
+    spec = make_spec(staging=StagingSpec(timeout=60.0, pin_lifetime=600.0), disk_tier=True)
+    conn = plan(spec, 30)
+    storage = Storage(offline={f"{SRC}f{i}" for i in range(30)}, missing={f"{SRC}f7"},
+                      stage_polls=2)
+    res = run(conn, spec, storage)
+    assert res.files_failed == 2 and res.files_done == 58
+    assert all(online for _, _, online in storage.copies)
+    assert not any(src.endswith("/f7") for src, _, _ in storage.copies)
+    assert len(storage.copies) == 58                      # each copied once, per tier
+    got = rows(conn)
+    assert {got[f"f7@{t}"]["error_class"] for t in ("T1", "T2")} == {"staging"}
+    assert all(r["staged"] >= r["stage_requested"] for r in got.values() if r["name"] != "f7")
+    assert max(n for kind, n in storage.requests if kind == "bring_online") <= 200
+    assert sum(1 for kind, _ in storage.requests if kind == "bring_online") == 1
+
+
+def test_a_stopped_run_keeps_archiving_and_the_next_copies_nothing_twice(gridxfer_home):
+    spec = make_spec()
+    conn = plan(spec, 20)
+    storage = Storage(auto=False)
+    stop = threading.Event()
+
+    def stop_when_all_archiving():
+        deadline = time.time() + 20
+        while time.time() < deadline and not stop.is_set():
+            c = journal.connect(journal.journal_path("tp"), readonly=True)
+            n = c.execute("SELECT count(*) FROM files WHERE state='archiving'").fetchone()[0]
+            c.close()
+            if n == 20:
+                stop.set()
+            time.sleep(0.02)
+    threading.Thread(target=stop_when_all_archiving, daemon=True).start()
+    res = run(conn, spec, storage, stop=stop)
+    assert res.state == "interrupted"
+    assert {r["state"] for r in rows(conn).values()} == {"archiving"}
+    copies = len(storage.copies)
+    assert copies == 20
+    storage.migrate()
+    res = run(conn, spec, storage)
+    assert res.state == "done" and res.files_done == 20
+    assert len(storage.copies) == copies                  # nothing copied twice
+    assert all(r["on_tape"] > r["copied"] for r in rows(conn).values())
+
+
+def test_recovery_keeps_a_verified_copy_on_an_archive_tier_archiving_not_done(gridxfer_home):
+    spec = make_spec()
+    conn = plan(spec, 1)
+    fid = conn.execute("SELECT id FROM files").fetchone()[0]
+    dst = f"{TAPE}f0"
+    conn.execute("UPDATE files SET state='active', dst_url=?, endpoint=? WHERE id=?",
+                 (dst, TAPE, fid))
+    conn.execute("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started) "
+                 "VALUES (1, ?, 'T1', ?, ?, 1.0)", (fid, TAPE, dst))
+    storage = Storage(auto=False)
+    storage.on_disk.add(dst)                              # the dead run's copy, complete
+    recovery.sweep(conn, spec, mover_factory=lambda a, b, c: storage)
+    r = rows(conn)["f0@T1"]
+    assert r["state"] == "archiving" and r["copied"] and r["on_tape"] is None

@@ -1,0 +1,59 @@
+"""An older journal (no tape states or columns) opens, is upgraded in place, and keeps
+its rows; a fresh one has everything from the start."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from gridxfer.campaign.journal import migrate
+from gridxfer.campaign.journal import store as journal
+
+# The files table as gridxfer wrote it before the tape states (commit d649824).
+OLD_SCHEMA = journal.SCHEMA.replace(
+    "'pending','staging','active','archiving','done','failed'",
+    "'pending','active','done','failed'").replace(
+    "    stage_requested REAL, staged REAL, copied REAL, on_tape REAL,   -- tape (migrate.py)\n",
+    "")
+
+
+def _old_journal(path):
+    assert "archiving" not in OLD_SCHEMA and "on_tape" not in OLD_SCHEMA
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(OLD_SCHEMA)
+    conn.execute("INSERT INTO files (name, src_url, size, tier, state) "
+                 "VALUES ('a', 'root://h//a', 3, 'T1', 'done')")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE files SET state='archiving'")
+    conn.close()
+
+
+def test_an_old_journal_is_upgraded_in_place_and_keeps_its_rows(gridxfer_home):
+    path = journal.journal_path("old")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _old_journal(path)
+    ro = journal.connect(path, readonly=True)         # a reader sees the old journal as is
+    assert not migrate.has_tape(ro)
+    ro.close()
+    conn = journal.connect(path)
+    assert migrate.has_tape(conn)
+    assert [tuple(r) for r in conn.execute("SELECT name, state, on_tape FROM files")] == [
+        ("a", "done", None)]
+    conn.execute("UPDATE files SET state='archiving', copied=1.5")
+    conn.execute("UPDATE files SET state='staging'")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE files SET state='bogus'")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    again = journal.connect(path)                      # idempotent
+    assert tuple(again.execute("SELECT state, copied FROM files").fetchone()) == ("staging", 1.5)
+    other = sqlite3.connect(path)                      # another connection sees the new CHECK
+    other.execute("UPDATE files SET state='archiving'")
+    other.commit()
+
+
+def test_a_fresh_journal_has_the_tape_states(gridxfer_home):
+    conn = journal.connect(journal.journal_path("fresh"), create=True)
+    assert migrate.has_tape(conn)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name='files'").fetchone()[0]
+    assert migrate.STATES in sql
