@@ -20,10 +20,10 @@ LAYERS = [
     ("campaign.policy",),
     ("campaign.journal",),
     ("movers.xrootd", "movers.gridftp", "movers.gfal"),
-    ("movers",),
+    ("movers", "auth"),
     ("errors", "units", "limits", "inputs", "redact", "state", "__version__"),
 ]
-SIDE = {"monitoring", "testbed", "tuning", "netbench", "auth"}
+SIDE = {"monitoring", "testbed", "tuning", "netbench"}
 PROTOCOLS = {"movers.xrootd", "movers.gridftp", "movers.gfal"}
 
 

@@ -21,7 +21,7 @@ import signal
 import sqlite3
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterator, Sequence
@@ -71,6 +71,7 @@ class CampaignResult:
     dry_run: bool = False
     cleaned: int | None = None  # resume: temporary/partial files of earlier runs removed
     cancelled: int = 0          # files `campaign cancel` took out (failed, class cancelled)
+    paused: str = ""            # interrupted: why its tiers waited for a token (no token in it)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -255,7 +256,10 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
         with _signals(sched.stop, sched.hurry):
             res = sched.run()
         log.info("campaign %s: %s after %.1f s", spec.name, res.state, res.seconds)
-        return _result(conn, path, spec, res, recovered, cleaned)
+        out = _result(conn, path, spec, res, recovered, cleaned)
+        if res.state == "interrupted" and sched.tokens.paused:
+            out = replace(out, paused=redact(sched.tokens.message()))
+        return out
     finally:
         conn.close()
 

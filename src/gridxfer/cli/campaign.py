@@ -123,7 +123,8 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
                 alerter.close()
     _render_result(result, as_json)
     if result.state == "interrupted":
-        raise Interrupted(f"campaign {result.name} interrupted; "
+        why = f"stopped waiting for a token: {result.paused}" if result.paused else "interrupted"
+        raise Interrupted(f"campaign {result.name} {why}; "
                           f"continue with: gridxfer campaign resume {result.name}")
     failed = result.files_failed - result.cancelled
     if failed:

@@ -19,6 +19,8 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
                 on_data_done: Callable[[], None] | None = None) -> Result:
     """Copy ``job.src_url`` to ``job.dst_url``; never raises."""
     mover: Mover | None = None
+    if job.refusal is not None:
+        return Result(job, None, ErrorClass.AUTH, first_line(job.refusal), clock())
     try:
         names.check_transfer(job.name, spec.source.url, job.src_url, job.endpoint, job.dst_url)
         mover = mover_for(job.src_url, job.dst_url)
@@ -27,7 +29,7 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
             checksum=spec.checksum.algorithm, expected_checksum=job.expected,
             verify=spec.checksum.verify if spec.checksum.algorithm else "none",
             overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel,
-            temp_url=job.tmp_url, on_data_done=on_data_done)
+            temp_url=job.tmp_url, on_data_done=on_data_done, tokens=job.tokens)
         flight = job.flight
         out = mover.copy(job.src_url, job.dst_url, params=params,
                          progress=lambda done, total: acct.progress(flight, done))

@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, field
 
 from gridxfer.errors import ErrorClass
-from gridxfer.movers.base import CancelFlag, TransferOutcome
+from gridxfer.movers.base import CancelFlag, TokenPair, TransferOutcome
 from gridxfer.campaign.accounting.stats import Flight, StatsSnapshot
 
 
@@ -32,6 +32,8 @@ class Job:
     running: bool = False                        # past the link's gate, in the mover
     slot: str | None = None                      # what it holds: "gate" | "verifying" | None
     bundle: list | None = None                   # the jobs handed to one worker with it
+    tokens: TokenPair | None = field(default=None, repr=False)   # engine/credentials
+    refusal: str | None = None                   # a token scope is missing: fails as auth
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from gridxfer.campaign.engine import outcomes
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.engine import watchdog
 from gridxfer.campaign.engine.attempt import run_attempt
+from gridxfer.campaign.engine.credentials import Credentials, TokenGate
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, OpsFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
     default_optimizer_factory, default_selector_factory, default_selector_name,
@@ -52,6 +53,7 @@ import contextlib
 Observer = Callable[[StatsSnapshot], None]
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
+TOKEN_WAIT = 900.0           # s: nothing but tiers paused for a token -> stop (resumable)
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 
@@ -71,7 +73,8 @@ class Scheduler:
                  selector_name: str | None = None, observers: Sequence[Observer] = (),
                  stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
                  stop_grace: float = STOP_GRACE, tape_factory: TapeFor | None = None,
-                 tape_first_poll: float = FIRST_POLL) -> None:
+                 tape_first_poll: float = FIRST_POLL
+                 credentials: Credentials | None = None, token_wait: float = TOKEN_WAIT) -> None:
         self.conn, self.spec, self.clock = conn, spec, clock
         self.tiers = {t.name: t for t in spec.destinations}
         self.mover_factory = mover_factory or _default_mover_factory
@@ -104,6 +107,8 @@ class Scheduler:
         self.tape = TapeFlow(conn, spec, self.acct, self._feed,   # archiving and staging
                              tape_factory or tape_factory_for(self.ops_factory), clock=clock,
                              wake=self._pool.wake, first_poll=tape_first_poll)
+        self.tokens = TokenGate(credentials or Credentials(spec, clock=clock))
+        self.token_wait = token_wait
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -126,6 +131,7 @@ class Scheduler:
                 if now >= next_tick:            # once a second: timeouts are >= 10 s
                     self._tick(now)
                     self._watchdog(now)
+                    self._token_stall(now)
                     next_tick = now + 1.0
                 self._dispatch(now)
                 if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
@@ -207,7 +213,7 @@ class Scheduler:
             if self._slots.wants_spare_workers(tier):       # verifications hold threads
                 self._pool.start(spec.max_active, init=functools.partial(self._warm, tier))
             free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
-            if not free:
+            if not free or self.tokens.blocked(tier, now):
                 continue
             eligible, ev = self.health.eligible(tier, now)
             self._batch.events.extend(ev)
@@ -233,6 +239,11 @@ class Scheduler:
                 if ep in probes:
                     eligible = [u for u in eligible if u != ep]
                 dst = names.join_url(ep, name, check=False)   # checked in attempt.py
+                grant, ev = self.tokens.grant(tier, ep, src, dst, size, now)
+                self._batch.events.extend(ev)
+                if grant.pause is not None:     # the tier waits for a fresh token
+                    self._feed.retry_later(tier, 0.0, row)
+                    break
                 aid = self._attempt_id
                 tmp = attempt_temp_url(dst, f"{self._tmp_tag}{aid:x}")
                 job = Job(aid, fid, tier, name, src, dst, ep, size, n_att + 1,
@@ -242,6 +253,7 @@ class Scheduler:
                     stats = self.acct.pool_stats(eligible, now)
                 file_updates.append((ep, dst, now, fid))
                 attempts.append((aid, fid, tier, ep, dst, now, spec.streams, tmp))
+                job.tokens, job.refusal = grant.tokens, grant.refuse
                 jobs.append(job)
                 free -= 1
         if not jobs:
@@ -271,6 +283,18 @@ class Scheduler:
                 self._slots.give_back(r.job)
             self._apply(abandoned + watchdog.stranded(abandoned, self._inflight, now))
             self._pool.start(len(abandoned))
+
+    def _token_stall(self, now: float) -> None:
+        """Nothing runs, and every tier with files waits for a token since ``token_wait``:
+        stop (interrupted, resumable: ``resume`` reads the token sources again)."""
+        if self._inflight:
+            return
+        waiting = [t for t in self.tiers if self.acct.queued(t)]
+        since = self.tokens.stalled_since(waiting)
+        if since is not None and now - since >= self.token_wait:
+            self._batch.events.append(("token_wait_over", {
+                "tiers": waiting, "reason": self.tokens.message()}))
+            self.stop.set()
 
     # ------------------------------------------------------------ results
     def _drain(self, block: float) -> None:

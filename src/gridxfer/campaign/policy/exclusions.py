@@ -61,7 +61,8 @@ from gridxfer.campaign.policy.space import SpaceWatcher
 REFRESH_HEADROOM = 100      # typical writes: with less room than this, each write brings a reading
 # failures that say nothing about the destination endpoint
 NOT_ENDPOINT_FAULT = frozenset({ErrorClass.SOURCE_MISSING.value, ErrorClass.EXISTS.value,
-                                ErrorClass.CANCELLED.value, ErrorClass.BAD_NAME.value})
+                                ErrorClass.CANCELLED.value, ErrorClass.BAD_NAME.value,
+                                ErrorClass.AUTH.value})     # the token's fault, not the server's
 
 
 @dataclass

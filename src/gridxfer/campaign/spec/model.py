@@ -28,6 +28,22 @@ class StagingSpec:
 
 
 @dataclass(frozen=True)
+class TokenSpec:
+    """Where a bearer token comes from (``campaign.spec.tokens``): exactly one of ``file``,
+    ``env``, ``command``; none of them: the WLCG discovery rules. Never the token itself.
+    ``base``: the storage path the token's scopes are relative to (the server's base_path)."""
+    file: str | None = None
+    env: str | None = None
+    command: tuple[str, ...] = ()
+    timeout: float = 30.0
+    base: str = "/"
+
+    @property
+    def discovery(self) -> bool:
+        return self.file is None and self.env is None and not self.command
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     url: str                                # base URL (ends with '/')
     files: tuple[FileItem, ...] = ()        # explicit list
@@ -35,6 +51,7 @@ class SourceSpec:
     recursive: bool = False
     list_file: str | None = None            # absolute path of a 'name size [adler32]' list
     bring_online: StagingSpec | None = None  # a tape-backed source: stage before copying
+    token: TokenSpec | None = None          # the source's bearer token (None: discovery)
 
     @property
     def mode(self) -> str:
@@ -57,6 +74,12 @@ class TierSpec:
     # ``archive: {timeout: ...}``: a tape-backed tier; a copied file is done only once the
     # storage says it is on tape, and fails ``archive_timeout`` after this many seconds
     archive_timeout: float | None = None
+    token: TokenSpec | None = None          # the tier's bearer token (None: discovery)
+    # (endpoint URL, its own token source) for pool entries given as {url, token}
+    endpoint_tokens: tuple[tuple[str, TokenSpec], ...] = ()
+
+    def token_for(self, endpoint: str) -> TokenSpec | None:
+        return next((t for u, t in self.endpoint_tokens if u == endpoint), self.token)
 
 
 @dataclass(frozen=True)
@@ -111,11 +134,26 @@ def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
     src["files"] = tuple(FileItem(**f) for f in src.get("files", ()))
     if src.get("bring_online"):
         src["bring_online"] = StagingSpec(**src["bring_online"])
+    src["token"] = _token(src.get("token"))
     return CampaignSpec(
         name=d["name"], source=SourceSpec(**src),
-        destinations=tuple(TierSpec(**{**t, "pool": tuple(t["pool"])}) for t in d["destinations"]),
+        destinations=tuple(_tier(t) for t in d["destinations"]),
         checksum=ChecksumSpec(**d["checksum"]), retries=RetrySpec(**d["retries"]),
         timeout=d["timeout"], overwrite=d["overwrite"], third_party=d["third_party"],
         circuit_breaker=CircuitSpec(**d.get("circuit_breaker", {})),
         pool_down_wait=d.get("pool_down_wait", 0.0),
         path=d.get("path", ""), inventory=d.get("inventory", False))
+
+
+def _token_of(d: dict[str, Any]) -> TokenSpec:
+    return TokenSpec(**{**d, "command": tuple(d.get("command", ()))})
+
+
+def _token(d: dict[str, Any] | None) -> TokenSpec | None:
+    return None if d is None else _token_of(d)
+
+
+def _tier(t: dict[str, Any]) -> TierSpec:
+    eps = tuple((u, _token_of(ts)) for u, ts in t.get("endpoint_tokens", ()))
+    return TierSpec(**{**t, "pool": tuple(t["pool"]), "token": _token(t.get("token")),
+                       "endpoint_tokens": eps})

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from functools import partial
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from gridxfer.campaign.spec.model import (  # noqa: F401  (re-exported: callers 
     SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
 from gridxfer.campaign.spec.nodes import Checker as _Checker, _kind
 from gridxfer.campaign.spec import options, tape, tiers
+from gridxfer.campaign.spec.tokens import token_spec
 from gridxfer.campaign.spec.options import MIN_COOLDOWN, POOL_DOWN_WAIT_DEFAULT  # noqa: F401
 
 
@@ -83,7 +85,7 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
     if source is not None and staging is not None:
         source = c.check(lambda: replace(source, bring_online=tape.bring_online(
             c, staging, "source.bring_online")), None)
-    dests = get("destinations", lambda n: tiers.destinations(c, n), ())
+    dests = get("destinations", lambda n: tiers.destinations(c, n, base_dir), ())
     checksum = get("checksum", lambda n: options.checksum(c, n), ChecksumSpec())
     retries = get("retries", lambda n: options.retries(c, n), RetrySpec())
     timeout = get("timeout", lambda n: c.parsed(n, "timeout", units.parse_duration,
@@ -112,8 +114,15 @@ def _name(c: _Checker, node: Node) -> str:
 
 
 def _source(c: _Checker, node: Node, base_dir: Path) -> SourceSpec:
-    m = c.mapping(node, "source", ("url", "files", "bring_online"), required=("url", "files"))
+    m = c.mapping(node, "source", ("url", "files", "bring_online", "token"), required=("url", "files"))
     url = c.check(lambda: c.url(m["url"], "source.url"), "")
+    if "token" in m:
+        tok = c.check(lambda: token_spec(c, m["token"], "source.token", base_dir), None)
+        return replace(_source_files(c, m, url, base_dir), token=tok)
+    return _source_files(c, m, url, base_dir)
+
+
+def _source_files(c: _Checker, m: dict[str, Node], url: str, base_dir: Path) -> SourceSpec:
     fnode = m["files"]
     if isinstance(fnode, SequenceNode):
         return SourceSpec(url=url, files=_file_list(c, fnode))

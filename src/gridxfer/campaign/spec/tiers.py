@@ -5,28 +5,30 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from gridxfer import limits, units
 from gridxfer.campaign.journal.store import _NAME_RE
-from gridxfer.campaign.spec.model import TierSpec
+from gridxfer.campaign.spec.model import TierSpec, TokenSpec
 from gridxfer.campaign.spec.nodes import Checker, _kind
 from gridxfer.campaign.spec import tape
+from gridxfer.campaign.spec.tokens import pool_entry, token_spec
 
 KEYS = ("tier", "pool", "streams", "max_active", "min_active", "tcp_buffer", "selector",
-        "archive")
+        "archive", "token")
 
 
-def destinations(c: Checker, node: Node) -> tuple[TierSpec, ...]:
+def destinations(c: Checker, node: Node, base_dir: Path) -> tuple[TierSpec, ...]:
     if not isinstance(node, SequenceNode):
         raise c.fail(node, "destinations", f"expected a list of tiers, got {_kind(node)}")
     if not node.value:
         raise c.fail(node, "destinations", "at least one destination tier is needed")
     tiers: list[TierSpec] = []
     for i, tnode in enumerate(node.value):
-        tier = c.check(partial(_tier, c, tnode, f"destinations[{i}]", tiers), None)
+        tier = c.check(partial(_tier, c, tnode, f"destinations[{i}]", tiers, base_dir), None)
         if tier is not None:
             tiers.append(tier)
     total = sum(t.max_active for t in tiers)
@@ -36,12 +38,17 @@ def destinations(c: Checker, node: Node) -> tuple[TierSpec, ...]:
     return tuple(tiers)
 
 
-def _tier(c: Checker, tnode: Node, where: str, tiers: list[TierSpec]) -> TierSpec | None:
+def _tier(c: Checker, tnode: Node, where: str, tiers: list[TierSpec],
+          base_dir: Path) -> TierSpec | None:
     m = c.keys(tnode, where, KEYS, required=("tier", "pool"))
     name = c.check(lambda: _name(c, m["tier"], f"{where}.tier", tiers), None) \
         if "tier" in m else None
-    pool = c.check(lambda: _pool(c, m["pool"], f"{where}.pool"), None) if "pool" in m else None
-    kw: dict[str, Any] = {}
+    eps: list[tuple[str, TokenSpec]] = []
+    pool = c.check(lambda: _pool(c, m["pool"], f"{where}.pool", base_dir, eps), None) \
+        if "pool" in m else None
+    kw: dict[str, Any] = {"endpoint_tokens": tuple(eps)}
+    if "token" in m:
+        kw["token"] = c.check(lambda: token_spec(c, m["token"], f"{where}.token", base_dir), None)
     for key, bound in (("streams", limits.MAX_STREAMS), ("max_active", limits.MAX_ACTIVE),
                        ("min_active", limits.MAX_ACTIVE)):
         if key in m:
@@ -82,7 +89,9 @@ def _name(c: Checker, node: Node, where: str, tiers: list[TierSpec]) -> str:
     return name
 
 
-def _pool(c: Checker, pnode: Node, where: str) -> tuple[str, ...] | None:
+def _pool(c: Checker, pnode: Node, where: str, base_dir: Path,
+          eps: list[tuple[str, TokenSpec]]) -> tuple[str, ...] | None:
+    """The pool's URLs; a ``{url, token}`` entry's token source goes to ``eps``."""
     if isinstance(pnode, ScalarNode):
         pool_nodes = [pnode]
     elif isinstance(pnode, SequenceNode):
@@ -93,8 +102,15 @@ def _pool(c: Checker, pnode: Node, where: str) -> tuple[str, ...] | None:
         raise c.fail(pnode, where, "the pool is empty")
     pool: list[str] = []
     ok = True
-    for j, p in enumerate(pool_nodes):
+    for j, entry in enumerate(pool_nodes):
+        got = c.check(partial(pool_entry, c, entry, f"{where}[{j}]", base_dir), None)
+        if got is None:
+            ok = False
+            continue
+        p, ep_token = got
         u = c.check(partial(c.url, p, f"{where}[{j}]"), None)
+        if u is not None and ep_token is not None:
+            eps.append((u, ep_token))
         if u is None:
             ok = False
         elif u in pool:

@@ -1,0 +1,141 @@
+"""engine/credentials: which token each side of a transfer gets, lifetime and scopes."""
+from __future__ import annotations
+
+import os
+import time
+
+import jwt
+import pytest
+
+from gridxfer.campaign.engine.credentials import (ASSUMED_RATE, MARGIN, Credentials, TokenGate,
+                                                  needed_seconds)
+from gridxfer.campaign.spec.model import CampaignSpec, SourceSpec, TierSpec, TokenSpec
+
+
+def mint(*scopes: str, lifetime: float = 3600) -> str:
+    now = int(time.time())
+    return jwt.encode({"scope": " ".join(scopes), "exp": now + int(lifetime), "iat": now,
+                       "sub": "t"}, "k" * 32, algorithm="HS256")
+
+
+def write(path, token: str) -> None:
+    tmp = path.with_suffix(".new")
+    tmp.touch(mode=0o600)
+    tmp.write_text(token + "\n")
+    os.replace(tmp, path)
+
+
+def spec(tmp_path, *, src_token=None, dst_token=None, overwrite=False, src="davs://s.invalid/data/"):
+    return CampaignSpec(
+        name="c", source=SourceSpec(url=src, token=src_token),
+        destinations=(TierSpec("T2", ("davs://d.invalid/data/", "root://r.invalid//data/"),
+                               token=dst_token),),
+        overwrite=overwrite)
+
+
+def creds(sp, env=None, now=None):
+    c = Credentials(sp, env=env or {})
+    if now is not None:
+        c.clock = now
+    return c
+
+
+SRC, DST = "davs://s.invalid/data/a/f", "davs://d.invalid/data/b/f"
+
+
+def test_each_side_gets_its_own_token(tmp_path):
+    (tmp_path / "s").touch(mode=0o600)
+    write(tmp_path / "s", s := mint("storage.read:/a"))
+    sp = spec(tmp_path, src_token=TokenSpec(file=str(tmp_path / "s"), base="/data"),
+              dst_token=TokenSpec(env="DST_TOK", base="/data"))
+    d = mint("storage.create:/b")
+    g = creds(sp, env={"DST_TOK": d}).grant("T2", "davs://d.invalid/data/", SRC, DST, 1000)
+    assert (g.pause, g.refuse) == (None, None)
+    assert (g.tokens.src, g.tokens.dst) == (s, d)
+    assert s not in repr(g) and d not in repr(g)
+
+
+def test_a_local_side_takes_no_token(tmp_path):
+    sp = spec(tmp_path, src="file:///tmp/x/", dst_token=TokenSpec(env="T"))
+    g = creds(sp, env={"T": mint("storage.create:/")}).grant(
+        "T2", "davs://d.invalid/data/", "file:///tmp/x/f", DST, 10)
+    assert g.tokens.src is None and g.tokens.dst
+
+
+def test_a_read_only_token_is_refused_for_writing_naming_the_scope(tmp_path):
+    sp = spec(tmp_path, dst_token=TokenSpec(env="T", base="/data"))
+    tok = mint("storage.read:/")
+    g = creds(sp, env={"T": tok}).grant("T2", "davs://d.invalid/data/", SRC, DST, 10)
+    assert g.tokens is None and g.pause is None
+    assert "lacks storage.create:/b/f" in g.refuse and "storage.read:/" in g.refuse
+    assert tok.split(".")[2] not in g.refuse
+    # overwrite needs storage.modify; create alone is refused then
+    sp = spec(tmp_path, dst_token=TokenSpec(env="T", base="/data"), overwrite=True)
+    g = creds(sp, env={"T": mint("storage.create:/")}).grant(
+        "T2", "davs://d.invalid/data/", SRC, DST, 10)
+    assert "lacks storage.modify:/b/f" in g.refuse
+
+
+def test_the_base_maps_scope_paths_to_the_storage(tmp_path):
+    sp = spec(tmp_path, dst_token=TokenSpec(env="T", base="/data"))
+    ok = creds(sp, env={"T": mint("storage.create:/b")}).grant(
+        "T2", "davs://d.invalid/data/", SRC, DST, 10)
+    assert ok.refuse is None and ok.tokens.dst
+    sp = spec(tmp_path, dst_token=TokenSpec(env="T"))          # base / : /b is not /data/b
+    no = creds(sp, env={"T": mint("storage.create:/b")}).grant(
+        "T2", "davs://d.invalid/data/", SRC, DST, 10)
+    assert "lacks storage.create:/data/b/f" in no.refuse
+
+
+def test_an_expiring_token_pauses_and_a_refreshed_file_resumes(tmp_path):
+    f = tmp_path / "tok"
+    write(f, mint("storage.create:/", lifetime=30))
+    sp = spec(tmp_path, dst_token=TokenSpec(file=str(f)))
+    c = creds(sp)
+    g = c.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
+    assert g.pause and "expires in" in g.pause and "needed" in g.pause and str(f) in g.pause
+    gate = TokenGate(c)
+    g, ev = gate.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10, now=100.0)
+    assert g.pause and [e[0] for e in ev] == ["tier_paused"] and gate.blocked("T2", 100.5)
+    _, ev = gate.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10, now=101.0)
+    assert ev == []                                  # one message per pause
+    write(f, new := mint("storage.create:/", lifetime=3600))
+    c._last.clear()                                  # (the 1 s reuse window)
+    g, ev = gate.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10, now=102.0)
+    assert g.tokens.dst == new and [e[0] for e in ev] == ["tier_resumed"]
+    assert not gate.blocked("T2", 102.0)
+
+
+def test_a_big_file_needs_a_longer_lived_token(tmp_path):
+    sp = spec(tmp_path, dst_token=TokenSpec(env="T"))
+    env = {"T": mint("storage.create:/", lifetime=MARGIN + 100)}
+    assert creds(sp, env=env).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST,
+                                    10).pause is None
+    big = int(ASSUMED_RATE * 100)                    # expected 100 s, x2 with the margin
+    g = creds(sp, env=env).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, big)
+    assert g.pause and "needed" in g.pause
+    assert needed_seconds(big, None, 3600) == MARGIN + 200
+    assert needed_seconds(10**15, None, 600) == 600 + MARGIN    # never beyond the timeout
+
+
+def test_a_configured_source_without_a_token_pauses(tmp_path):
+    sp = spec(tmp_path, dst_token=TokenSpec(file=str(tmp_path / "missing")))
+    g = creds(sp).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
+    assert g.pause and "does not exist" in g.pause
+    sp = spec(tmp_path, dst_token=TokenSpec(command=("false",)))
+    assert "failed (exit 1)" in creds(sp).grant("T2", "davs://d.invalid/data/",
+                                                 "file:///x/f", DST, 10).pause
+
+
+def test_discovery_by_default_unchecked_and_none_is_fine(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))       # no bt_u<uid> there
+    sp = spec(tmp_path)
+    if os.path.exists(f"/tmp/bt_u{os.geteuid()}"):
+        pytest.skip("a real /tmp/bt_u<uid> exists here")
+    assert creds(sp).grant("T2", "davs://d.invalid/data/", SRC, DST, 10).tokens is None
+    tok = mint("storage.read:/elsewhere")          # not checked: not given for this storage
+    g = creds(sp, env={"BEARER_TOKEN": tok}).grant("T2", "davs://d.invalid/data/", SRC, DST, 10)
+    assert g.tokens.src == tok == g.tokens.dst and g.refuse is None
+    sp = spec(tmp_path, dst_token=TokenSpec())      # token: discover -> must find one
+    g = creds(sp).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
+    assert g.pause and "no bearer token found" in g.pause
