@@ -73,7 +73,7 @@ class Scheduler:
                  selector_name: str | None = None, observers: Sequence[Observer] = (),
                  stop: threading.Event | None = None, clock: Callable[[], float] = time.time,
                  stop_grace: float = STOP_GRACE, tape_factory: TapeFor | None = None,
-                 tape_first_poll: float = FIRST_POLL
+                 tape_first_poll: float = FIRST_POLL,
                  credentials: Credentials | None = None, token_wait: float = TOKEN_WAIT) -> None:
         self.conn, self.spec, self.clock = conn, spec, clock
         self.tiers = {t.name: t for t in spec.destinations}

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from functools import partial
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -114,7 +113,8 @@ def _name(c: _Checker, node: Node) -> str:
 
 
 def _source(c: _Checker, node: Node, base_dir: Path) -> SourceSpec:
-    m = c.mapping(node, "source", ("url", "files", "bring_online", "token"), required=("url", "files"))
+    m = c.mapping(node, "source", ("url", "files", "bring_online", "token"),
+                  required=("url", "files"))
     url = c.check(lambda: c.url(m["url"], "source.url"), "")
     if "token" in m:
         tok = c.check(lambda: token_spec(c, m["token"], "source.token", base_dir), None)
