@@ -18,7 +18,7 @@ protocol whose server takes fewer per request (xrootd's prepare plugin: ``-maxfi
 splits inside the implementation; callers pass any number and use ``batches`` to size
 their own polls.
 
-For campaigns (h19-camp): ask ``capabilities_of(mover).tape`` (None: the protocol cannot
+For campaigns (h19-camp): ask ``capabilities_of(mover_for(url)).tape`` (None: the protocol cannot
 ask). Archive: after copy + checksum, poll ``tape.archive_status(urls)`` until
 ``state.on_tape``. Staging: ``rid = tape.bring_online(urls, pin_lifetime_s, timeout_s)``,
 then poll ``tape.stage_status(urls, rid)`` until ``state.online``; ``tape.release(urls,

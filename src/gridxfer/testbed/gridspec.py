@@ -11,6 +11,7 @@ from typing import Literal
 
 from gridxfer.testbed import ca as ca_mod
 from gridxfer.testbed.inventory import TestbedError
+from gridxfer.testbed.tapexrd import TapeSpec
 from gridxfer.testbed.xrdhttp import AUTH_MODES, AuthMode
 
 Kind = Literal["xrootd", "gsiftp", "ftp"]
@@ -25,6 +26,7 @@ class ServerSpec:
     size_limit: int | None = None      # bytes: data dir is a tmpfs of this size (root only)
     auth: AuthMode = "none"            # xrootd only: none | token | gsi (testbed.xrdhttp)
     davs_name: str = ""                # xrootd: the name of its davs:// URL (default derived)
+    tape: TapeSpec | None = None       # xrootd: tape-backed (EMULATED drives, testbed.tapexrd)
 
     def davs_alias(self) -> str:
         """``t1a-xrd1`` -> ``t1a-davs1``; other names get ``-davs`` appended."""
@@ -74,6 +76,8 @@ def check_spec(spec: LocalGridSpec) -> None:
         if s.auth not in AUTH_MODES or (s.auth != "none" and s.kind != "xrootd"):
             raise TestbedError(f"server {s.name}: auth {s.auth!r} needs kind xrootd and one of "
                                f"{', '.join(AUTH_MODES)}")
+        if s.tape and s.kind != "xrootd":
+            raise TestbedError(f"server {s.name}: only an xrootd can be tape-backed")
         if s.size_limit and os.geteuid() != 0:
             raise TestbedError(f"server {s.name}: size_limit needs root (tmpfs mount)")
     aliases = [s.davs_alias() for s in spec.servers if s.davs_alias()]

@@ -48,6 +48,8 @@ class Endpoint:
     a client (``none``, ``ztn``: a bearer token, ``gsi``: an X.509 proxy), ``davs_auth``
     what ``davs_url`` asks (``none``: anonymous, an X.509 proxy is accepted; ``token``);
     token scopes are relative to ``token_base`` (``storage.read:/f`` is ``/data/f``).
+    A tape-backed endpoint (``tape_backed``) answers XRootD ``query prepare`` / ``prepare``
+    from an emulated tape whose drives log to ``tape_log`` (testbed/tapexrd.py).
     """
 
     name: str
@@ -67,6 +69,15 @@ class Endpoint:
     auth: str = ""         # what url asks for: "none" | "ztn" | "gsi" ("" = not recorded)
     davs_auth: str = ""    # what davs_url asks for: "none" | "token"
     token_base: str = ""   # the server path token scopes are relative to
+    # tape-backed (testbed/tapexrd.py): the emulated tape's CTA-format log ("" = disk only),
+    # its drives and per-drive rate (bytes/s)
+    tape_log: str = ""
+    tape_drives: int = 0
+    tape_rate: float | None = None
+
+    @property
+    def tape_backed(self) -> bool:
+        return bool(self.tape_log)
 
     def path_of(self, url: str) -> Path | None:
         """The on-disk path of ``url`` if it lies on this endpoint, else None."""

@@ -21,6 +21,7 @@ starts, so ``down`` works even after ``up`` was killed -9 half-way.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -30,6 +31,7 @@ from gridxfer.testbed import ca as ca_mod
 from gridxfer.testbed import inventory as inv_mod
 from gridxfer.testbed import tokens as tok_mod
 from gridxfer.testbed.gridftp import check_gsi_login, start_gridftp
+from gridxfer.testbed.tapexrd import start_tape_xrootd
 from gridxfer.testbed.inventory import Endpoint, Inventory, TestbedError
 from gridxfer.testbed.gridspec import (
     AUTH_SERVERS,
@@ -152,7 +154,9 @@ def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles | None,
     for attempt in range(attempts):
         try:
             if s.kind == "xrootd":
-                return start_xrootd(s.name, sdir, tier=s.tier, throttle=s.throttle,
+                start = (start_xrootd if s.tape is None else
+                         functools.partial(start_tape_xrootd, tape=s.tape))
+                return start(s.name, sdir, tier=s.tier, throttle=s.throttle,
                                     size_limit=s.size_limit,
                                     security=security, davs_name=s.davs_alias(),
                                     # GSI wants the certificate's CN (localhost) in the URL
@@ -254,7 +258,8 @@ def status() -> dict:
     eps = {n: {"url": ep.url, "protocol": ep.protocol, "tier": ep.tier, "pid": ep.pid,
                "alive": alive(ep.pid), "data_dir": ep.data_dir, "log": ep.log,
                "throttle": ep.throttle, "size_limit": ep.size_limit, "davs_url": ep.davs_url,
-               "davs_name": ep.davs_name, "auth": ep.auth, "davs_auth": ep.davs_auth}
+               "davs_name": ep.davs_name, "auth": ep.auth, "davs_auth": ep.davs_auth,
+               "tape_backed": ep.tape_backed, "tape_log": ep.tape_log}
            for n, ep in inv.endpoints.items()}
     return {"mode": inv.mode, "up": any(e["alive"] for e in eps.values()), "base_dir": inv.base_dir,
             "inventory": str(inv_mod.inventory_path()), "endpoints": eps, "env": inv.client_env()}

@@ -7,10 +7,11 @@ finished" line (key="value" text or JSON), marked ``emulated="true"`` and logged
 host ``emulated-tape``, so ``check_gridxfer_tape`` and ``check_gridxfer_buffer`` read it
 exactly as they would read a real CTA log and change state for real.
 
-A file is taken from the buffer by renaming it into ``.tape-staging/<drive>/`` (atomic:
-no two drives take the same file), "written" by sleeping size / rate, then deleted
-(migrated). Dot files and ``*.part``/``*.tmp`` names (transfers in progress) are left
-alone. The log is opened per line, so it can be rotated underneath.
+The drives work on a ``testbed.tapequeue.TapeQueue``: by default the ``DrainQueue`` (a file
+is renamed away from the buffer, "written" by sleeping size / rate, then deleted); with
+``--archive SERVER_DIR`` the ``testbed.tapestore.ArchiveQueue`` of a tape-backed xrootd
+(disk copy kept, tape copy recorded, stage requests read back: mountType Retrieve). A
+session carries one kind of job. The log is opened per line, so it can be rotated underneath.
 
     python -m gridxfer.testbed.tape --buffer DIR --log cta-taped.log --drives 4 \\
         --rate 18MB/s --mount 2s --position 0.5s --cartridge 400GB [--fail-drive 1 \\
@@ -19,8 +20,6 @@ alone. The log is opened per line, so it can be rotated underneath.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import json
 import os
 import sys
@@ -30,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gridxfer.errors import GridxferError, UsageError
+from gridxfer.testbed.tapequeue import DrainQueue, TapeJob, TapeQueue
+from gridxfer.testbed.tapestore import ArchiveQueue, TapeLayout
 from gridxfer.units import parse_byterate, parse_duration, parse_size
 
 EMULATION = "EMULATED tape (gridxfer.testbed.tape): no real tape hardware"
-STAGING = ".tape-staging"
+MOUNT_TYPES = {"archive": "ArchiveForUser", "retrieve": "Retrieve"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class _Session:
     vid: str
     started: float
     mount_time: float
+    kind: str = "archive"
     files: int = 0
     bytes: int = 0
     write_time: float = 0.0
@@ -84,8 +86,9 @@ class _Session:
 class EmulatedTape:
     """Start with :meth:`start`, stop with :meth:`stop`; :meth:`fail_drive` injects a fault."""
 
-    def __init__(self, cfg: TapeConfig) -> None:
+    def __init__(self, cfg: TapeConfig, queue: TapeQueue | None = None) -> None:
         self.cfg = cfg
+        self.queue: TapeQueue = queue or DrainQueue(cfg.buffer, cfg.min_age)
         self.stats = [DriveStats(f"EMU-LTO-{i:02d}") for i in range(cfg.drives)]
         self._stop = threading.Event()
         self._fail = [threading.Event() for _ in range(cfg.drives)]
@@ -93,8 +96,6 @@ class EmulatedTape:
         self._threads: list[threading.Thread] = []
         self._cart_free = [cfg.cartridge] * cfg.drives
         self._vid_seq = 0
-        self._origin: dict[Path, Path] = {}
-        self._seq = itertools.count()
 
     # --- control ---------------------------------------------------------------------
     def start(self) -> EmulatedTape:
@@ -129,27 +130,9 @@ class EmulatedTape:
             self._vid_seq += 1
             return f"E{self._vid_seq:05d}"
 
-    def _claim(self, drive: int) -> Path | None:
-        staging = self.cfg.buffer / STAGING / self.stats[drive].name
-        staging.mkdir(parents=True, exist_ok=True)
-        now = time.time()
-        for root, dirs, files in os.walk(self.cfg.buffer):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(files):
-                if name.startswith(".") or name.endswith((".part", ".tmp")):
-                    continue
-                src = Path(root) / name
-                try:
-                    st = src.stat()
-                    if now - st.st_mtime < self.cfg.min_age or st.st_size > self.cfg.cartridge:
-                        continue                # still being written / never fits a cartridge
-                    dst = staging / f"{next(self._seq)}-{name}"
-                    os.rename(src, dst)
-                    self._origin[dst] = src
-                    return dst
-                except FileNotFoundError:      # another drive took it
-                    continue
-        return None
+    def _claim(self, drive: int, kind: str | None = None) -> TapeJob | None:
+        return self.queue.claim(self.stats[drive].name, kind,  # type: ignore[arg-type]
+                                self.cfg.cartridge)
 
     def _sleep(self, seconds: float, drive: int) -> bool:
         """Sleep; False when stopping or the drive failed meanwhile."""
@@ -172,13 +155,14 @@ class EmulatedTape:
             if first is None:
                 self._stop.wait(self.cfg.poll)
                 continue
-            if not st.vid or self._cart_free[i] < first.stat().st_size:
+            if not st.vid or self._cart_free[i] < first.size:
                 st.vid, self._cart_free[i] = self._next_vid(), self.cfg.cartridge
-            s = _Session(vid=st.vid, started=time.time(), mount_time=self.cfg.mount_time)
+            s = _Session(vid=st.vid, started=time.time(), mount_time=self.cfg.mount_time,
+                         kind=first.kind)
             if self._sleep(self.cfg.mount_time, i):
                 self._write_files(i, s, first)
             else:
-                self._unclaim(first)
+                self.queue.giveback(first)
             if self._fail[i].is_set():
                 s.failed, st.down = True, True
                 s.extra["Error_tapeWriteData"] = 1
@@ -190,11 +174,11 @@ class EmulatedTape:
                 self._log_down(i)
                 return
 
-    def _write_files(self, i: int, s: _Session, path: Path | None) -> None:
-        while path is not None:
-            size = path.stat().st_size
-            if size > self._cart_free[i]:
-                self._unclaim(path)            # does not fit: next cartridge
+    def _write_files(self, i: int, s: _Session, job: TapeJob | None) -> None:
+        while job is not None:
+            size = job.size
+            if s.kind == "archive" and size > self._cart_free[i]:
+                self.queue.giveback(job)       # does not fit: next cartridge
                 s.extra["Info_tapeFilledUp"] = 1
                 self._cart_free[i] = 0
                 return
@@ -204,22 +188,18 @@ class EmulatedTape:
             t1 = time.monotonic()
             ok = ok and self._sleep(size / self.cfg.rate, i)
             if not ok:
-                self._unclaim(path)            # failed or stopped: stays in the buffer
+                self.queue.giveback(job)       # failed or stopped: stays in the buffer
                 return
             s.write_time += time.monotonic() - t1
-            path.unlink()
-            self._origin.pop(path, None)
+            self.queue.done(job)
             s.files, s.bytes = s.files + 1, s.bytes + size
-            self._cart_free[i] -= size
+            if s.kind == "archive":
+                self._cart_free[i] -= size
             st = self.stats[i]
             st.files, st.bytes = st.files + 1, st.bytes + size
             if time.time() - s.started >= self.cfg.max_session:
                 return
-            path = self._claim(i)
-
-    def _unclaim(self, path: Path) -> None:
-        with contextlib.suppress(OSError, KeyError):
-            os.rename(path, self._origin.pop(path))
+            job = self._claim(i, s.kind)
 
     # --- CTA-format log ----------------------------------------------------------------
     def _log_down(self, i: int) -> None:
@@ -233,7 +213,7 @@ class EmulatedTape:
         write = max(s.write_time, 1e-9)
         headers = s.files * 480
         fields: dict[str, object] = {
-            "tapeDrive": self.stats[i].name, "tapeVid": s.vid, "mountType": "ArchiveForUser",
+            "tapeDrive": self.stats[i].name, "tapeVid": s.vid, "mountType": MOUNT_TYPES[s.kind],
             "status": "failure" if s.failed else "success", "emulated": "true",
             "filesCount": s.files, "dataVolume": s.bytes, "headerVolume": headers,
             "mountTime": round(s.mount_time, 3), "positionTime": round(s.position_time, 3),
@@ -261,7 +241,13 @@ class EmulatedTape:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gridxfer.testbed.tape", description=EMULATION)
-    p.add_argument("--buffer", type=Path, required=True)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--buffer", type=Path, help="a disk buffer to drain")
+    where.add_argument("--archive", type=Path, metavar="SERVER_DIR",
+                       help="the server directory of a tape-backed xrootd (testbed/tapexrd.py)")
+    p.add_argument("--min-age", default="0s", help="only files unmodified this long")
+    p.add_argument("--purge", action="store_true",
+                   help="--archive: drop the disk copy once on tape")
     p.add_argument("--log", type=Path, required=True)
     p.add_argument("--drives", type=int, default=4)
     p.add_argument("--rate", default="18MB/s", help="per drive")
@@ -275,18 +261,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", default="0", help="stop after this long (0: until Ctrl-C)")
     a = p.parse_args(argv)
     try:
-        cfg = TapeConfig(buffer=a.buffer, log=a.log, drives=a.drives,
+        layout = TapeLayout.of(a.archive) if a.archive else None
+        cfg = TapeConfig(buffer=layout.data if layout else a.buffer, log=a.log, drives=a.drives,
                          rate=parse_byterate(a.rate), mount_time=parse_duration(a.mount),
                          position_time=parse_duration(a.position),
                          cartridge=parse_size(a.cartridge), log_format=a.format,
-                         max_session=parse_duration(a.max_session))
+                         max_session=parse_duration(a.max_session),
+                         min_age=parse_duration(a.min_age))
         duration, fail_after = parse_duration(a.duration), parse_duration(a.fail_after)
     except GridxferError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"{EMULATION}: {cfg.drives} drives x {cfg.rate / 1e6:.1f} MB/s draining "
           f"{cfg.buffer}, CTA log {cfg.log}", flush=True)
-    tape = EmulatedTape(cfg).start()
+    queue = ArchiveQueue(layout, cfg.min_age, a.purge) if layout else None
+    tape = EmulatedTape(cfg, queue).start()
     t0 = time.monotonic()
     try:
         while not duration or time.monotonic() - t0 < duration:

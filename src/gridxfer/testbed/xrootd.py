@@ -125,18 +125,20 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
                  host: str | None = None, throttle: float | None = None, wrap: Sequence[str] = (),
                  run_as: str | None = None, tier: str = "", ready_timeout: float = 20.0,
                  size_limit: int | None = None, security: XrdSecurity | None = None,
-                 davs_name: str = "") -> Endpoint:
+                 davs_name: str = "", extra_config: Sequence[str] = ()) -> Endpoint:
     """Start one xrootd; returns its Endpoint once ``xrdfs query config version`` answers.
 
     With ``security`` it also serves ``davs://`` (XrdHttp over TLS, HTTP-TPC) on the same
-    port and authenticates as ``security.auth`` says (:mod:`gridxfer.testbed.xrdhttp`)."""
+    port and authenticates as ``security.auth`` says (:mod:`gridxfer.testbed.xrdhttp`).
+    ``extra_config``: more directives (e.g. the prepare plugin of a tape-backed server)."""
     if not Path(XROOTD).exists():
         raise TestbedError(f"{XROOTD} not found (apt-get install xrootd-server)")
     server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
     extra_cfg, extra_env = xrdhttp.prepare(security, server_dir, port) if security else ([], {})
     cfg = run / "xrootd.cfg"
     cfg.write_text(
-        xrootd_config(port=port, server_dir=server_dir, throttle=throttle, extra=extra_cfg)
+        xrootd_config(port=port, server_dir=server_dir, throttle=throttle,
+                      extra=[*extra_cfg, *extra_config])
     )
     log = run / "xrootd.log"
     argv = [XROOTD, "-c", str(cfg), "-l", str(log), "-k", LOG_ROTATE_SIGNAL]
@@ -167,13 +169,15 @@ def start_xrootd(name: str, server_dir: Path, *, port: int | None = None, bind: 
     wait_ready(proc, probe, timeout=ready_timeout,
                what=f"xrootd {name!r} on port {port}", log=str(log))
     scheme = "roots" if security and security.auth == "gsi" else "root"
-    http = {} if security is None else {
+    http: dict[str, str] = {} if security is None else {
         "davs_url": f"davs://{netloc}/data/", "davs_name": davs_name,
         "auth": security.root_auth(), "davs_auth": security.davs_auth(),
         "token_base": xrdhttp.TOKEN_BASE if security.auth == "token" else ""}
     return Endpoint(name=name, url=f"{scheme}://{netloc}//data/", protocol=scheme, tier=tier,
                     data_dir=str(data), pid=proc.pid, log=str(log), kind="xrootd", port=port,
-                    throttle=throttle, size_limit=size_limit, **http)
+                    throttle=throttle, size_limit=size_limit, davs_url=http.get("davs_url", ""),
+                    davs_name=http.get("davs_name", ""), auth=http.get("auth", ""),
+                    davs_auth=http.get("davs_auth", ""), token_base=http.get("token_base", ""))
 
 
 def check_reachable(path: Path, user: str) -> None:

@@ -38,6 +38,7 @@ from gridxfer.movers.xrootd.parallel import _SLOTS
 from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, client as xrd
 from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_download
+from gridxfer.movers.xrootd.tape import XRootDTapeOps
 from gridxfer.movers.xrootd.upload import posc_honoured, posc_upload
 from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_timeout
 
@@ -54,7 +55,10 @@ def _own_channel() -> tuple[str, Callable[[], None]]:
     return f"gx{slot}u", lambda: _SLOTS.release(slot)
 
 
-class XRootDMover:
+class XRootDMover(XRootDTapeOps):
+    """root:// copies and metadata; tape state and staging come from ``XRootDTapeOps``
+    (xrootd/tape.py: ``query prepare`` / ``prepare``), so ``capabilities_of(...).tape``."""
+
     name = "xrootd"
     schemes, pairs, tpc_pairs = routes.XROOTD.schemes, routes.XROOTD.pairs, routes.XROOTD.tpc_pairs
 
