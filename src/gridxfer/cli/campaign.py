@@ -244,6 +244,10 @@ def _render_status(st, as_json: bool, links: bool) -> None:
                f"{fmt_bytes(sum(st.bytes.values()))}")
     for tier, by in sorted(st.tiers.items()):
         _echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    if st.tape is not None:
+        from gridxfer.campaign.report.tape import render as render_tape
+        for line in render_tape(st.tape):
+            _echo(f"  {line}")
     if links:
         if not st.links:
             _echo("  (no optimizer decisions journalled yet)")
@@ -308,6 +312,10 @@ def _render_report(rep) -> None:
         from gridxfer.campaign.report.share import render_share
         con.print("[bold]share per destination endpoint[/]")
         con.print(redact(render_share(rep.share)), markup=False, highlight=False)
+    if rep.tape is not None:
+        from gridxfer.campaign.report.tape import render as render_tape
+        for line in render_tape(rep.tape):
+            con.print(line, markup=False, highlight=False)
     for f in rep.failed_files[:20]:
         con.print(redact(f"FAILED {f['tier']} {printable(f['name'])}: {f['error_class']}: "
                          f"{f['error_msg']}"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from gridxfer.errors import GridxferError
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal.lock import holder_at as lock_holder_at
+from gridxfer.campaign.report.tape import TapeReport, tape_report
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class CampaignStatus:
     links: tuple[dict, ...] = field(default=())
     excluded: tuple[dict, ...] = field(default=())      # endpoints out of rotation (--links)
     error: str | None = None                # state "unreadable": why (campaign list)
+    tape: TapeReport | None = None          # tape tiers and staging (report/tape.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,7 +97,7 @@ def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
         excluded = tuple(asdict(e) for e in current_exclusions(conn))
     return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
                           _float(meta.get("created")), _float(meta.get("updated")), link_rows,
-                          excluded)
+                          excluded, tape=tape_report(conn, time.time()))
 
 
 def list_campaigns() -> list[CampaignStatus]:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.report.intervals import overlap
 from gridxfer.campaign.report.share import ShareReport, endpoint_share
+from gridxfer.campaign.report.tape import TapeReport, curves, tape_report
 
 MB = 1e6
 
@@ -66,6 +68,7 @@ class Report:
     histogram: tuple[Bin, ...]
     share: ShareReport            # files/bytes/sessions per endpoint over time (share.py)
     failed_files: tuple[dict, ...]
+    tape: TapeReport | None = None      # tape tiers and staging (tape.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,7 +113,8 @@ def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
         "WHERE state = 'failed' ORDER BY id LIMIT 100"))
     return Report(name, meta.get("state", "?"), t0, seconds, total, done, failed, nbytes,
                   nbytes / seconds if seconds > 0 else 0.0, links, endpoints,
-                  _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files)
+                  _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files,
+                  tape_report(conn, time.time()))
 
 
 def _groups(
@@ -182,13 +186,18 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
     try:
         with journalcheck.reading(path):
             a = _load_attempts(conn)
+            if not a:
+                return {"t": [], "aggregate": [], "links": {}, "sessions": {}, "tape": {}}
+            t0, t1 = float(a["s"].min()), float(a["e"].max())
+            last = conn.execute("SELECT max(on_tape) FROM files").fetchone()[0] \
+                if "on_tape" in {r[1] for r in conn.execute("PRAGMA table_info(files)")} else None
+            t1 = max(t1, last or t1)
+            width = max((t1 - t0) / points, 0.05)
+            edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
+            mids = ((edges[:-1] + edges[1:]) / 2 - t0).tolist()
+            tape = curves(conn, t0, (edges[1:] - t0).tolist())    # by each bin's end
     finally:
         conn.close()
-    if not a:
-        return {"t": [], "aggregate": [], "links": {}, "sessions": {}}
-    t0, t1 = float(a["s"].min()), float(a["e"].max())
-    width = max((t1 - t0) / points, 0.05)
-    edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
     dur = np.maximum(a["e"] - a["s"], 1e-6)
     rate = a["b"] / dur
 
@@ -196,7 +205,7 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
         return (np.diff(overlap(a["s"][mask], a["e"][mask], w[mask], edges)) / width).tolist()
 
     every = np.ones(len(rate), bool)
-    return {"t": ((edges[:-1] + edges[1:]) / 2 - t0).tolist(),
+    return {"t": mids, "tape": tape,
             "aggregate": series(every, rate),
             "links": {t: series(a["tier"] == t, rate) for t in sorted(set(a["tier"]))},
             "sessions": {e: series(a["ep"] == e, np.ones(len(rate))) for e in sorted(set(a["ep"]))}}
@@ -210,8 +219,10 @@ def write_png(name: str, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     tl = timeline(name)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True,
-                                   gridspec_kw={"height_ratios": [3, 2]})
+    tape = tl["tape"]                   # tape tiers: bytes on disk and on tape over time
+    fig, axes = plt.subplots(3 if tape else 2, 1, figsize=(10, 10 if tape else 7), sharex=True,
+                             gridspec_kw={"height_ratios": [3, 2, 2] if tape else [3, 2]})
+    ax1, ax2 = axes[0], axes[1]
     t = tl["t"]
     ax1.plot(t, np.array(tl["aggregate"]) / MB, color="black", lw=2, label="aggregate")
     for tier, ys in tl["links"].items():
@@ -224,11 +235,22 @@ def write_png(name: str, path: str | Path) -> Path:
     for ep, ys in tl["sessions"].items():
         ax2.plot(t, ys, lw=1.2, label=_short(ep))
     ax2.set_ylabel("sessions in flight")
-    ax2.set_xlabel("seconds since start")
+    axes[-1].set_xlabel("seconds since start")
     ax2.set_title("sessions per destination endpoint")
     ax2.grid(alpha=0.3)
     ax2.legend(loc="upper right", fontsize=7)
     ax2.set_ylim(bottom=0)
+    if tape:
+        ax3 = axes[2]
+        for tier, c in tape.items():
+            line, = ax3.plot(t, np.array(c["disk"]) / 1e9, lw=1.5, label=f"{tier} copied (disk)")
+            ax3.plot(t, np.array(c["tape"]) / 1e9, lw=1.5, ls="--", color=line.get_color(),
+                     label=f"{tier} on tape")
+        ax3.set_ylabel("GB (cumulative)")
+        ax3.set_title("tape-backed tiers: copied to disk and on tape (the gap is the backlog)")
+        ax3.grid(alpha=0.3)
+        ax3.legend(loc="upper left", fontsize=7)
+        ax3.set_ylim(bottom=0)
     fig.tight_layout()
     try:
         fig.savefig(out, dpi=100, format="png")
