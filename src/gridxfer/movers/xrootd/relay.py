@@ -1,0 +1,203 @@
+"""root -> root through this host for small files: the final name under POSC, pipelined.
+
+The general root -> root path (``verified_copy`` around XrdCl's CopyProcess) costs the
+destination about 6.5 round trips per file (bench.smallfiles --wan, counted on the
+destination's interface): a stat for "exists?", CopyProcess's own stats, open, write,
+close, a stat of the temporary name, the rename, a checksum query. Over a 20 ms link that
+is 130 ms of waiting for a 4 KB file. A file of at most ``RELAY_MAX`` bytes goes here
+instead, and the destination sees:
+
+* flight 1: ``open`` of the FINAL name with ``kXR_new | kXR_posc | kXR_mkpath`` (upload.py:
+  an existing file fails the open with EXISTS, nothing is touched; missing directories are
+  made; the server keeps the file only if ``close`` succeeds). It is sent at once, while
+  the source is still being read (open, cached stat, one read, close: the source is near);
+* flight 2: ``write`` and ``close`` back to back (XRootD answers a connection's requests
+  in order; nothing of the close depends on the write's reply except its success, and a
+  failed write makes the close fail too). Without checksums that is all: 2 round trips.
+* With destination verification: ``write`` and a read-back ``read`` in flight 2, ``close``
+  in flight 3 only after the bytes the server returns matched the adler32 of the bytes
+  read from the source (a mismatch leaves nothing: the POSC file is dropped unclosed).
+  The read-back is answered from the server's file, the same end-to-end check as a
+  checksum query without xrootd's checksum jobs (``kXR_wait 30`` past ``xrootd.chksum
+  max``); the return path of a link is idle while data flows out, so reading 1 MB back
+  costs no capacity the copy needs. Should a server run the read before the write ended
+  (asynchronous I/O), the first read-back differs: it is read again once the write is
+  acknowledged, and only that second answer can fail the copy.
+
+The source's adler32 ("verify source") is that of the bytes the source server sent; the
+catalogue's expected value, if any, is compared with it. Sessions: every request goes over
+XrdCl's channel to each server (one TCP connection per host:port + login, kept for the
+process), so a campaign logs in once per server. Used by ``XRootDMover.copy`` when overwrite
+is off and the server honours POSC (``upload.posc_honoured``); anything else (larger
+files, replace, a server that ignores POSC) takes the general path.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from XRootD.client.flags import OpenFlags
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers.adler import adler32
+from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
+from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.xrootd.env import client as xrd
+from gridxfer.movers.xrootd.upload import FLAGS, Upload, _discard, _probe_posc
+from gridxfer.movers.xrootd.watch import stall_timeout
+
+RELAY_MAX = 4 << 20             # bytes: one write request, held in memory once
+
+
+class TooLarge(Exception):
+    """The source is larger than RELAY_MAX: take the general path (nothing was written)."""
+
+
+class _Reply:
+    """The answer to one asynchronous XrdCl request."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.status: Any = None
+        self.response: Any = None
+
+    def __call__(self, status: Any, response: Any, _hosts: Any) -> None:
+        self.status, self.response = status, response
+        self.done.set()
+
+    def wait(self, timeout: float, params: TransferParams, what: str) -> Any:
+        """The reply's status; TIMEOUT after ``timeout`` s, CANCELLED on cancel."""
+        end = time.monotonic() + timeout
+        while not self.done.wait(0.25):
+            if params.cancel is not None and params.cancel.is_set():
+                raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled")
+            if time.monotonic() > end:
+                raise TransferError(ErrorClass.TIMEOUT, f"{what}: no reply in {timeout:.0f} s")
+        return self.status
+
+
+def bundled_close(handle: Any) -> None:
+    """Let ``handle`` send ``close`` while requests are in flight (XrdCl refuses it with
+    "Invalid operation" otherwise: FileStateHandler::Close, property ``BundledClose``).
+    The 5.5.3 binding returns ``True`` without a reference of its own (CPython aborts with
+    "deallocating True" after enough calls): one is given back for each call (an extra
+    reference to ``True`` or ``False`` is harmless where the binding is fixed)."""
+    answer = handle.set_property("BundledClose", "true")
+    if isinstance(answer, bool):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(answer))
+
+
+def _send(call: Any, *args: Any, **kw: Any) -> _Reply:
+    """Start an asynchronous request; a refusal to queue it is answered at once."""
+    reply = _Reply()
+    status = call(*args, callback=reply, **kw)
+    if status is not None and not status.ok:
+        reply(status, None, None)
+    return reply
+
+
+@dataclass(frozen=True)
+class _Source:
+    data: bytes
+    adler32: str
+
+
+def _read_source(src: str, stall: float, what: str) -> _Source:
+    """The whole source (open, the open's cached stat, one read, close); TooLarge if it
+    has more than RELAY_MAX bytes."""
+    f = xrd.File()
+    status, _ = f.open(src, OpenFlags.READ, timeout=max(1, int(stall)))
+    if not status.ok:
+        raise transfer_error(status, src)
+    try:
+        status, info = f.stat(timeout=max(1, int(stall)))
+        if not status.ok:
+            raise transfer_error(status, src)
+        size = int(info.size)
+        if size > RELAY_MAX:
+            raise TooLarge(src)
+        status, data = f.read(0, size + 1, timeout=max(1, int(stall)))
+        if not status.ok:
+            raise transfer_error(status, src)
+        data = data or b""
+        if len(data) != size:
+            raise TransferError(ErrorClass.CHECKSUM, f"{what}: read {len(data)} bytes of "
+                                f"{size} (source changed during the copy)")
+    finally:
+        f.close(timeout=max(1, int(stall)))
+    return _Source(data, normalise_adler32(adler32(data)))
+
+
+def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
+          read_back: bool, expected: str | None = None) -> Upload:
+    """Copy root:// ``src`` (at most RELAY_MAX bytes) to the new root:// file ``dst``; on
+    failure nothing is left at ``dst``. ``read_back``: ``stored_adler32`` is the adler32 of
+    what the server holds before the close (a different length is a CHECKSUM error).
+    ``expected``: the catalogue's adler32, compared with the source's bytes before the
+    destination is opened."""
+    what = f"{src} -> {dst}"
+    if params.cancel is not None and params.cancel.is_set():
+        raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
+    stall = stall_timeout()
+    wait = max(1.0, min(stall, params.timeout))
+    tmo = max(1, int(wait))
+    source = _read_source(src, stall, what)
+    if expected and source.adler32 != expected:
+        raise TransferError(ErrorClass.CHECKSUM,
+                            f"{src}: source adler32 {source.adler32} != expected {expected}")
+    handle = xrd.File()
+    bundled_close(handle)
+    opened = _send(handle.open, dst, FLAGS, timeout=tmo)
+    status = opened.wait(wait + 5, params, what)
+    if not status.ok:
+        raise transfer_error(status, what, side="destination")
+    closed = False
+    try:
+        _probe_posc(dst)
+        data, n = source.data, len(source.data)
+        wrote = _send(handle.write, data, 0, n, timeout=tmo) if n else None
+        if not read_back:
+            closing = _send(handle.close, timeout=tmo)
+            if wrote is not None and not wrote.wait(wait + 5, params, what).ok:
+                raise transfer_error(wrote.status, what, side="destination")
+            closed = True
+            if not closing.wait(wait + 5, params, what).ok:
+                raise transfer_error(closing.status, what, side="destination")
+            stored = None
+        else:
+            back = _send(handle.read, 0, n + 1, timeout=tmo)
+            if wrote is not None and not wrote.wait(wait + 5, params, what).ok:
+                raise transfer_error(wrote.status, what, side="destination")
+            stored = _stored(back, n, params, wait, what)
+            if stored != source.adler32:        # read before the write ended? ask again
+                again = _send(handle.read, 0, n + 1, timeout=tmo)
+                stored = _stored(again, n, params, wait, what)
+            if stored is None:
+                raise TransferError(ErrorClass.CHECKSUM, f"{what}: the server holds a "
+                                    f"different number of bytes than the {n} sent")
+            if stored != source.adler32:
+                raise TransferError(ErrorClass.CHECKSUM, f"{what}: adler32 {stored} read back "
+                                    f"!= source {source.adler32}")
+            closed = True
+            status, _ = handle.close(timeout=tmo)
+            if not status.ok:
+                raise transfer_error(status, what, side="destination")
+        if progress is not None:
+            progress(n, n)
+        return Upload(bytes=n, adler32=source.adler32, stored_adler32=stored)
+    except BaseException:
+        _discard(handle, dst, closed)
+        raise
+
+
+def _stored(reply: _Reply, n: int, params: TransferParams, wait: float,
+            what: str) -> str | None:
+    """adler32 of what a read-back returned; None if it is not ``n`` bytes long."""
+    status = reply.wait(wait + 5, params, what)
+    if not status.ok:
+        raise transfer_error(status, what, side="destination")
+    data = reply.response or b""
+    return normalise_adler32(adler32(data)) if len(data) == n else None
