@@ -24,18 +24,19 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal.check import JournalUnusable
-from gridxfer.campaign.spec.dataset import expand
+from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
 from gridxfer.campaign.engine.recovery import recover, sweep  # noqa: F401  (recover re-exported for callers)
 from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerResult
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
+from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
     CampaignStatus, _alive, campaign_status, list_campaigns)
@@ -118,8 +119,8 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
                              f"use `gridxfer campaign resume {spec.name}` or --replace")
         _sweep_old(path)
         _remove_journal(path)
-    tiers = [t.name for t in spec.destinations]
-    rows = ((e.name, e.src_url, e.size, tier, e.adler32, e.bad) for e in expand(spec.source)
+    tiers = [t.name for t in by_priority(spec.destinations)]
+    rows = ((e.name, e.src_url, e.size, tier, e.adler32, e.bad) for e in _entries(spec)
             for tier in tiers)
     try:
         conn = journal.connect(path, create=True)
@@ -129,6 +130,8 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
     try:
         meta = {"name": spec.name, "spec": json.dumps(spec_to_dict(spec), sort_keys=True),
                 "spec_path": spec.path, "created": repr(time.time()), "state": "planned"}
+        if spec.job_metadata is not None:
+            meta["job_metadata"] = spec.job_metadata      # FTS3's: shown by `report`
         count = journal.plan(conn, meta, rows)
         if count == 0:
             raise _no_files(spec)
@@ -139,6 +142,15 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
     conn.close()
     log.info("campaign %s planned: %d files in %s", spec.name, count, path)
     return path, count
+
+
+def _entries(spec: CampaignSpec) -> Iterable[DatasetEntry]:
+    """The source's files, those of a higher FTS3 ``priority`` first (journal ids are the
+    dispatch order); a source without per-file priorities streams as listed."""
+    prio = {f.name: f.priority for f in spec.source.files if f.priority is not None}
+    if not prio:
+        return expand(spec.source)
+    return sorted(expand(spec.source), key=lambda e: -prio.get(e.name, spec.priority))
 
 
 def _remove_journal(path: Path) -> None:

@@ -285,6 +285,9 @@ def _render_report(rep) -> None:
     con.print(f"[bold]campaign {rep.name}[/] ({rep.state}): {rep.files_done}/{rep.files_total} "
               f"files, {rep.files_failed} failed, {fmt_bytes(rep.bytes_done)} in "
               f"{fmt_duration(rep.seconds)}, aggregate {fmt_rate(rep.rate)}")
+    if rep.job_metadata is not None:
+        con.print(redact(f"job_metadata: {json.dumps(rep.job_metadata, sort_keys=True)}"),
+                  markup=False, highlight=False)
     from rich.table import Table
     for title, groups in (("per link", rep.links), ("per destination endpoint", rep.endpoints)):
         t = Table(title=title, title_justify="left")

@@ -40,11 +40,13 @@ from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: ca
     default_optimizer_factory, default_selector_factory, default_selector_name,
     fixed_optimizer_factory, ops_factory_for, tape_factory_for, ThreadMovers)
 from gridxfer.campaign.engine.feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
+from gridxfer.campaign.engine.shares import ActivityShares
 from gridxfer.campaign.engine.jobs import Job, Result, SchedulerResult  # noqa: F401
 from gridxfer.campaign.engine.pooldown import PoolHealth
 from gridxfer.campaign.engine.tapeflow import TapeFlow
 from gridxfer.campaign.engine.tapepoll import FIRST_POLL, TapeFor
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
+from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.accounting.stats import Accounting, StatsSnapshot
 from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.engine.workers import WorkerPool
@@ -76,7 +78,7 @@ class Scheduler:
                  tape_first_poll: float = FIRST_POLL,
                  credentials: Credentials | None = None, token_wait: float = TOKEN_WAIT) -> None:
         self.conn, self.spec, self.clock = conn, spec, clock
-        self.tiers = {t.name: t for t in spec.destinations}
+        self.tiers = {t.name: t for t in by_priority(spec.destinations)}  # served in this order
         self.mover_factory = mover_factory or _default_mover_factory
         self.ops_factory = ops_factory_for(mover_factory, ops_factory)
         self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
@@ -94,7 +96,7 @@ class Scheduler:
                                clock=clock)
         self._pool = WorkerPool(self._transfer)
         self._inflight: dict[int, Job] = {}
-        self._feed = PendingFeed(conn, self.tiers)
+        self._feed = PendingFeed(conn, self.tiers, ActivityShares(spec))   # FTS3's shares
         self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
                                  wait=spec.pool_down_wait)    # exclusions, pools down
         self._next_opt = {t: 0.0 for t in self.tiers}
@@ -303,6 +305,8 @@ class Scheduler:
             self._apply(results)
 
     def _apply(self, results: list[Result]) -> None:
+        for r in results:
+            self._feed.ended(r.job.tier, r.job.name)      # its activity's slot share
         outcomes.settle(results, self._inflight, self._batch, slots=self._slots, acct=self.acct,
                         exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
                         retries=self.spec.retries, stop=self.stop,

@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import json
+
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -69,6 +71,7 @@ class Report:
     share: ShareReport            # files/bytes/sessions per endpoint over time (share.py)
     failed_files: tuple[dict, ...]
     tape: TapeReport | None = None      # tape tiers and staging (tape.py)
+    job_metadata: Any = None      # FTS3's job_metadata from the campaign file, if any
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,7 +117,15 @@ def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
     return Report(name, meta.get("state", "?"), t0, seconds, total, done, failed, nbytes,
                   nbytes / seconds if seconds > 0 else 0.0, links, endpoints,
                   _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files,
-                  tape_report(conn, time.time()))
+                  tape_report(conn, time.time()), _metadata(meta))
+
+
+def _metadata(meta: dict[str, str]) -> Any:
+    """The campaign's job_metadata (stored as JSON), or None."""
+    try:
+        return json.loads(meta["job_metadata"]) if "job_metadata" in meta else None
+    except ValueError:
+        return meta["job_metadata"]
 
 
 def _groups(

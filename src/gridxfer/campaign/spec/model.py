@@ -17,6 +17,8 @@ class FileItem:
     name: str                       # relative to the source base URL
     size: int | None = None         # None: looked up with the mover's stat
     adler32: str | None = None      # expected checksum, 8 lowercase hex digits
+    priority: int | None = None     # 1-5 (FTS3's); None: the campaign's
+    activity: str | None = None     # FTS3's activity; None: the campaign's
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class TierSpec:
 
     def token_for(self, endpoint: str) -> TokenSpec | None:
         return next((t for u, t in self.endpoint_tokens if u == endpoint), self.token)
+    priority: int = 3               # 1-5: a higher tier is served first in each dispatch round
 
 
 @dataclass(frozen=True)
@@ -115,10 +118,20 @@ class CampaignSpec:
     pool_down_wait: float = 0.0             # on_pool_down: 0 = fail, else wait up to this (s)
     path: str = ""                          # the campaign file it came from
     inventory: bool = False                 # endpoint names were resolved via the testbed inventory
+    priority: int = 3                       # FTS3's 1-5: the files' default priority
+    activity: str = "default"               # FTS3's activity: the files' default
+    activity_shares: tuple[tuple[str, float], ...] = ()   # each link's slots, by weight
+    job_metadata: str | None = None         # FTS3's job_metadata, as canonical JSON
     extra: dict = field(default_factory=dict, compare=False)
 
     def tier(self, name: str) -> TierSpec:
         return next(t for t in self.destinations if t.name == name)
+
+
+def by_priority(tiers: tuple[TierSpec, ...]) -> tuple[TierSpec, ...]:
+    """The tiers, higher FTS3 ``priority`` first (as listed among equals): the order each
+    dispatch round serves them in, and the order their files are planned in."""
+    return tuple(sorted(tiers, key=lambda t: -t.priority))
 
 
 def spec_to_dict(spec: CampaignSpec) -> dict[str, Any]:
@@ -142,7 +155,10 @@ def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
         timeout=d["timeout"], overwrite=d["overwrite"], third_party=d["third_party"],
         circuit_breaker=CircuitSpec(**d.get("circuit_breaker", {})),
         pool_down_wait=d.get("pool_down_wait", 0.0),
-        path=d.get("path", ""), inventory=d.get("inventory", False))
+        path=d.get("path", ""), inventory=d.get("inventory", False),
+        priority=d.get("priority", 3), activity=d.get("activity", "default"),
+        activity_shares=tuple((str(a), float(w)) for a, w in d.get("activity_shares", ())),
+        job_metadata=d.get("job_metadata"))
 
 
 def _token_of(d: dict[str, Any]) -> TokenSpec:

@@ -98,6 +98,13 @@ class Checker:
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:   # !!float x
             raise self.fail(node, fieldname, f"bad value: {_one_line(exc)}") from None
 
+    def construct(self, node: Node) -> Any:
+        """Any node as plain Python (mappings, lists, values); YAML errors raise ValueError."""
+        try:
+            return self._con.construct_object(node, deep=True)
+        except (yaml.YAMLError, OverflowError) as exc:
+            raise ValueError(_one_line(exc)) from None
+
     def string(self, node: Node, fieldname: str) -> str:
         val = self.value(node, fieldname)
         if not isinstance(val, str) or not val.strip():

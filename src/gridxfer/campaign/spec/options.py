@@ -91,8 +91,9 @@ def _algorithm(c: Checker, node: Node) -> str:
 
 def verify_mode(c: Checker, node: Node, where: str) -> str:
     verify = c.string(node, where).lower()
+    verify = "destination" if verify == "target" else verify      # FTS3's word for it
     if verify not in VERIFY_MODES:
         hint = difflib.get_close_matches(verify, VERIFY_MODES, n=1)
-        raise c.fail(node, where, f"must be one of {', '.join(VERIFY_MODES)}"
+        raise c.fail(node, where, "must be one of source, destination (FTS3: target), both, none"
                      + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     return verify

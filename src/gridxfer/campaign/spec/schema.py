@@ -43,14 +43,14 @@ from gridxfer.campaign.spec.model import (  # noqa: F401  (re-exported: callers 
     RetrySpec,
     SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
 from gridxfer.campaign.spec.nodes import Checker as _Checker, _kind
-from gridxfer.campaign.spec import options, tape, tiers
+from gridxfer.campaign.spec import aliases, options, tape, tiers
 from gridxfer.campaign.spec.tokens import token_spec
 from gridxfer.campaign.spec.options import MIN_COOLDOWN, POOL_DOWN_WAIT_DEFAULT  # noqa: F401
 
 
 # ---------------------------------------------------------------- the schema
 _TOP = ("campaign", "source", "destinations", "checksum", "retries", "timeout", "overwrite",
-        "third_party", "circuit_breaker", "on_pool_down")
+        "third_party", "circuit_breaker", "on_pool_down", *aliases.TOP)
 _REQUIRED = ("campaign", "source", "destinations")
 
 
@@ -84,9 +84,19 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
     if source is not None and staging is not None:
         source = c.check(lambda: replace(source, bring_online=tape.bring_online(
             c, staging, "source.bring_online")), None)
-    dests = get("destinations", lambda n: tiers.destinations(c, n, base_dir), ())
+    streams = get("nostreams", lambda n: c.integer(n, "nostreams", limit=limits.MAX_STREAMS), 1)
+    dests = get("destinations", lambda n: tiers.destinations(c, n, base_dir, streams), ())
     checksum = get("checksum", lambda n: options.checksum(c, n), ChecksumSpec())
+    if "verify_checksum" in top:
+        checksum = c.check(lambda: aliases.verify_checksum(c, top, checksum), checksum)
     retries = get("retries", lambda n: options.retries(c, n), RetrySpec())
+    if "retry" in top or "retry_delay" in top:
+        retries = c.check(lambda: aliases.retry(c, top, retries), retries)
+    fts3: dict[str, Any] = {
+        "priority": get("priority", lambda n: aliases.priority(c, n, "priority"), 3),
+        "activity": get("activity", lambda n: aliases.activity(c, n, "activity"), "default"),
+        "activity_shares": get("activity_shares", lambda n: aliases.activity_shares(c, n), ()),
+        "job_metadata": get("job_metadata", lambda n: aliases.job_metadata(c, n), None)}
     timeout = get("timeout", lambda n: c.parsed(n, "timeout", units.parse_duration,
                                                 positive=True, limit=limits.MAX_DURATION), 3600.0)
     overwrite = get("overwrite", lambda n: c.boolean(n, "overwrite"), False)
@@ -101,7 +111,7 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
     return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,
                         retries=retries, timeout=timeout, overwrite=overwrite, third_party=tpc,
                         circuit_breaker=circuit, pool_down_wait=wait,
-                        path=c.path, inventory=c.used_inventory)
+                        path=c.path, inventory=c.used_inventory, **fts3)
 
 
 def _name(c: _Checker, node: Node) -> str:
@@ -170,13 +180,18 @@ def _file_list(c: _Checker, node: SequenceNode) -> tuple[FileItem, ...]:
 def _file_item(c: _Checker, item: Node, where: str) -> FileItem:
     if isinstance(item, ScalarNode):
         return FileItem(name=_rel_name(c, item, where, c.string(item, where)))
-    m = c.mapping(item, where, ("name", "size", "adler32"), required=("name",))
+    m = c.mapping(item, where, ("name", "size", "adler32", "priority", "activity"),
+                  required=("name",))
     name = _rel_name(c, m["name"], f"{where}.name", c.string(m["name"], f"{where}.name"))
+    prio = c.check(lambda: aliases.priority(c, m["priority"], f"{where}.priority"), None) \
+        if "priority" in m else None
+    act = c.check(lambda: aliases.activity(c, m["activity"], f"{where}.activity"), None) \
+        if "activity" in m else None
     size = c.check(lambda: c.parsed(m["size"], f"{where}.size", units.parse_size,
                                     limit=limits.MAX_FILE_SIZE), None) if "size" in m else None
     adler = c.check(lambda: _adler(c, m["adler32"], f"{where}.adler32"), None) \
         if "adler32" in m else None
-    return FileItem(name=name, size=size, adler32=adler)
+    return FileItem(name=name, size=size, adler32=adler, priority=prio, activity=act)
 
 
 def _rel_name(c: _Checker, node: Node, where: str, name: str) -> str:

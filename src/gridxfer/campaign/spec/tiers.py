@@ -14,21 +14,24 @@ from gridxfer import limits, units
 from gridxfer.campaign.journal.store import _NAME_RE
 from gridxfer.campaign.spec.model import TierSpec, TokenSpec
 from gridxfer.campaign.spec.nodes import Checker, _kind
-from gridxfer.campaign.spec import tape
+from gridxfer.campaign.spec import aliases, tape
 from gridxfer.campaign.spec.tokens import pool_entry, token_spec
 
 KEYS = ("tier", "pool", "streams", "max_active", "min_active", "tcp_buffer", "selector",
-        "archive", "token")
+        "archive", "token", "nostreams", "priority")
 
 
-def destinations(c: Checker, node: Node, base_dir: Path) -> tuple[TierSpec, ...]:
+def destinations(c: Checker, node: Node, base_dir: Path,
+                 streams: int = 1) -> tuple[TierSpec, ...]:
+    """The tiers; ``streams``: the default of a tier that sets none (top-level nostreams)."""
     if not isinstance(node, SequenceNode):
         raise c.fail(node, "destinations", f"expected a list of tiers, got {_kind(node)}")
     if not node.value:
         raise c.fail(node, "destinations", "at least one destination tier is needed")
     tiers: list[TierSpec] = []
     for i, tnode in enumerate(node.value):
-        tier = c.check(partial(_tier, c, tnode, f"destinations[{i}]", tiers, base_dir), None)
+        tier = c.check(partial(_tier, c, tnode, f"destinations[{i}]", tiers, base_dir, streams),
+                       None)
         if tier is not None:
             tiers.append(tier)
     total = sum(t.max_active for t in tiers)
@@ -39,21 +42,32 @@ def destinations(c: Checker, node: Node, base_dir: Path) -> tuple[TierSpec, ...]
 
 
 def _tier(c: Checker, tnode: Node, where: str, tiers: list[TierSpec],
-          base_dir: Path) -> TierSpec | None:
+          base_dir: Path, streams: int) -> TierSpec | None:
     m = c.keys(tnode, where, KEYS, required=("tier", "pool"))
+    label = {"streams": "streams", "max_active": "max_active", "min_active": "min_active"}
+    if "nostreams" in m:                # FTS3's name
+        if "streams" in m:
+            c.record(c.fail(m["nostreams"], f"{where}.nostreams",
+                            "give streams or nostreams (FTS3's name), not both"))
+        else:
+            m["streams"], label["streams"] = m.pop("nostreams"), "nostreams"
     name = c.check(lambda: _name(c, m["tier"], f"{where}.tier", tiers), None) \
         if "tier" in m else None
     eps: list[tuple[str, TokenSpec]] = []
     pool = c.check(lambda: _pool(c, m["pool"], f"{where}.pool", base_dir, eps), None) \
         if "pool" in m else None
-    kw: dict[str, Any] = {"endpoint_tokens": tuple(eps)}
+    kw: dict[str, Any] = {"endpoint_tokens": tuple(eps), "streams": streams}
+    if "priority" in m:
+        prio = c.check(partial(aliases.priority, c, m["priority"], f"{where}.priority"), None)
+        if prio is not None:
+            kw["priority"] = prio
     if "token" in m:
         kw["token"] = c.check(lambda: token_spec(c, m["token"], f"{where}.token", base_dir), None)
     for key, bound in (("streams", limits.MAX_STREAMS), ("max_active", limits.MAX_ACTIVE),
                        ("min_active", limits.MAX_ACTIVE)):
         if key in m:
-            num = c.check(partial(c.integer, m[key], f"{where}.{key}", minimum=1, limit=bound),
-                          None)
+            num = c.check(partial(c.integer, m[key], f"{where}.{label[key]}", minimum=1,
+                                  limit=bound), None)
             if num is not None:
                 kw[key] = num
     if "tcp_buffer" in m:

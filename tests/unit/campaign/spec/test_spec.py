@@ -91,7 +91,8 @@ MALFORMED = {
     "bad-verify": (
         GOOD.replace("verify: both", "verify: bothe"),
         9,
-        "checksum.verify: must be one of source, destination, both, none (did you mean 'both'?)",
+        "checksum.verify: must be one of source, destination (FTS3: target), both, none "
+        "(did you mean 'both'?)",
     ),
     "bad-algorithm": (
         GOOD.replace("algorithm: adler32", "algorithm: md5"),
@@ -258,7 +259,7 @@ def test_every_error_of_a_file_in_one_run(tmp_path):
         f"{path}:6: destinations[0].stream: unknown key (did you mean 'streams'?)",
         f"{path}:7: destinations[0].max_active: expected a whole number, got 'zero'",
         f"{path}:8: checksum.algorithm: unsupported algorithm 'md5' (use adler32)",
-        f"{path}:8: checksum.verify: must be one of source, destination, both, none "
+        f"{path}:8: checksum.verify: must be one of source, destination (FTS3: target), both, none "
         f"(did you mean 'both'?)",
         f"{path}:9: retries.max: must be at least 0, got -1",
         f"{path}:10: timeout: must be greater than zero, got 0",
