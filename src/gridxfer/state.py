@@ -22,6 +22,16 @@ def home() -> Path:
     return root
 
 
+def shared_mode(directory: Path) -> int:
+    """The mode of a journal or lock file created in ``directory``: 0640 when the directory
+    is set-group-ID (the admin shares it with a group, e.g. ``nagios``: the files take the
+    directory's group, and that group may read them), else 0600."""
+    try:
+        return 0o640 if os.stat(directory).st_mode & 0o2000 else 0o600
+    except OSError:
+        return 0o600
+
+
 def subdir(name: str) -> Path:
     """``$GRIDXFER_HOME/<name>``, created 0700."""
     path = home() / name

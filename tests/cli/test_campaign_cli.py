@@ -204,6 +204,22 @@ def test_alerter_is_fed(local, capsys, monkeypatch):
     assert seen, "the alerter got no rate samples"
 
 
+def test_passive_alerts_name_the_alert_host_and_end_with_ok(local, capsys):
+    """--alert-host names the Nagios host (it was always this machine's name), and the end
+    of the campaign sends a final OK (the passive service stayed CRITICAL)."""
+    cmd = local / "nagios.cmd"
+    spec = campaign(local)
+    assert main(["campaign", "run", "--quiet", "--alert-cmd-file", str(cmd), "--alert-host",
+                 "se-x.example", "--alert-floor", "1000000", "--alert-window", "1ms",
+                 str(spec)]) == 0
+    lines = cmd.read_text().splitlines()
+    assert lines and all(";se-x.example;gridxfer_throughput;" in ln for ln in lines)
+    last = lines[-1].split(";")
+    assert last[3] == "0" and "campaign ended: done, 6/6 files done, 0 failed" in last[4]
+    assert main(["campaign", "run", "--quiet", "--alert-host", "h", str(spec)]) == 2
+    assert "--alert-host need --alert-cmd-file" in capsys.readouterr().err
+
+
 def test_no_matching_files_leaves_no_journal(local, capsys):
     spec = campaign(local, files='{glob: "*.nothing"}')
     assert main(["campaign", "run", "--quiet", str(spec)]) == 2

@@ -84,8 +84,10 @@ def test_plugins_run_through_their_command_definitions(nagios_root):
     commands = parse_commands((NAGIOS_DIR / "commands.cfg").read_text())
     env = dict(os.environ, GRIDXFER_HOME=str(nagios_root / "gxhome"))
     for name, (check_command, rc) in expected.items():
-        argv = expand_command(check_command, commands, str(VENV_BIN))
-        assert Path(argv[0]).name.startswith("check_gridxfer_")
+        argv = expand_command(check_command, commands, str(VENV_BIN),
+                              str(nagios_root / "gxhome"))
+        plugin = [a for a in argv if Path(a).name.startswith("check_gridxfer_")]
+        assert plugin and plugin[0] in argv[:3], argv    # /usr/bin/env GRIDXFER_HOME=... first
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
         assert r.returncode == rc, (name, argv, r.stdout)
         assert LINE.match(r.stdout), (name, r.stdout)

@@ -69,6 +69,8 @@ def _alert_options(f: Callable) -> Callable:
                      help="Alert when the rate stays below FRACTION x its moving baseline."),
         click.option("--alert-window", default="60s", show_default=True, metavar="DURATION",
                      help="How long the rate must stay low before an alert."),
+        click.option("--alert-host", default=None, metavar="HOST",
+                     help="Nagios host of the passive results (default: this host's name)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -79,8 +81,9 @@ def _alerter(name: str, kw: dict[str, Any]):
     cmd_file, on_drop = kw.get("alert_cmd_file"), kw.get("on_drop")
     floor, base = kw.get("alert_floor"), kw.get("alert_baseline")
     if not (cmd_file or on_drop):
-        if floor or base:
-            raise UsageError("--alert-floor/--alert-baseline need --alert-cmd-file or --on-drop")
+        if floor or base or kw.get("alert_host"):
+            raise UsageError("--alert-floor/--alert-baseline/--alert-host need --alert-cmd-file "
+                             "or --on-drop")
         return None
     if floor is None and base is None:
         raise UsageError("alerts need a threshold: --alert-floor RATE or --alert-baseline FRACTION")
@@ -98,7 +101,7 @@ def _alerter(name: str, kw: dict[str, Any]):
     window = parse_within(kw.get("alert_window") or "60s", parse_duration, MAX_WINDOW,
                           "--alert-window")
     return DropAlerter(campaign=name, floor_bytes_per_s=floor_bps, baseline_fraction=base,
-                       window=window,
+                       window=window, host=kw.get("alert_host"),
                        cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
 
 
@@ -118,6 +121,10 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
         try:
             with reading(journal_path(name)):      # a full disk, a damaged journal: one line
                 result = start(observers=observers, selector_name=selector)
+            if alerter is not None:         # the service must not keep its last alert
+                alerter.finish(time.time(), f"{result.state}, {result.files_done}/"
+                               f"{result.files_total} files done, {result.files_failed} failed",
+                               result.mean_rate)
         finally:
             if alerter is not None:
                 alerter.close()

@@ -4,7 +4,8 @@
 into a :class:`DropAlerter`. When the rate stays below the absolute floor (or below
 ``baseline_fraction`` x the moving baseline) for a WHOLE window, it writes one
 ``PROCESS_SERVICE_CHECK_RESULT`` line to the Nagios external command file and/or runs
-the hook. It fires once per state change; recovery writes OK. The baseline is the
+the hook. It fires once per state change; recovery writes OK, and so does the end of the
+campaign (``finish``: the passive service would otherwise keep its last state). The baseline is the
 in-run moving average of the rate (see ``_Baseline``): a baseline alert resolves itself
 once a lasting new level has been learnt; the floor alert does not.
 
@@ -159,6 +160,12 @@ class DropAlerter:
             return          # below, but not for a whole window yet: keep the current state
         if code != self._state:
             self._emit(now, code, rate, f"{why} for {fmt_duration(now - since)}")
+
+    def finish(self, now: float, summary: str, rate: float = 0.0) -> None:
+        """The campaign has ended: one final OK, whatever the state was (a passive service
+        keeps its last result: without this it stayed CRITICAL after the campaign)."""
+        self._reap()
+        self._emit(now, OK, rate, f"campaign ended: {summary}")
 
     def _emit(self, now: float, code: int, rate: float, why: str) -> None:
         self._state = code

@@ -10,6 +10,7 @@ is the environment (exit 1).
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from pathlib import Path
 from collections.abc import Iterator
@@ -52,8 +53,19 @@ class JournalDiskFull(JournalEnvironmentError):
 
 
 def ro_uri(path: Path) -> str:
-    """A read-only SQLite URI for any path (a '?' or '#' in a path would end it)."""
-    return f"file:{quote(str(path))}?mode=ro"
+    """A read-only SQLite URI for any path (a '?' or '#' in a path would end it).
+
+    A reader of another user's journal (the ``nagios`` group, see README "Monitoring")
+    cannot create the WAL index (``-shm``) in a directory it may only read; SQLite then
+    refuses a WAL database unless its ``-shm`` and ``-wal`` exist (a runner has it open:
+    read as usual) or it is opened ``immutable``. With neither file nobody writes it (the
+    last connection checkpointed and removed them), so it is read as immutable: a runner
+    that starts during that read can at worst make this one read fail."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not (os.path.exists(f"{path}-shm") or os.path.exists(f"{path}-wal")
+            or os.access(Path(path).parent, os.W_OK)):
+        uri += "&immutable=1"
+    return uri
 
 
 def verify(path: Path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gridxfer.errors import UsageError
 from gridxfer.campaign.journal import store as journal
+from gridxfer.state import shared_mode
 
 
 class CampaignBusy(UsageError):
@@ -45,8 +46,11 @@ class CampaignLock:
         self._fd: int | None = None
 
     def acquire(self) -> CampaignLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        mode = shared_mode(self.path.parent)      # the journal's: readable by its group
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, mode)
         try:
+            if os.fstat(fd).st_mode & 0o777 != mode and os.fstat(fd).st_uid == os.getuid():
+                os.fchmod(fd, mode)         # the umask, or a lock file from before
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)

@@ -1,7 +1,8 @@
 """The campaign journal: one SQLite database (WAL) per campaign, the single source of
 truth for resume, status, report and the monitoring sources.
 
-Location: ``$GRIDXFER_HOME/campaigns/<campaign>.sqlite`` (mode 0600).
+Location: ``$GRIDXFER_HOME/campaigns/<campaign>.sqlite`` (mode 0600; 0640 in a set-group-ID
+campaigns directory, which its group, e.g. ``nagios``, may then read: ``state.shared_mode``).
 
 Tables (column names are a contract: ``gridxfer.monitoring.sources.journal`` reads them):
 
@@ -54,7 +55,7 @@ from urllib.parse import unquote
 
 from gridxfer.errors import UsageError
 from gridxfer.redact import redact, redact_obj
-from gridxfer.state import subdir
+from gridxfer.state import shared_mode, subdir
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import migrate
 
@@ -147,8 +148,8 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
         else:
             conn = sqlite3.connect(path, timeout=30, check_same_thread=False,
                                    isolation_level=None)
-            if fresh:
-                os.chmod(path, 0o600)
+            if fresh:       # SQLite gives -wal and -shm the same mode
+                os.chmod(path, shared_mode(path.parent))
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)

@@ -27,7 +27,6 @@ from gridxfer.monitoring.sources.journal import journal_paths, window_throughput
 from gridxfer.monitoring.checks.tape import add_source_args, read_window
 
 NAME = "buffer"
-TTF_CAP = 365 * 86400.0    # perfdata value when the buffer is not filling
 
 
 def usage(args: argparse.Namespace) -> tuple[float, float]:
@@ -64,7 +63,8 @@ def _raise(exc: OSError) -> None:
 
 
 class TimeToFull(nagiosplugin.Context):
-    """OK while time-to-full >= warning; infinite when the buffer is not filling."""
+    """OK while time-to-full >= warning. A buffer that is not filling has no time-to-full:
+    the metric is left out (perfdata and Prometheus), and the line says "not filling"."""
 
     def __init__(self, name: str, warning: float, critical: float) -> None:
         super().__init__(name)
@@ -83,8 +83,7 @@ class TimeToFull(nagiosplugin.Context):
         return nagiosplugin.Result(nagiosplugin.Ok, None, metric)
 
     def performance(self, metric, resource):
-        value = min(metric.value, TTF_CAP)
-        return nagiosplugin.Performance(metric.name, round(value, 1), "",
+        return nagiosplugin.Performance(metric.name, round(metric.value, 1), "",
                                         f"{self.warning:g}:", f"{self.critical:g}:", 0)
 
 
@@ -144,7 +143,8 @@ class Buffer(GxResource):
                           rate_out, emulated)
         self.reading = r
         yield nagiosplugin.Metric("fill_pct", round(r.fill, 2), min=0, max=100, context="fill")
-        yield nagiosplugin.Metric("time_to_full_s", r.time_to_full, context="ttf")
+        if r.net > 0:       # not filling: no time-to-full at all (no sentinel value)
+            yield nagiosplugin.Metric("time_to_full_s", r.time_to_full, context="ttf")
         yield nagiosplugin.Metric("inflow_MBps", round(rate_in / 1e6, 3), min=0, context="info")
         yield nagiosplugin.Metric("outflow_MBps", round(rate_out / 1e6, 3), min=0,
                                   context="info")
