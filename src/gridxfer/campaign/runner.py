@@ -30,6 +30,7 @@ from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal.check import JournalUnusable
+from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
@@ -132,6 +133,9 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
                 "spec_path": spec.path, "created": repr(time.time()), "state": "planned"}
         if spec.job_metadata is not None:
             meta["job_metadata"] = spec.job_metadata      # FTS3's: shown by `report`
+        meta.update([endpoint_names.meta_item(endpoint_names.assign(
+            [spec.source.url, *(u for t in spec.destinations for u in t.pool)],
+            dict(spec.names)))])
         count = journal.plan(conn, meta, rows)
         if count == 0:
             raise _no_files(spec)

@@ -45,13 +45,6 @@ def _num(x: float, step: float) -> str:
     return f"{x:.{decimals}f}"
 
 
-def _short(url: str) -> str:
-    from urllib.parse import urlsplit
-    url = redact(url)
-    p = urlsplit(url)
-    return f"{p.netloc}{p.path.rstrip('/')}" if len(url) <= 40 else p.netloc
-
-
 @click.group(name="campaign")
 def group() -> None:
     """Run, resume and report bulk transfer campaigns."""
@@ -264,7 +257,7 @@ def _render_status(st, as_json: bool, links: bool) -> None:
         for ex in st.excluded:
             until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
                      if ex["until"] else "")
-            _echo(f"  excluded {ex['tier']} {ex['url']}: {ex['reason']}{until}")
+            _echo(f"  excluded {ex['tier']} {ex['endpoint']}: {ex['reason']}{until}")
 
 
 @group.command("report")
@@ -296,6 +289,7 @@ def _render_report(rep) -> None:
         con.print(redact(f"job_metadata: {json.dumps(rep.job_metadata, sort_keys=True)}"),
                   markup=False, highlight=False)
     from rich.table import Table
+    from gridxfer.campaign.journal.names import name_of
     for title, groups in (("per link", rep.links), ("per destination endpoint", rep.endpoints)):
         t = Table(title=title, title_justify="left")
         for col in ("link" if title == "per link" else "endpoint", "files", "failed", "bytes",
@@ -303,7 +297,8 @@ def _render_report(rep) -> None:
             t.add_column(col, justify="left" if col in ("link", "endpoint", "failed attempts")
                          else "right")
         for g in groups:
-            t.add_row(g.key if title == "per link" else _short(g.key), str(g.files_done),
+            t.add_row(g.key if title == "per link" else name_of(rep.names, g.key),
+                      str(g.files_done),
                       str(g.files_failed), fmt_bytes(g.bytes),
                       fmt_rate(g.mean_rate), fmt_rate(g.min_rate), fmt_rate(g.max_rate),
                       fmt_rate(g.stddev_rate),
@@ -321,7 +316,7 @@ def _render_report(rep) -> None:
     if rep.share.endpoints:
         from gridxfer.campaign.report.share import render_share
         con.print("[bold]share per destination endpoint[/]")
-        con.print(redact(render_share(rep.share)), markup=False, highlight=False)
+        con.print(redact(render_share(rep.share, rep.names)), markup=False, highlight=False)
     if rep.tape is not None:
         from gridxfer.campaign.report.tape import render as render_tape
         for line in render_tape(rep.tape):

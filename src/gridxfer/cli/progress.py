@@ -16,11 +16,13 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from gridxfer.errors import GridxferError
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 from gridxfer.campaign.accounting.stats import StatsSnapshot
+from gridxfer.campaign.journal.names import name_of
 
 
-def render(snap: StatsSnapshot, name: str) -> Group:
+def render(snap: StatsSnapshot, name: str, names: dict[str, str] | None = None) -> Group:
     eta = fmt_duration(snap.eta) if snap.eta is not None else "-"
     head = Text.assemble(
         (f"{name} ", "bold"),
@@ -49,19 +51,20 @@ def render(snap: StatsSnapshot, name: str) -> Group:
     if snap.failures:
         fails = ", ".join(f"{k} {v}" for k, v in sorted(snap.failures.items()))
         parts.append(Text(f"failed attempts: {fails}  (retries {snap.retries})", style="yellow"))
-    parts.extend(Text(line, style=style) for line, style in health_lines(snap))
+    parts.extend(Text(line, style=style) for line, style in health_lines(snap, names))
     return Group(*parts)
 
 
-def health_lines(snap: StatsSnapshot) -> list[tuple[str, str]]:
-    """(line, style) per excluded endpoint (why, and when it is looked at again) and per
-    tier whose whole pool is down (what happens to its files, and when)."""
+def health_lines(snap: StatsSnapshot,
+                 names: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(line, style) per excluded endpoint (by name: why, and when it is looked at again)
+    and per tier whose whole pool is down (what happens to its files, and when)."""
     out = []
     for e in snap.excluded:
         why = e.reason.split("; cooldown ")[0]
         back = (f" (probed again in {fmt_duration(max(0.0, e.until - snap.now))})"
                 if e.until is not None else "")
-        out.append((f"excluded {e.tier} {e.url}: {why}{back}", "yellow"))
+        out.append((f"excluded {e.tier} {name_of(names or {}, e.url)}: {why}{back}", "yellow"))
     for d in snap.pools_down:
         left = fmt_duration(max(0.0, d.deadline - snap.now))
         todo = (f"waiting for it, its files fail in {left} (on_pool_down: wait)" if d.waiting
@@ -77,6 +80,7 @@ class LiveProgress:
         self.console = console or Console(stderr=True)
         self._live = Live(Text(f"{name}: starting..."), console=self.console,
                           refresh_per_second=2, transient=False)
+        self._names: dict[str, str] | None = None
 
     def __enter__(self) -> LiveProgress:
         self._live.__enter__()
@@ -86,4 +90,22 @@ class LiveProgress:
         self._live.__exit__(*exc)
 
     def __call__(self, snap: StatsSnapshot) -> None:
-        self._live.update(render(snap, self.name))
+        if self._names is None:
+            self._names = journal_names(self.name)
+        self._live.update(render(snap, self.name, self._names))
+
+
+def journal_names(campaign: str) -> dict[str, str]:
+    """The endpoint names the campaign's journal holds (read once; {} if unreadable)."""
+    import sqlite3
+    from gridxfer.campaign.journal import names, store
+    try:
+        conn = store.connect(store.journal_path(campaign), readonly=True)
+    except (OSError, sqlite3.Error, GridxferError):
+        return {}
+    try:
+        return names.read(conn)
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()

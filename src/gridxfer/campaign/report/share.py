@@ -140,33 +140,32 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     return ShareReport(t0, span, tuple(eps), out_bins)
 
 
-def _short(url: str, width: int = 18) -> str:
-    core = redact(url).split("://", 1)[-1].rstrip("/")
-    return core if len(core) <= width else "..." + core[-(width - 3):]
-
-
-def render_share(report: ShareReport) -> str:
-    """Totals per endpoint, then bytes% / sessions% per endpoint over time."""
+def render_share(report: ShareReport, names: dict[str, str] | None = None) -> str:
+    """Totals per endpoint, then bytes% / sessions% per endpoint over time; endpoints by
+    their names (``journal/names.py``), never cut."""
     if not report.endpoints:
         return "no attempts yet"
-    lines = [f"{'endpoint':<34} {'files':>6} {'bytes':>11} {'files%':>7} {'bytes%':>7} "
-             f"{'sess%':>6} {'rate':>11}  note"]
+    from gridxfer.campaign.journal.names import name_of
+    shown = {e.endpoint: redact(name_of(names or {}, e.endpoint)) for e in report.endpoints}
+    w = max(8, *(len(n) for n in shown.values()))
+    lines = [f"{'endpoint':<{w}} {'files':>6} {'bytes':>9} {'files%':>6} {'bytes%':>6} "
+             f"{'sess%':>5} {'rate':>11}  note"]
     for e in report.endpoints:
         note = "BLACK HOLE: sessions pile up, bytes do not" if e.blackhole else ""
         if e.failures:
             note = (note + "; " if note else "") + f"{e.failures} failed attempts"
-        lines.append(f"{redact(e.endpoint)[:34]:<34} {e.files:>6} {fmt_bytes(e.bytes):>11} "
-                     f"{e.share_files:>7.0%} {e.share_bytes:>7.0%} {e.share_sessions:>6.0%} "
-                     f"{fmt_rate(e.rate):>11}  {note}")
-    names = [e.endpoint for e in report.endpoints]
+        lines.append(f"{shown[e.endpoint]:<{w}} {e.files:>6} {fmt_bytes(e.bytes):>9} "
+                     f"{e.share_files:>6.0%} {e.share_bytes:>6.0%} {e.share_sessions:>5.0%} "
+                     f"{fmt_rate(e.rate):>11}  {note}".rstrip())
+    urls = [e.endpoint for e in report.endpoints]
+    cw = max(11, *(len(shown[u]) for u in urls))
     lines.append("")
     lines.append("share over time: bytes% / sessions% per endpoint")
-    lines.append(f"{'time':>15}  " + "  ".join(f"{_short(n):>18}" for n in names))
+    lines.append(f"{'time':>11}  " + "  ".join(f"{shown[u]:>{cw}}" for u in urls))
     for b in report.bins:
         tb = sum(b.bytes.values()) or 1
         ts = sum(b.sessions.values()) or 1
-        cells = [f"{b.bytes.get(n, 0) / tb:>8.0%} /{b.sessions.get(n, 0) / ts:>5.0%}"
-                 for n in names]
+        cells = [f"{b.bytes.get(u, 0) / tb:.0%} / {b.sessions.get(u, 0) / ts:.0%}" for u in urls]
         span = f"{fmt_duration(b.start)}-{fmt_duration(b.end)}"
-        lines.append(f"{span:>15}  " + "  ".join(f"{c:>18}" for c in cells))
+        lines.append(f"{span:>11}  " + "  ".join(f"{c:>{cw}}" for c in cells))
     return "\n".join(lines)

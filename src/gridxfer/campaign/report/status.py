@@ -93,8 +93,11 @@ def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
     if links:
         from gridxfer.campaign.policy.exclusions import current_exclusions
         from gridxfer.campaign.policy.optimizer import link_status
+        from gridxfer.campaign.journal.names import name_of, read as read_names
+        names = read_names(conn)
         link_rows = tuple(asdict(s) for s in link_status(conn))
-        excluded = tuple(asdict(e) for e in current_exclusions(conn))
+        excluded = tuple({**asdict(e), "endpoint": name_of(names, e.url)}
+                         for e in current_exclusions(conn))
     return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
                           _float(meta.get("created")), _float(meta.get("updated")), link_rows,
                           excluded, tape=tape_report(conn, time.time()))

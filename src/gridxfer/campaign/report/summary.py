@@ -14,16 +14,16 @@ import json
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gridxfer.errors import GridxferError, UsageError
-from gridxfer.redact import redact
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal import check as journalcheck
+from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.report.intervals import overlap
 from gridxfer.campaign.report.share import ShareReport, endpoint_share
 from gridxfer.campaign.report.tape import TapeReport, curves, tape_report
@@ -72,6 +72,7 @@ class Report:
     failed_files: tuple[dict, ...]
     tape: TapeReport | None = None      # tape tiers and staging (tape.py)
     job_metadata: Any = None      # FTS3's job_metadata from the campaign file, if any
+    names: dict[str, str] = field(default_factory=dict)  # endpoint URL -> name (journal/names.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,7 +118,8 @@ def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
     return Report(name, meta.get("state", "?"), t0, seconds, total, done, failed, nbytes,
                   nbytes / seconds if seconds > 0 else 0.0, links, endpoints,
                   _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files,
-                  tape_report(conn, time.time()), _metadata(meta))
+                  tape_report(conn, time.time()), _metadata(meta),
+                  endpoint_names.read(conn))
 
 
 def _metadata(meta: dict[str, str]) -> Any:
@@ -190,7 +192,7 @@ def _load_attempts(conn) -> dict[str, np.ndarray]:
 
 def timeline(name: str, points: int = 200) -> dict[str, Any]:
     """Throughput over time: {'t': seconds, 'aggregate': B/s, 'links': {tier: B/s},
-    'sessions': {endpoint: mean sessions}} from every ended attempt's bytes spread
+    'sessions': {endpoint name: mean sessions}} from every ended attempt's bytes spread
     evenly over its duration."""
     path = journal.journal_path(name)
     conn = journal.connect(path, readonly=True)
@@ -207,6 +209,7 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
             edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
             mids = ((edges[:-1] + edges[1:]) / 2 - t0).tolist()
             tape = curves(conn, t0, (edges[1:] - t0).tolist())    # by each bin's end
+            names = endpoint_names.read(conn)
     finally:
         conn.close()
     dur = np.maximum(a["e"] - a["s"], 1e-6)
@@ -219,7 +222,8 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
     return {"t": mids, "tape": tape,
             "aggregate": series(every, rate),
             "links": {t: series(a["tier"] == t, rate) for t in sorted(set(a["tier"]))},
-            "sessions": {e: series(a["ep"] == e, np.ones(len(rate))) for e in sorted(set(a["ep"]))}}
+            "sessions": {endpoint_names.name_of(names, e): series(a["ep"] == e, np.ones(len(rate)))
+                         for e in sorted(set(a["ep"]))}}
 
 
 def write_png(name: str, path: str | Path) -> Path:
@@ -244,7 +248,7 @@ def write_png(name: str, path: str | Path) -> Path:
     ax1.legend(loc="upper right", fontsize=8)
     ax1.set_ylim(bottom=0)
     for ep, ys in tl["sessions"].items():
-        ax2.plot(t, ys, lw=1.2, label=_short(ep))
+        ax2.plot(t, ys, lw=1.2, label=ep)
     ax2.set_ylabel("sessions in flight")
     axes[-1].set_xlabel("seconds since start")
     ax2.set_title("sessions per destination endpoint")
@@ -271,10 +275,3 @@ def write_png(name: str, path: str | Path) -> Path:
         plt.close(fig)
     return out
 
-
-def _short(url: str) -> str:
-    """A PNG label: redacted first (a cut URL would hide a password from ``redact``)."""
-    from urllib.parse import urlsplit
-    url = redact(url)
-    p = urlsplit(url)
-    return f"{p.scheme}://{p.netloc}{p.path.rstrip('/')}" if len(url) < 48 else f"{p.scheme}://{p.netloc}"

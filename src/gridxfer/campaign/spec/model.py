@@ -122,6 +122,7 @@ class CampaignSpec:
     activity: str = "default"               # FTS3's activity: the files' default
     activity_shares: tuple[tuple[str, float], ...] = ()   # each link's slots, by weight
     job_metadata: str | None = None         # FTS3's job_metadata, as canonical JSON
+    names: tuple[tuple[str, str], ...] = ()  # (URL, name): pool `name:`s and inventory names
     extra: dict = field(default_factory=dict, compare=False)
 
     def tier(self, name: str) -> TierSpec:
@@ -158,7 +159,8 @@ def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
         path=d.get("path", ""), inventory=d.get("inventory", False),
         priority=d.get("priority", 3), activity=d.get("activity", "default"),
         activity_shares=tuple((str(a), float(w)) for a, w in d.get("activity_shares", ())),
-        job_metadata=d.get("job_metadata"))
+        job_metadata=d.get("job_metadata"),
+        names=tuple((str(u), str(n)) for u, n in d.get("names", ())))
 
 
 def _token_of(d: dict[str, Any]) -> TokenSpec:

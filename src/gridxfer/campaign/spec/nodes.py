@@ -20,6 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from gridxfer.errors import GridxferError, SpecError, SpecErrors, UsageError
 from gridxfer.limits import Limit
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
+from gridxfer.campaign.journal.names import NAME_RE
 from gridxfer.campaign.spec.model import SCHEMES
 
 T = TypeVar("T")
@@ -28,6 +29,7 @@ T = TypeVar("T")
 class Checker:
     def __init__(self, path: str, resolver: Callable[[str], str] | None) -> None:
         self.path, self._resolver, self.used_inventory = path, resolver, False
+        self.names: dict[str, str] = {}     # URL -> the inventory name the file gave for it
         self._con = SafeConstructor()
         self.errors: list[SpecError] = []
 
@@ -149,8 +151,9 @@ class Checker:
 
     def url(self, node: Node, fieldname: str, directory: bool = True) -> str:
         text = self.string(node, fieldname)
+        named = None
         if "://" not in text:
-            text = self._endpoint_name(node, fieldname, text)
+            named, text = text.strip("/"), self._endpoint_name(node, fieldname, text)
         what = credential_in_url(text)
         if what:
             raise self.fail(node, fieldname, f"the URL {redact(text)!r} carries {what}: "
@@ -171,7 +174,28 @@ class Checker:
             raise self.fail(node, fieldname, f"URL {text!r} has no absolute path")
         if parts.query or parts.fragment or any(c.isspace() for c in text):
             raise self.fail(node, fieldname, f"URL {text!r} must not contain spaces, '?' or '#'")
-        return text if not directory or text.endswith("/") else text + "/"
+        url = text if not directory or text.endswith("/") else text + "/"
+        if named:
+            self.names[url] = named
+        return url
+
+    def given_name(self, node: Node, url: str, where: str) -> None:
+        """A pool entry's ``name:`` (``{url: ..., name: cnaf-se01}``), the name every view
+        shows for ``url`` (``journal/names.py``); its keys are checked by the caller."""
+        if not isinstance(node, MappingNode):
+            return
+        vnode = next((v for k, v in node.value
+                      if isinstance(k, ScalarNode) and k.value == "name"), None)
+        if vnode is None:
+            return
+        name = self.string(vnode, f"{where}.name")
+        if not NAME_RE.fullmatch(name):
+            raise self.fail(vnode, f"{where}.name", f"bad endpoint name {name!r}: use letters, "
+                                                    "digits, '.', '_' and '-' (max 48)")
+        other = next((u for u, n in self.names.items() if n == name and u != url), None)
+        if other is not None:
+            raise self.fail(vnode, f"{where}.name", f"{name!r} already names {redact(other)}")
+        self.names[url] = name
 
     def _endpoint_name(self, node: Node, fieldname: str, text: str) -> str:
         name, _, sub = text.partition("/")

@@ -111,7 +111,8 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
     return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,
                         retries=retries, timeout=timeout, overwrite=overwrite, third_party=tpc,
                         circuit_breaker=circuit, pool_down_wait=wait,
-                        path=c.path, inventory=c.used_inventory, **fts3)
+                        path=c.path, inventory=c.used_inventory, **fts3,
+                        names=tuple(sorted(c.names.items())))
 
 
 def _name(c: _Checker, node: Node) -> str:

@@ -123,6 +123,8 @@ def _pool(c: Checker, pnode: Node, where: str, base_dir: Path,
             continue
         p, ep_token = got
         u = c.check(partial(c.url, p, f"{where}[{j}]"), None)
+        if u is not None:
+            c.check(partial(c.given_name, entry, u, f"{where}[{j}]"), None)
         if u is not None and ep_token is not None:
             eps.append((u, ep_token))
         if u is None:

@@ -109,10 +109,10 @@ def _argv(c: Checker, node: Node, where: str) -> tuple[str, ...]:
 
 def pool_entry(c: Checker, node: Node, where: str,
                base_dir: Path) -> tuple[Node, TokenSpec | None]:
-    """A pool entry: a URL (or endpoint name), or ``{url: ..., token: ...}``: the URL's
-    node and the endpoint's own token source."""
+    """A pool entry: a URL (or endpoint name), or ``{url: ..., token: ..., name: ...}``: the
+    URL's node and the endpoint's own token source (``name``: ``Checker.given_name``)."""
     if isinstance(node, ScalarNode):
         return node, None
-    m = c.mapping(node, where, ("url", "token"), required=("url",))
+    m = c.mapping(node, where, ("url", "token", "name"), required=("url",))
     tok = token_spec(c, m["token"], f"{where}.token", base_dir) if "token" in m else None
     return m["url"], tok

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gridxfer.campaign.journal import names as jnames
 from gridxfer.campaign.journal import store as jr
 from gridxfer.errors import UsageError
 from gridxfer.monitoring.series import Point, Series, Window
@@ -77,8 +78,9 @@ class JournalSource:
 
     A sample covers ``[started, ended]`` with the attempt's bytes; an attempt still running
     covers ``[started, window end]`` with the bytes recorded so far (label ``state``
-    ``running``). ``endpoint`` is a glob (``root://se2*``) or an exact endpoint name;
-    ``tier`` exact."""
+    ``running``); label ``unit`` is the endpoint's journalled name (``journal/names.py``),
+    so perfdata labels are short and stable. ``endpoint`` is a glob or an exact endpoint
+    URL or name (``root://se2*``, ``t1a-*``); ``tier`` exact."""
 
     paths: tuple[Path, ...]
     endpoint: str | None = None
@@ -93,14 +95,17 @@ class JournalSource:
                 try:
                     rows = conn.execute(_QUERY, {"start": window.start,
                                                  "end": window.end}).fetchall()
+                    names = jnames.read(conn)
                 finally:
                     conn.close()
             except sqlite3.Error as exc:
                 raise UsageError(f"{path}: not a readable campaign journal ({exc})") from None
             for row in rows:
-                ep = str(row["endpoint"])
-                if self.endpoint and not (ep == self.endpoint
-                                          or fnmatch.fnmatchcase(ep, self.endpoint)):
+                url = str(row["endpoint"])
+                ep = jnames.name_of(names, url)
+                if self.endpoint and not any(x == self.endpoint
+                                             or fnmatch.fnmatchcase(x, self.endpoint)
+                                             for x in (ep, url)):
                     continue
                 if self.tier and row["tier"] != self.tier:
                     continue
