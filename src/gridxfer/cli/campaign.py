@@ -1,4 +1,5 @@
-"""`gridxfer campaign run|resume|cancel|status|report|list`: parse, call the core, render.
+"""`gridxfer campaign run|resume` (and the group: `cancel`, `verify`, `status`, `report`,
+`list` live in cli/campaign_*.py): parse, call the core, render.
 
 Exit codes come from gridxfer.errors only: PartialFailure (3) after rendering when some
 files failed, Interrupted (4) when stopped by Ctrl-C/SIGTERM (resumable).
@@ -7,15 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Callable
 
 import click
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 from gridxfer.errors import Interrupted, PartialFailure, UsageError
 from gridxfer.limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
@@ -31,18 +28,6 @@ def _echo_json(obj: Any) -> None:
 def _echo(text: str) -> None:
     """Every text line of these commands: journals of older versions may hold credentials."""
     click.echo(redact(text))
-
-
-def _console() -> Console:
-    from rich.console import Console       # imported on use: 50 ms of every start
-    con = Console(highlight=False)
-    return con if con.is_terminal else Console(highlight=False, width=200)
-
-
-def _num(x: float, step: float) -> str:
-    """x with as many decimals as the step between values needs."""
-    decimals = max(0, min(6, -int(math.floor(math.log10(step) + 1e-9)) if step > 0 else 0))
-    return f"{x:.{decimals}f}"
 
 
 @click.group(name="campaign")
@@ -204,7 +189,8 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
     from gridxfer.campaign import runner
     _check_selector(selector)
     if dry_run:
-        _render_status(runner.campaign_status(name), as_json, links=False)
+        from gridxfer.cli.campaign_status import render_status
+        render_status(runner.campaign_status(name), as_json, links=False)
         return
     _execute(name, lambda **k: runner.resume_campaign(
         name, retry_failed=retry_failed, retry_cancelled=retry_cancelled, **k),
@@ -217,136 +203,7 @@ def _check_selector(name: str | None) -> None:
         make_selector(name)
 
 
-@group.command("status")
-@click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-@click.option("--links", is_flag=True,
-              help="Current concurrency per link and the optimizer's reason.")
-def status_cmd(name: str, as_json: bool, links: bool) -> None:
-    """Files and bytes per state and tier of campaign NAME.
-
-    "in flight" counts files handed to a worker: moving data, being verified, or (small
-    files, dispatched ahead in bundles) waiting for one of the link's max_active slots.
-    The live view of `campaign run` shows the running ones and the queued ones apart."""
-    from gridxfer.campaign.runner import campaign_status
-    _render_status(campaign_status(name, links=links), as_json, links)
-
-
-def _render_status(st, as_json: bool, links: bool) -> None:
-    if as_json:
-        _echo_json(st.to_dict())
-        return
-    total = sum(st.files.values())
-    f = st.files
-    _echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
-               f"{f.get('failed', 0)} failed, {f.get('active', 0)} in flight, "
-               f"{f.get('pending', 0)} pending; {fmt_bytes(st.bytes.get('done', 0))} of "
-               f"{fmt_bytes(sum(st.bytes.values()))}")
-    for tier, by in sorted(st.tiers.items()):
-        _echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
-    if st.tape is not None:
-        from gridxfer.campaign.report.tape import render as render_tape
-        for line in render_tape(st.tape):
-            _echo(f"  {line}")
-    if links:
-        if not st.links:
-            _echo("  (no optimizer decisions journalled yet)")
-        for ln in st.links:
-            _echo(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
-                       f"{ln['decisions']} decisions)")
-        for ex in st.excluded:
-            until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
-                     if ex["until"] else "")
-            _echo(f"  excluded {ex['tier']} {ex['endpoint']}: {ex['reason']}{until}")
-
-
-@group.command("report")
-@click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--png", "png", type=click.Path(dir_okay=False), default=None,
-              help="Write a throughput timeline PNG to this file.")
-def report_cmd(name: str, as_json: bool, png: str | None) -> None:
-    """Throughput statistics per link and endpoint, distribution, shares over time."""
-    from gridxfer.campaign.report.summary import build_report, write_png
-    rep = build_report(name)
-    out = str(write_png(name, png)) if png else None
-    if as_json:
-        d = rep.to_dict()
-        d["png"] = out
-        _echo_json(d)
-        return
-    _render_report(rep)
-    if out:
-        _echo(f"timeline: {out}")
-
-
-def _render_report(rep) -> None:
-    con = _console()
-    con.print(f"[bold]campaign {rep.name}[/] ({rep.state}): {rep.files_done}/{rep.files_total} "
-              f"files, {rep.files_failed} failed, {fmt_bytes(rep.bytes_done)} in "
-              f"{fmt_duration(rep.seconds)}, aggregate {fmt_rate(rep.rate)}")
-    if rep.job_metadata is not None:
-        con.print(redact(f"job_metadata: {json.dumps(rep.job_metadata, sort_keys=True)}"),
-                  markup=False, highlight=False)
-    from rich.table import Table
-    from gridxfer.campaign.journal.names import name_of
-    for title, groups in (("per link", rep.links), ("per destination endpoint", rep.endpoints)):
-        t = Table(title=title, title_justify="left")
-        for col in ("link" if title == "per link" else "endpoint", "files", "failed", "bytes",
-                    "mean", "min", "max", "stddev", "failed attempts"):
-            t.add_column(col, justify="left" if col in ("link", "endpoint", "failed attempts")
-                         else "right")
-        for g in groups:
-            t.add_row(g.key if title == "per link" else name_of(rep.names, g.key),
-                      str(g.files_done),
-                      str(g.files_failed), fmt_bytes(g.bytes),
-                      fmt_rate(g.mean_rate), fmt_rate(g.min_rate), fmt_rate(g.max_rate),
-                      fmt_rate(g.stddev_rate),
-                      ", ".join(f"{k} {v}" for k, v in sorted(g.failures.items())) or "-")
-        con.print(t)
-    if rep.histogram:
-        t = Table(title="per-transfer throughput distribution", title_justify="left")
-        for col in ("MB/s", "transfers", "%", ""):
-            t.add_column(col, justify="right" if col != "" else "left")
-        for b in rep.histogram:
-            step = (b.high - b.low) / 1e6
-            t.add_row(f"{_num(b.low / 1e6, step)} - {_num(b.high / 1e6, step)}", str(b.count),
-                      f"{100 * b.share:.1f}", "#" * round(40 * b.share))
-        con.print(t)
-    if rep.share.endpoints:
-        from gridxfer.campaign.report.share import render_share
-        con.print("[bold]share per destination endpoint[/]")
-        con.print(redact(render_share(rep.share, rep.names)), markup=False, highlight=False)
-    if rep.tape is not None:
-        from gridxfer.campaign.report.tape import render as render_tape
-        for line in render_tape(rep.tape):
-            con.print(line, markup=False, highlight=False)
-    for f in rep.failed_files[:20]:
-        con.print(redact(f"FAILED {f['tier']} {printable(f['name'])}: {f['error_class']}: "
-                         f"{f['error_msg']}"),
-                  markup=False)
-
-
-@group.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
-def list_cmd(as_json: bool) -> None:
-    """Campaign journals under $GRIDXFER_HOME/campaigns."""
-    from gridxfer.campaign.runner import list_campaigns
-    items = list_campaigns()
-    if as_json:
-        _echo_json([s.to_dict() for s in items])
-        return
-    if not items:
-        _echo("no campaigns")
-    for s in items:
-        if s.state == "unreadable":
-            click.echo(f"{s.name:24} {s.state:12} {s.error}")
-            continue
-        total = sum(s.files.values())
-        _echo(f"{s.name:24} {s.state:12} {s.files.get('done', 0)}/{total} done, "
-                   f"{s.files.get('failed', 0)} failed  {s.journal}")
-
-
 # Imported for its side effect: it registers `campaign cancel` on this group.
 from gridxfer.cli import campaign_cancel  # noqa: E402, F401
 from gridxfer.cli import campaign_verify  # noqa: E402, F401  (`campaign verify`)
+from gridxfer.cli import campaign_status  # noqa: E402, F401  (`status`, `report`, `list`)
