@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 # protocol -> (source endpoint, destination endpoint) in the default local grid
 ENDPOINTS = {"root": ("t0-xrd", "t1a-xrd1"), "gsiftp": ("t0-gsiftp", "t1a-gsiftp"),
-             "ftp": ("t1b-ftp", "t1b-ftp")}
+             "ftp": ("t1b-ftp", "t1b-ftp"), "davs": ("t0-xrd", "t1a-xrd1")}   # XrdHttp, TLS
 # (source protocol, destination protocol, third party, expected mover)
 ROUTES = [
     ("file", "file", False, "gfal2"),
@@ -44,6 +44,13 @@ ROUTES = [
     ("root", "gsiftp", False, "spool"),
     ("gsiftp", "root", False, "spool"),
     ("ftp", "gsiftp", False, "gfal2"),
+    ("file", "davs", False, "davs"),
+    ("davs", "file", False, "davs"),
+    ("davs", "davs", False, "davs"),
+    ("davs", "davs", True, "davs"),
+    ("root", "davs", False, "davs"),
+    ("davs", "root", False, "davs"),
+    ("gsiftp", "davs", False, "davs"),
 ]
 # 1 stream is a campaign's default and takes other paths than several (the GridFTP route)
 STREAMS = [1, 2]
@@ -92,7 +99,8 @@ class Place:
             self.endpoint = None
         else:
             self.endpoint = ENDPOINTS[proto][0 if role == "src" else 1]
-            self.base = grid.endpoints[self.endpoint].url + self.sub
+            ep = grid.endpoints[self.endpoint]
+            self.base = (ep.davs_url if proto == "davs" else ep.url) + self.sub
 
     def url(self, name: str) -> str:
         return self.base + name
@@ -106,7 +114,8 @@ class Place:
         if self.proto == "file":
             self.path(name).write_bytes(data)
             return self.url(name)
-        return localgrid.put_local(self.grid, self.endpoint, self.sub + name, data)
+        localgrid.put_local(self.grid, self.endpoint, self.sub + name, data)
+        return self.url(name)
 
 
 class Route:
@@ -121,6 +130,8 @@ class Route:
     def ran(self, out) -> None:
         """``out`` came from the implementation this route and stream count should take."""
         impl, mode = implementation(self.src.proto, self.dst.proto, self.expected, self.streams)
+        if impl == "davs":      # HTTP-TPC pulls by default; anything else goes through here
+            mode = "http-tpc-pull" if self.tpc else "davs-streamed"
         assert out.mover == impl, out
         assert not mode or out.mode == mode, out
 
@@ -212,7 +223,7 @@ def test_gridftp_one_stream_reuses_sessions(local_grid, tmp_path, sproto, dproto
     assert not dst.path("bad1").exists() or os.listdir(dst.path("bad1")) == []
 
 
-@pytest.mark.parametrize("proto", ["file", "root", "gsiftp", "ftp"])
+@pytest.mark.parametrize("proto", ["file", "root", "gsiftp", "ftp", "davs"])
 def test_stat_listdir_checksum(proto, local_grid, tmp_path):
     place = Place(local_grid, proto, "src", tmp_path)
     place.put("a.dat", PAYLOAD)

@@ -34,8 +34,13 @@ root            as is; ``?`` refused   XrdCl never decodes ``%XX`` (``a%3Fb`` is
                                        first ``?``, decodes nothing)
 gsiftp, ftp     percent-encoded        globus_url_parse and gfal2 decode ``%XX`` and
                                        refuse a raw ``#`` or non-ASCII byte
-anything else   percent-encoded        RFC 3986 (https, davs): ``register`` a scheme
-                                       whose tools read it differently
+davs, https     percent-encoded;       davix sends the path as given; XrdHttp decodes
+                ``?`` refused          ``%XX`` (``+`` stays ``+``), then cuts at a
+                                       decoded ``?`` as at CGI (``a%3Fb`` writes ``a``).
+                                       Its MOVE does not decode ``Destination``:
+                                       ``davs.py`` writes an encoded name in place
+anything else   percent-encoded        ``register`` a scheme whose tools read it
+                                       differently
 =============== ====================== ==============================================
 
 Percent-encoding keeps ASCII letters, digits, ``-._~+=,@`` and ``/``: a plain name
@@ -62,7 +67,8 @@ class Protocol:
 LITERAL = Protocol(decodes=False)
 ENCODED = Protocol(decodes=True)
 PROTOCOLS: dict[str, Protocol] = {"file": LITERAL, "root": Protocol(False, "?"),
-                                  "gsiftp": ENCODED, "ftp": ENCODED}
+                                  "gsiftp": ENCODED, "ftp": ENCODED,
+                                  "davs": Protocol(True, "?"), "https": Protocol(True, "?")}
 
 _PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*"
                     r"(?:/[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*)*")
@@ -109,13 +115,11 @@ def quote_name(scheme: str, name: str, *, check: bool = True) -> str:
     if check:
         check_name(name)
     proto = protocol(scheme)
-    if proto.decodes:
-        return quote(name, safe="/+=,@")
     if check:
         for ch in proto.refuses:
             if ch in name:
                 raise bad_name(name, f"{scheme}:// cannot carry {ch!r} in a path")
-    return name
+    return quote(name, safe="/+=,@") if proto.decodes else name
 
 
 def join_url(base: str, name: str, *, check: bool = True) -> str:
@@ -175,6 +179,8 @@ def check_url(url: str) -> None:
         name = unquote(part) if proto.decodes else part
         if name in (".", "..") or (proto.decodes and "/" in name):
             raise bad_name(url, "path component escapes its directory")
+        if proto.decodes and proto.refuses and any(ch in name for ch in proto.refuses):
+            raise bad_name(url, f"{scheme}:// cannot carry {proto.refuses!r} in a path")
         if proto.decodes and _CONTROL.search(name):
             raise bad_name(url, "control character")
 
@@ -202,6 +208,11 @@ def _real_dir(path: str) -> str:
 
 def _collapse(path: str) -> str:
     return re.sub("/+", "/", path)
+
+
+def encoded(url: str) -> bool:
+    """The URL's path holds a percent-encoded character (its name is not plain)."""
+    return "%" in url.partition("://")[2]
 
 
 def gfal_url(url: str) -> str:

@@ -6,6 +6,8 @@
                                        gridxfer's own client or gfal2 (movers/gridftp/mover.py)
   gsiftp / ftp <-> gsiftp / ftp        gfal2 native GridFTP (server to server, nbstreams)
   root <-> gsiftp / ftp                spool: two native legs through a local file
+  davs / https <-> file, root, gsiftp,  gfal2's HTTP plugin, streamed through this host;
+    ftp, davs / https                  davs/https -> davs/https with third_party: HTTP-TPC
   anything else gfal2 can do           gfal2 streamed copy (1 stream; reported as such)
 ``mover_for(url)`` gives the mover for stat / listdir / checksum / unlink / mkdir / space.
 Built-in movers are imported the first time a copy or URL needs them (routes.py): the
@@ -81,7 +83,8 @@ def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Mover
             return _live(mover)
     if third_party:
         raise UsageError(f"third-party copy is not possible from {pair[0]}:// to {pair[1]}:// "
-                         f"({src_url} -> {dst_url}); TPC needs gsiftp/ftp or root on both ends")
+                         f"({src_url} -> {dst_url}); TPC needs gsiftp/ftp, root or davs/https "
+                         "on both ends")
     raise UsageError(f"no mover can copy {src_url} -> {dst_url}")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from gridxfer.movers.base import Mover, Pairs
 
 GRIDFTP = frozenset({"gsiftp", "ftp"})
+HTTP = frozenset({"davs", "https"})
 _GFAL_SCHEMES = frozenset({"gsiftp", "ftp", "root", "file"})
 
 
@@ -54,6 +55,13 @@ GFAL = Route("gridxfer.movers.gfal.mover", "GfalMover", _GFAL_SCHEMES,
              frozenset((a, b) for a in _GFAL_SCHEMES for b in _GFAL_SCHEMES),
              frozenset((a, b) for a in GRIDFTP for b in GRIDFTP),
              metadata_for=("gsiftp", "ftp", "file"))
+# davs/https with anything gfal2 reads, streamed through this host (gfal2's HTTP plugin);
+# davs/https -> davs/https also as HTTP-TPC (movers/gfal/davs.py, httptpc.py)
+_HTTP_PEERS = frozenset({"file", "root", *GRIDFTP, *HTTP})
+DAVS = Route("gridxfer.movers.gfal.davs", "DavsMover", HTTP,
+             frozenset({(a, b) for a in _HTTP_PEERS for b in HTTP}
+                       | {(b, a) for a in _HTTP_PEERS for b in HTTP}),
+             frozenset((a, b) for a in HTTP for b in HTTP), metadata_for=tuple(sorted(HTTP)))
 
-BUILTINS = (XROOTD, GRIDFTP_LOCAL, SPOOL, GFAL)     # priority order (registry docstring)
+BUILTINS = (XROOTD, GRIDFTP_LOCAL, SPOOL, DAVS, GFAL)     # priority order (registry docstring)
 GRIDFTP_IMPLEMENTATIONS = (GRIDFTP_NATIVE, GRIDFTP_GFAL, GUC)     # chosen by GRIDFTP_LOCAL

@@ -45,8 +45,8 @@ def test_third_party_refused_for_impossible_pairs(src, dst):
 
 
 def test_unknown_scheme_names_the_url():
-    with pytest.raises(UsageError, match=r"unsupported URL scheme 'https': https://x/y"):
-        get_mover("https://x/y", R)
+    with pytest.raises(UsageError, match=r"unsupported URL scheme 's3': s3://x/y"):
+        get_mover("s3://x/y", R)
     with pytest.raises(UsageError, match=r"s3://b/k"):
         mover_for("s3://b/k")
     with pytest.raises(UsageError):

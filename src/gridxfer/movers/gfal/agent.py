@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -102,8 +103,13 @@ def stop_all() -> None:
 
 
 def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None,
-         nbstreams: int) -> None:
-    """Third-party copy ``src`` -> ``dst`` by this thread's child; TransferError on failure."""
+         nbstreams: int, *, http: dict | None = None, stall: float | None = None) -> None:
+    """Third-party copy ``src`` -> ``dst`` by this thread's child; TransferError on failure.
+
+    ``http``: an HTTP-TPC (httptpc.py): ``{"mode": "3rd pull" | "3rd push", "creds":
+    [[url prefix, token], ...]}``; the tokens reach the child on its stdin only.
+    ``stall``: seconds without progress (GridFTP: bytes; HTTP: performance markers) after
+    which the child is killed and the copy fails as TIMEOUT (retried by the scheduler)."""
     what = f"{src} -> {dst}"
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
@@ -112,6 +118,8 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
         agent = _local.agent = _Agent()
     request = {"src": src, "dst": dst, "nbstreams": nbstreams,
                "timeout": max(1, int(params.timeout)), "tcp_buffer": int(params.tcp_buffer or 0)}
+    if http is not None:
+        request["http"] = http
     stdin = agent.proc.stdin
     assert stdin is not None                    # stdin=PIPE
     try:
@@ -120,11 +128,17 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
     except OSError:
         _local.agent = None
         raise agent.died(what) from None
+    moved, moved_at = -1, time.monotonic()
     while True:
         if params.cancel is not None and params.cancel.is_set():
             _local.agent = None
             agent.kill()
             raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled")
+        if stall is not None and time.monotonic() - moved_at > stall:
+            _local.agent = None
+            agent.kill()
+            raise TransferError(ErrorClass.TIMEOUT, f"{what}: stalled: no progress for "
+                                f"{stall:g} s (at {max(moved, 0)} bytes)")
         try:
             line = agent.lines.get(timeout=POLL)
         except queue.Empty:
@@ -138,8 +152,11 @@ def copy(src: str, dst: str, params: TransferParams, progress: ProgressFn | None
             agent.stderr.append(line)
             continue
         if "progress" in reply:
+            done = int(reply["progress"])
+            if done > moved:
+                moved, moved_at = done, time.monotonic()
             if progress is not None:
-                progress(int(reply["progress"]), None)
+                progress(done, None)
         elif reply.get("ok"):
             return
         else:
@@ -179,6 +196,18 @@ def main() -> int:
 
     for line in sys.stdin:
         req = json.loads(line)
+        http = req.get("http")
+        if http is not None:            # HTTP-TPC: this request's mode and tokens only
+            ctx.cred_clean()
+            for prefix, token in http.get("creds", []):
+                ctx.cred_set(prefix, ctx.cred_new("BEARER", token))
+            ctx.set_opt_string("HTTP PLUGIN", "DEFAULT_COPY_MODE", http["mode"])
+            ctx.set_opt_boolean("HTTP PLUGIN", "ENABLE_STREAM_COPY", False)
+            ctx.set_opt_boolean("HTTP PLUGIN", "ENABLE_FALLBACK_TPC_COPY", False)
+            ctx.set_opt_boolean("HTTP PLUGIN", "RETRIEVE_BEARER_TOKEN", False)
+            # no X.509 delegation: XrdHttpTPC refuses gfal2's "Credential: gridsite", which
+            # gfal2 sends when the remote side has no token (an anonymous server)
+            ctx.set_opt_string_list("HTTP PLUGIN", "HEADERS", ["Credential: none"])
         tp = copy_parameters(ctx, timeout=req["timeout"], nbstreams=int(req["nbstreams"]),
                              tcp_buffer=req.get("tcp_buffer"),
                              progress=lambda done, _total: emit({"progress": done}))
@@ -187,6 +216,9 @@ def main() -> int:
             emit({"ok": True})
         except gfal2.GError as exc:
             emit({"error": {"code": exc.code, "message": exc.message}})
+        finally:
+            if http is not None:
+                ctx.cred_clean()
     return 0
 
 
