@@ -90,13 +90,13 @@ def verify(path: Path) -> None:
             if not need <= have:
                 raise JournalUnusable(f"{path}: not a gridxfer journal: table {table} lacks "
                                       f"{', '.join(sorted(need - have))}")
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:   # a damaged name in the schema
         raise error(path, exc) from None
     finally:
         conn.close()
 
 
-def error(path: Path | str, exc: sqlite3.Error) -> GridxferError:
+def error(path: Path | str, exc: sqlite3.Error | UnicodeDecodeError) -> GridxferError:
     """One line for a SQLite error on journal ``path``, exit 1 or 2 as the module says."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     if "full" in text.lower():

@@ -66,8 +66,9 @@ class TapeReport:
 def tape_tiers(conn: sqlite3.Connection) -> dict[str, float]:
     """{tier: archive timeout} from the spec the journal keeps."""
     spec = _spec(conn)
-    return {t["name"]: t["archive_timeout"] for t in spec.get("destinations", ())
-            if t.get("archive_timeout")}
+    return {str(t.get("name")): float(t["archive_timeout"])
+            for t in _dicts(spec.get("destinations"))
+            if isinstance(t.get("archive_timeout"), int | float) and t["archive_timeout"] > 0}
 
 
 def tape_report(conn: sqlite3.Connection, now: float) -> TapeReport | None:
@@ -75,7 +76,8 @@ def tape_report(conn: sqlite3.Connection, now: float) -> TapeReport | None:
     if not migrate.has_tape(conn):
         return None
     tiers = tape_tiers(conn)
-    staged = bool(_spec(conn).get("source", {}).get("bring_online"))
+    source = _spec(conn).get("source")
+    staged = isinstance(source, dict) and bool(source.get("bring_online"))
     if not tiers and not staged:
         return None
     return TapeReport(tuple(_tier(conn, t, timeout, now) for t, timeout in sorted(tiers.items())),
@@ -127,11 +129,18 @@ def spread(sorted_values: list[float]) -> Spread | None:
 
 
 def _spec(conn: sqlite3.Connection) -> dict[str, Any]:
-    row = conn.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+    """The spec the journal keeps, or {} when it is missing or damaged (a report reads
+    damaged journals too: undecodable text, JSON nested past the recursion limit, a list)."""
     try:
-        return json.loads(row[0]) if row else {}
-    except ValueError:
+        row = conn.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+        spec = json.loads(row[0]) if row else {}
+    except (ValueError, TypeError, RecursionError, sqlite3.Error):
         return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def curves(conn: sqlite3.Connection, t0: float, t: list[float]) -> dict[str, dict[str, list]]:
