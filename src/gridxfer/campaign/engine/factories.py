@@ -49,7 +49,7 @@ def tape_factory_for(ops_for: OpsFactory) -> Callable[[str], object | None]:
                 ops = ops_for(url)
             except Exception:  # noqa: BLE001 - no mover for it: it cannot ask
                 return None
-            cache[key] = getattr(capabilities_of(ops), "tape", None)
+            cache[key] = capabilities_of(ops).tape
         return cache[key]
     return tape_for
 

@@ -1,0 +1,213 @@
+"""Campaigns that finish on tape, on a real tape-backed xrootd (testbed/tapexrd.py: XRootD's
+prepare plugin answering ``query prepare`` over the EMULATED drives), through the real
+root:// TapeOps (movers/xrootd/tape.py). Small files, fast drives: each test in seconds.
+
+- a campaign to a tape-backed tier completes only after migration (the drives migrate a
+  file once unmodified for MIN_AGE: the journal's on_tape comes after that);
+- a tier whose files never migrate fails them with ``archive_timeout``, and the storage
+  indeed still has them on disk only;
+- a tape source (migrated and purged: offline) is staged in bulk, then copied;
+- kill -9 while files are archiving, then resume: every file on tape, verified, none
+  copied twice.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from gridxfer.campaign import runner
+from gridxfer.movers import capabilities_of, mover_for
+from gridxfer.movers.tape import Residency
+from gridxfer.testbed.gridspec import ServerSpec
+from gridxfer.testbed.tapexrd import TapeSpec
+
+pytestmark = pytest.mark.integration
+
+KiB = 1024
+MIN_AGE = 3.0
+NAME = "t1-tape"
+
+
+def drives(min_age: float, purge: bool = False) -> TapeSpec:
+    return TapeSpec(drives=2, rate=100e6, mount=0.1, position=0.01, min_age=min_age,
+                    purge=purge, max_session=2.0)
+
+
+def adler(data: bytes) -> str:
+    return f"{zlib.adler32(data) & 0xFFFFFFFF:08x}"
+
+
+def sources(tmp_path: Path, n: int = 6, size: int = 256 * KiB) -> dict[str, bytes]:
+    src = tmp_path / "src"
+    src.mkdir()
+    out = {}
+    for i in range(n):
+        data = os.urandom(size + i)
+        (src / f"f{i}.dat").write_bytes(data)
+        out[f"f{i}.dat"] = data
+    return out
+
+
+def campaign(tmp_path: Path, name: str, source_url: str, pool: str, *, files: str,
+             archive: str = "", staging: str = "") -> Path:
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(f"""\
+campaign: {name}
+source:
+  url: "{source_url}"
+  files: {files}
+{staging}destinations:
+  - tier: T1
+    pool: ["{pool}"]
+    max_active: 3
+{archive}retries: {{max: 1, backoff: 0.2s}}
+timeout: 60s
+""")
+    return spec
+
+
+def rows(home: Path, name: str) -> list[sqlite3.Row]:
+    conn = sqlite3.connect(f"file:{home}/campaigns/{name}.sqlite?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute("SELECT * FROM files ORDER BY name").fetchall()
+    finally:
+        conn.close()
+
+
+def residency(urls: list[str]) -> dict[str, Residency]:
+    tape = capabilities_of(mover_for(urls[0])).tape
+    assert tape is not None
+    return {u: s.residency for u, s in tape.archive_status(urls).items()}
+
+
+def cta_sessions(ep) -> str:
+    return Path(ep.tape_log).read_text() if Path(ep.tape_log).exists() else ""
+
+
+def test_a_campaign_to_a_tape_tier_completes_only_after_migration(make_grid, gridxfer_home,
+                                                                  tmp_path):
+    inv = make_grid([ServerSpec(NAME, "xrootd", "T1", tape=drives(MIN_AGE))])
+    ep = inv.endpoints[NAME]
+    data = sources(tmp_path)
+    base = ep.url + "camp/"
+    spec = campaign(tmp_path, "totape", f"file://{tmp_path}/src/", base, files='{glob: "*.dat"}',
+                    archive="    archive: {timeout: 60s}\n")
+    res = runner.run_campaign(spec)
+    assert (res.state, res.files_done, res.files_failed) == ("done", len(data), 0)
+    got = rows(gridxfer_home, "totape")
+    for r in got:
+        assert r["state"] == "done" and r["checksum"] == adler(data[r["name"]])
+        # the drives take a file once unmodified for MIN_AGE; copied is taken after the
+        # file was closed (so after its last change): on tape cannot come sooner
+        assert r["on_tape"] - r["copied"] >= MIN_AGE - 0.5, dict(r)
+    urls = [base + n for n in data]
+    assert set(residency(urls).values()) == {Residency.ON_TAPE}
+    assert 'mountType="ArchiveForUser"' in cta_sessions(ep)
+
+
+def test_files_not_migrated_in_time_fail_archive_timeout(make_grid, gridxfer_home, tmp_path):
+    inv = make_grid([ServerSpec(NAME, "xrootd", "T1", tape=drives(3600.0))])   # never, here
+    ep = inv.endpoints[NAME]
+    data = sources(tmp_path, n=3)
+    base = ep.url + "late/"
+    spec = campaign(tmp_path, "late", f"file://{tmp_path}/src/", base, files='{glob: "*.dat"}',
+                    archive="    archive: {timeout: 3s}\n")
+    res = runner.run_campaign(spec)
+    assert (res.state, res.files_done, res.files_failed) == ("partial", 0, 3)
+    got = rows(gridxfer_home, "late")
+    assert {(r["state"], r["error_class"]) for r in got} == {("failed", "archive_timeout")}
+    assert all(r["on_tape"] is None for r in got)
+    # the storage agrees: copied, verified, still on disk only
+    assert set(residency([base + n for n in data]).values()) == {Residency.DISK_ONLY}
+
+
+def test_a_tape_source_is_staged_then_copied(make_grid, gridxfer_home, tmp_path):
+    inv = make_grid([ServerSpec(NAME, "xrootd", "T1", tape=drives(0.5, purge=True))])
+    ep = inv.endpoints[NAME]
+    data = {f"s{i}.dat": os.urandom(128 * KiB + i) for i in range(5)}
+    store = Path(ep.data_dir) / "raw"
+    store.mkdir(parents=True)
+    for n, d in data.items():
+        (store / n).write_bytes(d)
+    if os.geteuid() == 0:
+        from gridxfer.testbed.xrootd import chown_tree
+        chown_tree(Path(ep.data_dir), inv.extra["service_user"])
+    urls = [ep.url + "raw/" + n for n in data]
+    deadline = time.monotonic() + 30
+    while set(residency(urls).values()) != {Residency.TAPE_ONLY}:     # migrated and purged
+        assert time.monotonic() < deadline, residency(urls)
+        time.sleep(0.2)
+    listed = "[" + ", ".join(f"{{name: {n}, size: {len(d)}}}" for n, d in data.items()) + "]"
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    spec = campaign(tmp_path, "staged", ep.url + "raw/", f"file://{dst}/", files=listed,
+                    staging="  bring_online: {timeout: 60s, pin_lifetime: 10m}\n")
+    res = runner.run_campaign(spec)
+    assert (res.state, res.files_done, res.files_failed) == ("done", len(data), 0)
+    for n, d in data.items():
+        assert (dst / n).read_bytes() == d
+    conn = sqlite3.connect(f"file:{gridxfer_home}/campaigns/staged.sqlite?mode=ro", uri=True)
+    late = conn.execute("SELECT count(*) FROM attempts a JOIN files f ON f.id = a.file_id "
+                        "WHERE a.started < f.staged OR f.staged IS NULL").fetchone()[0]
+    assert late == 0                                   # every copy began once online
+    assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == len(data)
+    deadline = time.monotonic() + 15                   # the recall session's line, at its end
+    while "mountType=\"Retrieve\"" not in cta_sessions(ep):
+        assert time.monotonic() < deadline, cta_sessions(ep)
+        time.sleep(0.2)
+
+
+def test_kill9_while_archiving_then_resume_ends_all_on_tape_and_verified(make_grid,
+                                                                         gridxfer_home,
+                                                                         tmp_path):
+    inv = make_grid([ServerSpec(NAME, "xrootd", "T1", tape=drives(3600.0))])   # held on disk
+    ep = inv.endpoints[NAME]
+    data = sources(tmp_path, n=5)
+    base = ep.url + "k9/"
+    spec = campaign(tmp_path, "k9", f"file://{tmp_path}/src/", base, files='{glob: "*.dat"}',
+                    archive="    archive: {timeout: 10m}\n")
+    env = dict(os.environ, GRIDXFER_HOME=str(gridxfer_home))
+    proc = subprocess.Popen([sys.executable, "-m", "gridxfer", "campaign", "run", "--quiet",
+                             str(spec)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "files never reached archiving"
+            db = gridxfer_home / "campaigns" / "k9.sqlite"
+            if db.exists() and [r["state"] for r in rows(gridxfer_home, "k9")].count(
+                    "archiving") == len(data):
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert {r["state"] for r in rows(gridxfer_home, "k9")} == {"archiving"}
+    urls = [base + n for n in data]
+    assert set(residency(urls).values()) == {Residency.DISK_ONLY}
+    for u in urls:                      # the drives may take them now
+        path = inv.local_path(u)
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    res = runner.resume_campaign("k9")
+    assert (res.state, res.files_done, res.files_failed) == ("done", len(data), 0)
+    got = rows(gridxfer_home, "k9")
+    assert all(r["state"] == "done" and r["on_tape"] for r in got)
+    assert all(r["attempts"] == 1 for r in got)        # nothing copied twice
+    assert set(residency(urls).values()) == {Residency.ON_TAPE}
+    for n, d in data.items():
+        assert inv.local_path(base + n).read_bytes() == d
+        assert next(r for r in got if r["name"] == n)["checksum"] == adler(d)
