@@ -13,7 +13,7 @@ DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 # the "Import direction" list of the map, top to bottom
 LAYERS = [
     ("cli",),
-    ("campaign.runner", "campaign.cancel", "campaign.verify"),
+    ("campaign.runner", "campaign.cancel", "campaign.verify", "campaign.reload"),
     ("campaign.engine",),
     ("campaign.report", "campaign.spec"),
     ("campaign.accounting",),

@@ -14,6 +14,7 @@ touched to the end: one runner per campaign.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -29,15 +30,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import store as journal
-from gridxfer.campaign.journal.check import JournalUnusable
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
 from gridxfer.campaign.engine.recovery import recover, sweep  # noqa: F401  (recover re-exported for callers)
 from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerResult
-from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_from_dict, spec_to_dict
+from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
+from gridxfer.campaign import reload as reload_mod
+from gridxfer.campaign.reload import journal_spec as _journal_spec
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
     CampaignStatus, _alive, campaign_status, list_campaigns)
@@ -74,6 +76,8 @@ class CampaignResult:
     cleaned: int | None = None  # resume: temporary/partial files of earlier runs removed
     cancelled: int = 0          # files `campaign cancel` took out (failed, class cancelled)
     paused: str = ""            # interrupted: why its tiers waited for a token (no token in it)
+    edited: dict[str, Any] | None = None    # resume: the campaign file's edits (reload.py)
+    reloaded: bool = False      # resume --reload applied them
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,10 +225,13 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
 
 def resume_campaign(name: str, *, mover_factory: Callable | None = None,
                     ops_factory: Callable | None = None, retry_failed: bool = False,
-                    retry_cancelled: bool = False, **kw: Any) -> CampaignResult:
+                    retry_cancelled: bool = False, reload: bool = False,
+                    **kw: Any) -> CampaignResult:
     """Recover what a killed or interrupted run left (attempts, temporary files), then run
     what is pending. ``retry_failed``: failed files again (cancelled ones included);
-    ``retry_cancelled``: the files `campaign cancel` marked."""
+    ``retry_cancelled``: the files `campaign cancel` marked. An edited campaign file is
+    compared with the journal's spec (``reload.py``); ``reload`` applies its safe changes
+    and refuses the file whole if any other is there."""
     path = journal.journal_path(name)
     if not path.exists():
         raise UsageError(f"no such campaign journal: {path}")
@@ -233,6 +240,9 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
         try:
             meta = journal.get_meta(conn)
             spec = _journal_spec(path, meta)
+            edited = reload_mod.edits(name, meta, spec, reload)
+            if reload and edited is not None:
+                spec = reload_mod.apply(conn, name, edited)
             prepare_environment(spec)
             swept = sweep(conn, spec, mover_factory, ops_factory)
             again = 0
@@ -246,20 +256,10 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
                               removed=swept.removed, retry_failed=again)
         finally:
             conn.close()
-        return _execute(path, spec, recovered=swept.recovered, cleaned=swept.removed,
-                        mover_factory=mover_factory, ops_factory=ops_factory, **kw)
-
-
-def _journal_spec(path: Path, meta: dict[str, str]) -> CampaignSpec:
-    """The campaign spec stored in a journal, or one line saying why there is none."""
-    if "spec" not in meta:
-        raise JournalUnusable(f"{path}: the journal holds no campaign spec; "
-                              f"start it again with `gridxfer campaign run FILE --replace`")
-    try:
-        return spec_from_dict(json.loads(meta["spec"]))
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        raise JournalUnusable(f"{path}: the journal's campaign spec is damaged "
-                              f"({type(exc).__name__}: {str(exc)[:80]})") from None
+        res = _execute(path, spec, recovered=swept.recovered, cleaned=swept.removed,
+                       mover_factory=mover_factory, ops_factory=ops_factory, **kw)
+    return dataclasses.replace(res, edited=edited.to_dict() if edited else None,
+                               reloaded=bool(reload and edited))
 
 
 def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | None = None,

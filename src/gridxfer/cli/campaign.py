@@ -113,8 +113,13 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
                           f"continue with: gridxfer campaign resume {result.name}")
     failed = result.files_failed - result.cancelled
     if failed:
-        raise PartialFailure(f"{failed} of {result.files_total} files failed "
-                             f"(details: gridxfer campaign report {result.name})")
+        exists = sum(1 for f in result.failures if f.error_class == "exists")
+        raise PartialFailure(
+            f"{failed} of {result.files_total} files failed "
+            f"(details: gridxfer campaign report {result.name})"
+            + (f"; {exists} exist at the destination: set `overwrite: true` in the campaign "
+               f"file, then `gridxfer campaign resume {result.name} --reload --retry-failed`"
+               if exists else ""))
     if result.cancelled:
         raise PartialFailure(f"{result.cancelled} of {result.files_total} files are cancelled; "
                              f"run them with: gridxfer campaign resume {result.name} "
@@ -179,22 +184,45 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, selector: str 
               help="Also retry files that failed for good (cancelled ones included).")
 @click.option("--retry-cancelled", is_flag=True,
               help="Run the files `gridxfer campaign cancel` took out.")
+@click.option("--reload", "reload", is_flag=True,
+              help="Apply the campaign file's safe edits (overwrite, retries, timeout, "
+                   "concurrency, tokens); refuse the file if it has others.")
 @_alert_options
 def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_run: bool,
-               retry_failed: bool, retry_cancelled: bool, **kw: Any) -> None:
+               retry_failed: bool, retry_cancelled: bool, reload: bool, **kw: Any) -> None:
     """Continue campaign NAME after an interruption or a crash.
 
     First removes what earlier runs left at the destinations (temporary names, partial
-    files) and says how many; a crashed run's transfers are checked and kept or redone."""
-    from gridxfer.campaign import runner
+    files) and says how many; a crashed run's transfers are checked and kept or redone.
+    An edited campaign file is shown (what changed); --reload applies it."""
+    from gridxfer.campaign import reload as edits, runner
     _check_selector(selector)
+    if not as_json:
+        _show_edits(edits.campaign_edits(name), name, reload)
     if dry_run:
         from gridxfer.cli.campaign_status import render_status
         render_status(runner.campaign_status(name), as_json, links=False)
         return
     _execute(name, lambda **k: runner.resume_campaign(
-        name, retry_failed=retry_failed, retry_cancelled=retry_cancelled, **k),
+        name, retry_failed=retry_failed, retry_cancelled=retry_cancelled, reload=reload, **k),
         quiet=quiet, as_json=as_json, kw=kw, selector=selector)
+
+
+def _show_edits(edited, name: str, reload: bool) -> None:
+    """What changed in the campaign file since the journal was planned (reload.py)."""
+    if edited is None or (reload and edited.refused):    # refused: the error lists them
+        return
+    if edited.error:
+        _echo(f"campaign file {edited.path} was edited but cannot be read: {edited.error}")
+        return
+    _echo(f"campaign file {edited.path} changed since the journal was planned:")
+    for c in edited.changes:
+        _echo(f"  {c.line()}")
+    if reload:
+        _echo("  applied (--reload)")
+    else:
+        _echo(f"  not applied: `gridxfer campaign resume {name} --reload` applies them"
+              + (" once the refused ones are undone" if edited.refused else ""))
 
 
 def _check_selector(name: str | None) -> None:
