@@ -77,6 +77,12 @@ timeout: 60s
 
     assert main(["campaign", "resume", "--quiet", "c-verify"]) == 0
     capsys.readouterr()
+    from gridxfer.campaign.journal.lock import CampaignLock
+    with CampaignLock("c-verify"):          # a runner holds it: --fix refuses, verify reads
+        assert main(["campaign", "verify", "c-verify", "--fix"]) == 2
+        assert "already being run" in capsys.readouterr().err
+        assert main(["campaign", "verify", "c-verify", "--tier", "T1A"]) == 0
+    capsys.readouterr()
     assert main(["campaign", "verify", "c-verify"]) == 0
     assert "6 match, 0 missing, 0 different" in capsys.readouterr().out
 

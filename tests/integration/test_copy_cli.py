@@ -125,3 +125,33 @@ def test_bad_input_is_one_line_and_exit_2(gridxfer_home, capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and needle in err and "s3cret" not in err
+
+
+def test_ctrl_c_leaves_nothing_partial(make_grid, tmp_path):
+    """SIGINT during a download from a throttled xrootd: exit 4, and neither the file nor
+    its temporary name is left in the destination directory."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from gridxfer.testbed.localgrid import ServerSpec
+    inv = make_grid([ServerSpec("slow", "xrootd", "T0", throttle=2e6)])
+    src = put_local(inv, "slow", "big.dat", os.urandom(40 << 20))      # ~20 s at 2 MB/s
+    dst = tmp_path / "out"
+    dst.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "gridxfer", "copy", src, str(dst) + "/"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60
+        while not any(p.stat().st_size > 0 for p in dst.iterdir()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 4, (out, err)
+    assert "interrupted" in err and "Traceback" not in err
+    assert list(dst.iterdir()) == []
