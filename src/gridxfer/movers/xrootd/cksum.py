@@ -32,7 +32,8 @@ from XRootD.client.flags import QueryCode
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import normalise_adler32
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.urls import url_path, with_user
+from gridxfer.movers.urls import with_user
+from gridxfer.movers.xrootd.authz import xpath
 
 SLOTS = max(1, int(os.environ.get("GRIDXFER_XRD_CHECKSUM_SLOTS", "2")))
 
@@ -97,7 +98,7 @@ def _query(url: str, timeout: float) -> bytes:
         server = server_of(url)
         fs = xrd.FileSystem(with_user(server, f"gxck{slot}") if slot else server)
         for attempt in range(1 + _PROGRAM_FAILED_RETRIES):
-            status, reply = fs.query(QueryCode.CHECKSUM, url_path(url),
+            status, reply = fs.query(QueryCode.CHECKSUM, xpath(url),
                                      timeout=max(1, int(timeout)))
             # kXR_ServerError 3012 "Program failed": xrootd's checksum job ended without a
             # result (seen under concurrent queries); asking again computes it afresh.

@@ -35,6 +35,7 @@ from gridxfer.movers.integrity import (LocalOps, check_destination_sum, checksum
 from gridxfer.movers.names import check_url, join_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrootd.parallel import _SLOTS
+from gridxfer.movers.xrootd.authz import as_auth, bearer, with_cgi, xpath, xurl
 from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, client as xrd
 from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_download
@@ -72,13 +73,13 @@ class XRootDMover(XRootDTapeOps):
             raise transfer_error(status, url, side=side)
 
     def stat(self, url: str) -> Entry:
-        status, info = self._fs(url).stat(url_path(url), timeout=_CONNECT_TIMEOUT * 3)
+        status, info = self._fs(url).stat(xpath(url), timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, url)
         return Entry(url=url, size=int(info.size), is_dir=bool(info.flags & StatInfoFlags.IS_DIR),
                      pending=bool(info.flags & StatInfoFlags.POSC_PENDING))
 
     def listdir(self, url: str) -> list[Entry]:
-        status, listing = self._fs(url).dirlist(url_path(url), DirListFlags.STAT,
+        status, listing = self._fs(url).dirlist(xpath(url), DirListFlags.STAT,
                                                 timeout=_CONNECT_TIMEOUT * 6)
         self._check(status, url)
         return [Entry(url=join_url(url, e.name, check=False), size=int(e.statinfo.size),
@@ -90,22 +91,23 @@ class XRootDMover(XRootDTapeOps):
         return xrd_adler32(url)     # one query per URL, own channel (xrdcksum.py)
 
     def unlink(self, url: str) -> None:
-        status, _ = self._fs(url).rm(url_path(url), timeout=_CONNECT_TIMEOUT * 3)
+        status, _ = self._fs(url).rm(xpath(url), timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, url, side="destination")
 
     def mkdir(self, url: str) -> None:
-        status, _ = self._fs(url).mkdir(url_path(url).rstrip("/") or "/", MkDirFlags.MAKEPATH,
+        status, _ = self._fs(url).mkdir(with_cgi(url_path(url).rstrip("/") or "/", url),
+                                        MkDirFlags.MAKEPATH,
                                         timeout=_CONNECT_TIMEOUT * 3)
         if not status.ok and status.errno != 3018:  # kXR_ItExists
             raise transfer_error(status, url, side="destination")
 
     def rename(self, src: str, dst: str) -> None:
-        status, _ = self._fs(dst).mv(url_path(src), url_path(dst), timeout=_CONNECT_TIMEOUT * 3)
+        status, _ = self._fs(dst).mv(xpath(src), url_path(dst), timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, dst, side="destination")
 
     def space(self, url: str) -> tuple[int, int]:
         """(free, total) bytes of the server's space (``query space``)."""
-        status, reply = self._fs(url).query(QueryCode.SPACE, url_path(url),
+        status, reply = self._fs(url).query(QueryCode.SPACE, xpath(url),
                                             timeout=_CONNECT_TIMEOUT * 3)
         self._check(status, url, side="destination")
         text = reply.decode(errors="replace").strip("\x00")
@@ -130,6 +132,14 @@ class XRootDMover(XRootDTapeOps):
         if params.third_party and pair not in self.tpc_pairs:
             raise UsageError(f"third-party copy needs root:// on both ends: {src} -> {dst}")
 
+        try:
+            with bearer(params.tokens, src, dst):
+                return self._copy(src, dst, pair, params, progress)
+        except TransferError as exc:
+            raise as_auth(exc, params.tokens) from None
+
+    def _copy(self, src: str, dst: str, pair: tuple[str, str], params: TransferParams,
+              progress: ProgressFn | None) -> TransferOutcome:
         if pair == ("file", "root") and not params.third_party and posc_honoured(dst):
             try:
                 return self._direct_upload(src, dst, params, progress)
@@ -204,7 +214,7 @@ class XRootDMover(XRootDTapeOps):
             return _parallel_download(src, local_path(tmp), max(1, int(params.streams)), params,
                                       progress), "xrdcl"
         target = tmp if scheme_of(tmp) == "root" else xrdcl_local(tmp)
-        source = src if scheme_of(src) == "root" else xrdcl_local(src)
+        source = xurl(src) if scheme_of(src) == "root" else xrdcl_local(src)
         # No byte for stall_timeout() s -> cancel (xrdwatch.py); a TPC copy reports no
         # progress while the destination pulls, so only its deadline applies.
         stall = params.timeout if tpc else stall_timeout()
@@ -213,6 +223,7 @@ class XRootDMover(XRootDTapeOps):
         if scheme_of(tmp) == "root" and not tpc:
             login, release = _own_channel()
             target = with_user(tmp, login)
+        target = xurl(target) if scheme_of(tmp) == "root" else target
         try:
             return self._classic_copy(source, target, src, tmp, params, handler)
         finally:

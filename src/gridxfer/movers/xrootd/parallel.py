@@ -15,6 +15,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import with_user
+from gridxfer.movers.xrootd.authz import xurl
 
 CHUNK = 8 << 20
 READ_TIMEOUT = 60
@@ -104,7 +105,7 @@ def parallel_download(src: str, path: str, streams: int, params: TransferParams,
     try:
         for i in range(streams):
             handle = xrd.File()
-            status, _ = handle.open(with_user(src, f"gx{slot}p{i}"), OpenFlags.READ,
+            status, _ = handle.open(xurl(with_user(src, f"gx{slot}p{i}")), OpenFlags.READ,
                                     timeout=READ_TIMEOUT)
             if not status.ok:
                 raise transfer_error(status, src)

@@ -50,7 +50,8 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.urls import url_path, with_user
+from gridxfer.movers.urls import with_user
+from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.watch import stall_timeout, stop_reason
 
@@ -192,7 +193,8 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
             login, release = own_channel()
             target = with_user(dst, login)
         handle = xrd.File()
-        status, _ = handle.open(target, FLAGS, timeout=max(1, int(min(stall, params.timeout))))
+        status, _ = handle.open(xurl(target), FLAGS,
+                                timeout=max(1, int(min(stall, params.timeout))))
         if not status.ok:
             raise transfer_error(status, what, side="destination")
         closed = False
@@ -245,7 +247,7 @@ def _probe_posc(dst: str) -> None:
         if server in _posc:
             return
         _posc[server] = True            # one probe per server, even with concurrent uploads
-    status, info = xrd.FileSystem(server).stat(url_path(dst), timeout=CLEANUP_TIMEOUT)
+    status, info = xrd.FileSystem(server).stat(xpath(dst), timeout=CLEANUP_TIMEOUT)
     if status.ok and not info.flags & StatInfoFlags.POSC_PENDING:
         _posc[server] = False
 
@@ -253,7 +255,7 @@ def _probe_posc(dst: str) -> None:
 def _discard(handle: xrd.File, dst: str, closed: bool) -> None:
     """Remove what this upload created at ``dst`` (a closed POSC file is permanent)."""
     with contextlib.suppress(Exception):        # best effort; the original error wins
-        xrd.FileSystem(server_of(dst)).rm(url_path(dst), timeout=CLEANUP_TIMEOUT)
+        xrd.FileSystem(server_of(dst)).rm(xpath(dst), timeout=CLEANUP_TIMEOUT)
     if not closed:
         with contextlib.suppress(Exception):
             handle.close(timeout=CLEANUP_TIMEOUT)

@@ -1,0 +1,229 @@
+"""Campaigns with bearer tokens on real XRootD 5.5.3 servers with ztn and the SciTokens
+plugin (the testbed's t2-tok1: root:// needs a WLCG token; scopes relative to /data).
+
+Each campaign runs as `gridxfer campaign run` in a child process, its token in a 0600 file
+named in the campaign file. Right scopes succeed; a read-only token and no token fail
+every file as `auth`, none of it written; an expiring token pauses the tier until the file
+is refreshed, without a failed file; and the token's signature appears in no output,
+log, journal or state file, and in no process's arguments or environment."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gridxfer.testbed import localgrid
+from gridxfer.testbed import tokens as tok_mod
+from gridxfer.testbed.localgrid import AUTH_SERVERS, LocalGridSpec
+
+pytestmark = pytest.mark.integration
+
+FILES = {f"f{i}.dat": os.urandom(200_000 + i) for i in range(4)}
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory, grid_ca):
+    home = tmp_path_factory.mktemp("tok-grid-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRIDXFER_HOME", str(home))
+        inv = localgrid.up(LocalGridSpec(servers=AUTH_SERVERS, gsi=grid_ca,
+                                         owner_pid=os.getpid()))
+        try:
+            yield dataclasses.replace(inv, extra={**inv.extra, "home": str(home)})
+        finally:
+            localgrid.down()
+
+
+@pytest.fixture(scope="module")
+def issuer(grid):
+    return tok_mod.load_issuer(Path(grid.extra["issuer"]))
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, data in FILES.items():
+        (src / name).write_bytes(data)
+    return src
+
+
+def write_token(path: Path, token: str) -> None:
+    tmp = path.with_name(path.name + ".new")
+    tmp.touch(mode=0o600)
+    tmp.write_text(token + "\n")
+    os.replace(tmp, path)
+
+
+def campaign_file(tmp_path: Path, name: str, src: Path, dst: str, token: str | None) -> Path:
+    tok = f"\n    token: {{file: {token}, base: /data}}" if token else ""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"""campaign: {name}
+source: {{url: "file://{src}/", files: {{glob: "*.dat"}}}}
+destinations:
+  - tier: T2
+    pool: ["{dst}"]
+    max_active: 2{tok}
+retries: {{max: 2, backoff: 1s}}
+""")
+    return path
+
+
+def env_for(grid, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("BEARER_TOKEN", "BEARER_TOKEN_FILE", "XDG_RUNTIME_DIR")}
+    env.update(grid.client_env())
+    env["GRIDXFER_HOME"] = str(home)
+    env["XDG_RUNTIME_DIR"] = str(home)          # no bt_u<uid> in it: discovery finds none
+    return env
+
+
+def gridxfer(env, *args, timeout=180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gridxfer", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+def on_disk(grid, rel: str) -> Path:
+    return Path(grid.endpoints["t2-tok1"].data_dir) / rel
+
+
+def test_a_token_with_the_right_scopes_copies_every_file(grid, issuer, source, tmp_path):
+    tok = tmp_path / "tok"
+    write_token(tok, tok_mod.mint(issuer, ["storage.create:/ok", "storage.read:/ok"]))
+    spec = campaign_file(tmp_path, "tok-ok", source, grid.resolve("t2-tok1/ok/"), str(tok))
+    res = gridxfer(env_for(grid, tmp_path / "home"), "campaign", "run", str(spec), "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    for name, data in FILES.items():
+        assert on_disk(grid, f"ok/{name}").read_bytes() == data
+
+
+@pytest.mark.parametrize("scopes", [("storage.read:/",), None], ids=["read-only", "no-token"])
+def test_a_read_only_token_or_none_fails_each_file_as_auth(grid, issuer, source, tmp_path,
+                                                           scopes):
+    tok = tmp_path / "tok"
+    if scopes:
+        write_token(tok, tok_mod.mint(issuer, list(scopes)))
+    name = "tok-ro" if scopes else "tok-none"
+    spec = campaign_file(tmp_path, name, source, grid.resolve(f"t2-tok1/{name}/"),
+                         str(tok) if scopes else None)
+    env = env_for(grid, tmp_path / "home")
+    res = gridxfer(env, "campaign", "run", str(spec), "--quiet")
+    assert res.returncode == 3, res.stdout + res.stderr
+    rep = json.loads(gridxfer(env, "campaign", "report", name, "--json").stdout)
+    text = json.dumps(rep)
+    assert '"auth"' in text, text[:2000]
+    db = sqlite3.connect(tmp_path / "home" / "campaigns" / f"{name}.sqlite")
+    rows = db.execute("SELECT state, error_class, attempts, error_msg FROM files").fetchall()
+    assert {r[:3] for r in rows} == {("failed", "auth", 1)}, rows   # never retried
+    if scopes:
+        assert all("lacks storage.create:/tok-ro/" in r[3] for r in rows), rows
+    assert not any(on_disk(grid, name).glob("*")) if on_disk(grid, name).exists() else True
+
+
+def test_an_expiring_token_file_is_refreshed_mid_campaign_without_a_failed_file(
+        grid, issuer, source, tmp_path):
+    tok = tmp_path / "tok"
+    scopes = ["storage.create:/exp", "storage.read:/exp"]
+    write_token(tok, tok_mod.mint(issuer, scopes, lifetime=20))    # shorter than any transfer needs
+    spec = campaign_file(tmp_path, "tok-exp", source, grid.resolve("t2-tok1/exp/"), str(tok))
+    home = tmp_path / "home"
+    journal = home / "campaigns" / "tok-exp.sqlite"
+    refreshed = threading.Event()
+
+    def refresh():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if journal.exists():
+                try:
+                    db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
+                    paused = db.execute("SELECT count(*) FROM events WHERE kind='tier_paused'"
+                                        ).fetchone()[0]
+                    db.close()
+                except sqlite3.Error:
+                    paused = 0
+                if paused:
+                    write_token(tok, tok_mod.mint(issuer, scopes, lifetime=3600))
+                    refreshed.set()
+                    return
+            time.sleep(0.1)
+
+    t = threading.Thread(target=refresh, daemon=True)
+    t.start()
+    res = gridxfer(env_for(grid, home), "campaign", "run", str(spec), "--quiet")
+    t.join(5)
+    assert refreshed.is_set()
+    assert res.returncode == 0, res.stdout + res.stderr
+    db = sqlite3.connect(journal)
+    assert db.execute("SELECT state, count(*) FROM files GROUP BY state").fetchall() == [
+        ("done", len(FILES))]
+    assert db.execute("SELECT count(*) FROM attempts WHERE status != 'ok'").fetchone()[0] == 0
+    kinds = [r[0] for r in db.execute("SELECT kind FROM events WHERE kind LIKE 'tier_%'")]
+    assert kinds == ["tier_paused", "tier_resumed"]
+    for name, data in FILES.items():
+        assert on_disk(grid, f"exp/{name}").read_bytes() == data
+
+
+def _scan_processes(sig: str, found: list[str], stop: threading.Event) -> None:
+    """Every process's arguments and environment, until ``stop``: where ``sig`` shows."""
+    while not stop.is_set():
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            for what in ("cmdline", "environ"):
+                try:
+                    data = Path(f"/proc/{pid}/{what}").read_bytes()
+                except OSError:
+                    continue
+                if sig.encode() in data:
+                    found.append(f"{pid}/{what}")
+        time.sleep(0.02)
+
+
+def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer, source,
+                                                                   tmp_path):
+    good, ro = tmp_path / "tok", tmp_path / "tok-ro"
+    write_token(good, good_tok := tok_mod.mint(issuer, ["storage.create:/g", "storage.read:/g"]))
+    write_token(ro, ro_tok := tok_mod.mint(issuer, ["storage.read:/"]))
+    sigs = [good_tok.split(".")[2], ro_tok.split(".")[2]]
+    home = tmp_path / "home"
+    env = env_for(grid, home)
+    found: list[str] = []
+    stop = threading.Event()
+    scanners = [threading.Thread(target=_scan_processes, args=(s, found, stop), daemon=True)
+                for s in sigs]
+    for t in scanners:
+        t.start()
+    outputs = []
+    try:
+        for name, tok, rel in (("grep-ok", good, "g/"), ("grep-ro", ro, "r/")):
+            spec = campaign_file(tmp_path, name, source, grid.resolve(f"t2-tok1/{rel}"),
+                                 str(tok))
+            log = tmp_path / f"{name}.log"
+            outputs.append(gridxfer(env, "-vv", "--log-file", str(log), "campaign", "run",
+                                    str(spec), "--json"))
+            for cmd in (("campaign", "report", name, "--json"),
+                        ("campaign", "status", name, "--json"), ("campaign", "report", name),
+                        ("campaign", "status", name, "--links")):
+                outputs.append(gridxfer(env, *cmd))
+    finally:
+        stop.set()
+        for t in scanners:
+            t.join(5)
+    assert [o.returncode for o in outputs[:1]] == [0], outputs[0].stderr
+    assert outputs[5].returncode == 3 and "auth" in outputs[5].stdout + outputs[5].stderr
+    texts = [o.stdout + o.stderr for o in outputs]
+    files = [p for p in (*home.rglob("*"), *tmp_path.glob("*.log")) if p.is_file()]
+    assert len([p for p in files if p.suffix == ".sqlite"]) == 2
+    for sig in sigs:
+        assert not any(sig in t for t in texts)
+        leaked = [str(p) for p in files if sig.encode() in p.read_bytes()]
+        assert not leaked, leaked
+    assert not found, found
