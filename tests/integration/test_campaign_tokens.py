@@ -227,3 +227,25 @@ def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer,
         leaked = [str(p) for p in files if sig.encode() in p.read_bytes()]
         assert not leaked, leaked
     assert not found, found
+
+
+def test_root_to_root_with_a_token_per_side(grid, issuer, tmp_path):
+    """The source's token reads only /rsrc, the destination's writes only /rdst: each
+    request must carry its own side's token (the ztn login holds one of them only)."""
+    for name, data in FILES.items():
+        localgrid.put_local(grid, "t2-tok1", f"rsrc/{name}", data)
+    src_tok, dst_tok = tmp_path / "src.tok", tmp_path / "dst.tok"
+    write_token(src_tok, tok_mod.mint(issuer, ["storage.read:/rsrc"]))
+    write_token(dst_tok, tok_mod.mint(issuer, ["storage.create:/rdst", "storage.read:/rdst"]))
+    spec = tmp_path / "rr.yaml"
+    spec.write_text(f"""campaign: tok-rr
+source: {{url: "{grid.resolve('t2-tok1/rsrc/')}", files: {{glob: "*.dat"}},
+          token: {{file: {src_tok}, base: /data}}}}
+destinations:
+  - tier: T2
+    pool: [{{url: "{grid.resolve('t2-tok2/rdst/')}", token: {{file: {dst_tok}, base: /data}}}}]
+""")
+    res = gridxfer(env_for(grid, tmp_path / "home"), "campaign", "run", str(spec), "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    for name, data in FILES.items():
+        assert (Path(grid.endpoints["t2-tok2"].data_dir) / "rdst" / name).read_bytes() == data

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.engine.credentials import Credentials
+from gridxfer.movers import tokens as movers_tokens
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
@@ -140,7 +142,8 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
         meta.update([endpoint_names.meta_item(endpoint_names.assign(
             [spec.source.url, *(u for t in spec.destinations for u in t.pool)],
             dict(spec.names)))])
-        count = journal.plan(conn, meta, rows)
+        with source_tokens(spec):           # the listing carries the source's token
+            count = journal.plan(conn, meta, rows)
         if count == 0:
             raise _no_files(spec)
     except BaseException:
@@ -150,6 +153,11 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
     conn.close()
     log.info("campaign %s planned: %d files in %s", spec.name, count, path)
     return path, count
+
+
+def source_tokens(spec: CampaignSpec) -> contextlib.AbstractContextManager:
+    """This thread's requests to the source's server carry the source's token."""
+    return movers_tokens.using(Credentials(spec).source_token(), spec.source.url, "")
 
 
 def _entries(spec: CampaignSpec) -> Iterable[DatasetEntry]:
@@ -202,9 +210,10 @@ def _no_files(spec: CampaignSpec) -> UsageError:
 
 def dry_run(spec: CampaignSpec) -> CampaignResult:
     n = size = 0
-    for e in expand(spec.source):
-        n += 1
-        size += e.size
+    with source_tokens(spec):
+        for e in expand(spec.source):
+            n += 1
+            size += e.size
     if n == 0:
         raise _no_files(spec)          # where `run` would stop, the dry run stops too
     k = len(spec.destinations)

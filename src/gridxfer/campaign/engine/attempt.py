@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
+from gridxfer.movers import tokens as tokens_mod
 from gridxfer.movers.base import Mover, TransferParams, capabilities_of, normalise_adler32
 from gridxfer.campaign.engine.jobs import Job, Result
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
@@ -18,9 +19,17 @@ def run_attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
                 acct: Accounting, clock: Callable[[], float],
                 on_data_done: Callable[[], None] | None = None) -> Result:
     """Copy ``job.src_url`` to ``job.dst_url``; never raises."""
-    mover: Mover | None = None
     if job.refusal is not None:
         return Result(job, None, ErrorClass.AUTH, first_line(job.refusal), clock())
+    with tokens_mod.using(job.tokens, job.src_url, job.dst_url):    # for ops_for's calls too
+        return _attempt(job, spec, tier, mover_for, ops_for, acct, clock, on_data_done)
+
+
+def _attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
+             mover_for: Callable[[str, str], Mover], ops_for: Callable[[str], object | None],
+             acct: Accounting, clock: Callable[[], float],
+             on_data_done: Callable[[], None] | None) -> Result:
+    mover: Mover | None = None
     try:
         names.check_transfer(job.name, spec.source.url, job.src_url, job.endpoint, job.dst_url)
         mover = mover_for(job.src_url, job.dst_url)

@@ -105,6 +105,14 @@ class Credentials:
             return Grant()
         return Grant(TokenPair(src=found["source"], dst=found["destination"]))
 
+    def source_token(self) -> TokenPair | None:
+        """The source's token for listing it (no lifetime asked); TokenError if a
+        configured source gives none."""
+        if self.spec.source.url.partition(":")[0].lower() not in TOKEN_SCHEMES:
+            return None
+        tok = self._token(self.spec.source.token, 0.0)
+        return TokenPair(src=tok.value) if tok is not None else None
+
     def _token(self, ts: TokenSpec | None, need: float) -> Token | None:
         """The token of ``ts`` valid for ``need`` seconds; None when the implicit discovery
         (``ts`` None) finds none, or nothing that parses as a token. TokenError: no token,

@@ -31,9 +31,9 @@ from urllib.parse import quote
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import TokenPair
+from gridxfer.movers.tokens import token_for, using
 from gridxfer.movers.urls import url_path
 
-_local = threading.local()
 _lock = threading.Lock()
 _login: dict[str, str] = {}         # "dir", "file", "token": the private login token file
 
@@ -41,34 +41,22 @@ _login: dict[str, str] = {}         # "dir", "file", "token": the private login 
 @contextmanager
 def bearer(tokens: TokenPair | None, src: str, dst: str) -> Iterator[None]:
     """Within the block, this thread's requests to ``src``'s and ``dst``'s servers carry
-    their side's token."""
-    by_server: dict[str, str] = {}
-    if tokens is not None:
-        for url, tok in ((src, tokens.src), (dst, tokens.dst)):
-            if tok and "://" in url and not url.startswith("file:"):
-                by_server[_host(url)] = tok
-        if by_server:
+    their side's token (``movers.tokens.using``); the ztn login token follows."""
+    with using(tokens, src, dst) as by_host:
+        if by_host and tokens is not None:
             login_token(tokens.dst or tokens.src or "")
-    before = getattr(_local, "tokens", None)
-    _local.tokens = by_server
-    try:
         yield
-    finally:
-        _local.tokens = before
 
 
 def _cgi(url: str) -> str:
-    tokens: dict[str, str] | None = getattr(_local, "tokens", None)
-    if not tokens or "://" not in url or url.startswith("file:"):
+    if "://" not in url or url.startswith("file:"):
         return ""
-    tok = tokens.get(_host(url))
-    return f"authz={quote('Bearer ' + tok, safe='')}" if tok else ""
-
-
-def _host(url: str) -> str:
-    """host:port of a URL, without a login name (channels differ by login, tokens do not)."""
-    netloc = url.split("://", 1)[1].split("/", 1)[0]
-    return netloc.rpartition("@")[2].lower()
+    tok = token_for(url)
+    if not tok:
+        return ""
+    if "token" not in _login:
+        login_token(tok)    # a request outside a copy (a listing): its token logs in
+    return f"authz={quote('Bearer ' + tok, safe='')}"
 
 
 def xpath(url: str) -> str:

@@ -45,6 +45,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.xrootd.authz import xurl
 from gridxfer.movers.xrootd.env import client as xrd
 from gridxfer.movers.xrootd.upload import FLAGS, Upload, _discard, _probe_posc
 from gridxfer.movers.xrootd.watch import stall_timeout
@@ -109,7 +110,7 @@ def _read_source(src: str, stall: float, what: str) -> _Source:
     """The whole source (open, the open's cached stat, one read, close); TooLarge if it
     has more than RELAY_MAX bytes."""
     f = xrd.File()
-    status, _ = f.open(src, OpenFlags.READ, timeout=max(1, int(stall)))
+    status, _ = f.open(xurl(src), OpenFlags.READ, timeout=max(1, int(stall)))
     if not status.ok:
         raise transfer_error(status, src)
     try:
@@ -150,7 +151,7 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
                             f"{src}: source adler32 {source.adler32} != expected {expected}")
     handle = xrd.File()
     bundled_close(handle)
-    opened = _send(handle.open, dst, FLAGS, timeout=tmo)
+    opened = _send(handle.open, xurl(dst), FLAGS, timeout=tmo)
     status = opened.wait(wait + 5, params, what)
     if not status.ok:
         raise transfer_error(status, what, side="destination")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -41,11 +42,11 @@ def test_the_login_token_file_is_private_and_set_once(monkeypatch):
     monkeypatch.setattr(authz, "_login", {})
     authz.login_token("A.B.C")
     path = os.environ["BEARER_TOKEN_FILE"]
-    assert open(path).read() == "A.B.C\n"
+    assert Path(path).read_text() == "A.B.C\n"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
     authz.login_token("D.E.F")
-    assert os.environ["BEARER_TOKEN_FILE"] == path and open(path).read() == "D.E.F\n"
+    assert os.environ["BEARER_TOKEN_FILE"] == path and Path(path).read_text() == "D.E.F\n"
     assert "D.E.F" not in os.environ.values()
 
 

@@ -1,0 +1,54 @@
+"""The bearer tokens of what this thread is doing now, by server (host:port), for the
+movers' metadata operations and copies that have no ``TransferParams`` (``stat``,
+``listdir``, ``checksum``...): ``using`` sets them for a block, ``token_for`` reads them.
+A campaign plans its source listing inside ``using`` with the source's token; the XRootD
+mover sets each copy's pair (``movers.xrootd.authz``). Nothing here logs or shows a token.
+
+API::
+
+    with using(TokenPair(src=tok), "root://se.example//data/", ""):
+        mover.listdir("root://se.example//data/")      # asks token_for(url)
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from gridxfer.movers.base import TokenPair
+
+_local = threading.local()
+
+
+def host_of(url: str) -> str:
+    """host:port of a URL, without a login name (XRootD channels differ by login name,
+    tokens do not)."""
+    if "://" not in url:
+        return ""
+    netloc = url.split("://", 1)[1].split("/", 1)[0]
+    return netloc.rpartition("@")[2].lower()
+
+
+@contextmanager
+def using(tokens: TokenPair | None, src: str, dst: str) -> Iterator[dict[str, str]]:
+    """Within the block, this thread's requests to ``src``'s and ``dst``'s servers carry
+    their side's token (an empty URL: none for that side)."""
+    by_host: dict[str, str] = {}
+    if tokens is not None:
+        for url, tok in ((src, tokens.src), (dst, tokens.dst)):
+            if tok and url and not url.startswith("file:"):
+                by_host[host_of(url)] = tok
+    before = getattr(_local, "tokens", None)
+    _local.tokens = by_host
+    try:
+        yield by_host
+    finally:
+        _local.tokens = before
+
+
+def token_for(url: str) -> str | None:
+    """This thread's token for ``url``'s server, if any."""
+    tokens: dict[str, str] | None = getattr(_local, "tokens", None)
+    if not tokens or url.startswith("file:"):
+        return None
+    return tokens.get(host_of(url))
