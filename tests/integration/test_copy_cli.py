@@ -27,14 +27,14 @@ def payload(tmp_path):
 
 
 def _dir_of(inv, endpoint: str, sub: str):
-    return inv.local_path(inv.endpoints[endpoint].url + sub)
+    return inv.local_path(inv.resolve(f"{endpoint}/{sub}"))
 
 
 def _leftovers(directory) -> list[str]:
     return [n for n in os.listdir(directory) if ".gxpart-" in n] if directory.exists() else []
 
 
-@pytest.mark.parametrize("endpoint", ["t1a-xrd1", "t1a-gsiftp"])
+@pytest.mark.parametrize("endpoint", ["t1a-xrd1", "t1a-gsiftp", "t1a-davs1"])
 def test_upload_by_endpoint_name_into_a_directory(local_grid, local_grid_home, payload,
                                                   capsys, endpoint):
     path, data = payload

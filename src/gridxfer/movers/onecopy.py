@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import (Cancel, ProgressFn, TransferOutcome, TransferParams,
                                   capabilities_of, normalise_adler32)
+from gridxfer.movers.names import join_url, listed_name
 from gridxfer.movers.integrity import LocalOps, checksum_policy, destination_exists, exists
 from gridxfer.movers.registry import get_mover, mover_for
 from gridxfer.movers.urls import scheme_of, split_dir
@@ -104,8 +105,9 @@ def destinations(srcs: Sequence[str], dst: str) -> list[tuple[str, str]]:
                          f"({redact(dst)} is not one; end it with '/')")
     pairs = []
     for src in srcs:
-        if into_dir:
-            pairs.append((src, dst.rstrip("/") + "/" + split_dir(src)[1]))
+        if into_dir:        # the raw name, carried as the destination's protocol needs
+            split_dir(src)                          # a URL without a file name: refused
+            pairs.append((src, join_url(dst, listed_name(src))))
         else:
             pairs.append((src, dst))
     return pairs
