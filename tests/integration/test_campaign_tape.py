@@ -211,3 +211,28 @@ def test_kill9_while_archiving_then_resume_ends_all_on_tape_and_verified(make_gr
     for n, d in data.items():
         assert inv.local_path(base + n).read_bytes() == d
         assert next(r for r in got if r["name"] == n)["checksum"] == adler(d)
+
+
+def test_tape_falling_behind_alerts_through_the_passive_path_then_ends_ok(make_grid,
+                                                                          gridxfer_home,
+                                                                          tmp_path):
+    inv = make_grid([ServerSpec(NAME, "xrootd", "T1", tape=drives(3600.0))])   # tape stalls
+    ep = inv.endpoints[NAME]
+    sources(tmp_path, n=3)
+    spec = campaign(tmp_path, "behind", f"file://{tmp_path}/src/", ep.url + "behind/",
+                    files='{glob: "*.dat"}', archive="    archive: {timeout: 6s}\n")
+    cmd = tmp_path / "nagios.cmd"
+    env = dict(os.environ, GRIDXFER_HOME=str(gridxfer_home))
+    res = subprocess.run([sys.executable, "-m", "gridxfer", "campaign", "run", "--quiet",
+                          str(spec), "--alert-cmd-file", str(cmd), "--alert-host", "t1-buffer",
+                          "--alert-tape-backlog", "2", "--alert-tape-wait", "3s",
+                          "--alert-window", "1s"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 3, res.stdout + res.stderr       # files failed (archive_timeout)
+    lines = cmd.read_text().splitlines()
+    tape = [ln for ln in lines if ";t1-buffer;gridxfer_tape;" in ln]
+    codes = [int(ln.split(";")[3]) for ln in tape]
+    assert codes[0] == 1 and "3 files waiting for tape (> 2)" in tape[0], tape   # backlog
+    assert 2 in codes, tape                                   # then a file waited > 3 s
+    assert codes[-1] == 0 and "campaign ended" in tape[-1], tape
+    assert "archive_backlog=" in tape[0] and "tape_wait_s=" in tape[0]

@@ -49,6 +49,11 @@ def _alert_options(f: Callable) -> Callable:
                      help="How long the rate must stay low before an alert."),
         click.option("--alert-host", default=None, metavar="HOST",
                      help="Nagios host of the passive results (default: this host's name)."),
+        click.option("--alert-tape-backlog", type=click.IntRange(min=0), default=None,
+                     metavar="FILES", help="Tape alert (service gridxfer_tape): WARNING when "
+                     "more files than this wait for tape for a whole --alert-window."),
+        click.option("--alert-tape-wait", default=None, metavar="DURATION",
+                     help="Tape alert: CRITICAL when a file waits for tape longer than this."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -63,8 +68,12 @@ def _alerter(name: str, kw: dict[str, Any]):
             raise UsageError("--alert-floor/--alert-baseline/--alert-host need --alert-cmd-file "
                              "or --on-drop")
         return None
+    tape = kw.get("alert_tape_backlog") is not None or kw.get("alert_tape_wait") is not None
+    if floor is None and base is None and tape:
+        return None                     # tape alerts only (_tape_alerter)
     if floor is None and base is None:
-        raise UsageError("alerts need a threshold: --alert-floor RATE or --alert-baseline FRACTION")
+        raise UsageError("alerts need a threshold: --alert-floor RATE, --alert-baseline "
+                         "FRACTION, --alert-tape-backlog FILES or --alert-tape-wait DURATION")
     try:
         from gridxfer.monitoring.alerts import DropAlerter
     except ImportError as exc:
@@ -83,12 +92,38 @@ def _alerter(name: str, kw: dict[str, Any]):
                        cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
 
 
+def _tape_alerter(name: str, kw: dict[str, Any]):
+    """The tape alert (monitoring/tapealerts.py), through the same passive-result path."""
+    backlog, wait = kw.get("alert_tape_backlog"), kw.get("alert_tape_wait")
+    if backlog is None and wait is None:
+        return None
+    cmd_file, on_drop = kw.get("alert_cmd_file"), kw.get("on_drop")
+    if not (cmd_file or on_drop):
+        raise UsageError("--alert-tape-backlog/--alert-tape-wait need --alert-cmd-file or "
+                         "--on-drop")
+    from pathlib import Path
+    from gridxfer.monitoring.alerts import DropAlerter
+    from gridxfer.monitoring.tapealerts import SERVICE, TapeAlerter
+    window = parse_within(kw.get("alert_window") or "60s", parse_duration, MAX_WINDOW,
+                          "--alert-window")
+    max_wait = (parse_within(wait, parse_duration, MAX_WINDOW, "--alert-tape-wait")
+                if wait is not None else None)
+    sender = DropAlerter(campaign=name, floor_bytes_per_s=None, baseline_fraction=None,
+                         window=window, host=kw.get("alert_host"), service=SERVICE,
+                         cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
+    return TapeAlerter(sender, max_backlog=backlog, max_wait=max_wait, window=window)
+
+
 def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool,
              kw: dict[str, Any], selector: str | None):
     alerter = _alerter(name, kw)
+    tape_alerter = _tape_alerter(name, kw)
     observers: list[Callable] = []
     if alerter is not None:
         observers.append(lambda snap: alerter.observe(time.time(), snap.rate))
+    if tape_alerter is not None:
+        observers.append(lambda snap: tape_alerter.observe(time.time(), snap.files_archiving,
+                                                           snap.tape_oldest))
     with contextlib.ExitStack() as stack:
         if not quiet and not as_json:
             from gridxfer.cli.progress import LiveProgress      # rich: only when shown
@@ -103,9 +138,14 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
                 alerter.finish(time.time(), f"{result.state}, {result.files_done}/"
                                f"{result.files_total} files done, {result.files_failed} failed",
                                result.mean_rate)
+            if tape_alerter is not None:
+                tape_alerter.finish(time.time(), f"{result.state}, {result.files_done}/"
+                                    f"{result.files_total} files done (on tape where archived)")
         finally:
             if alerter is not None:
                 alerter.close()
+            if tape_alerter is not None:
+                tape_alerter.sender.close()
     _render_result(result, as_json)
     if result.state == "interrupted":
         why = f"stopped waiting for a token: {result.paused}" if result.paused else "interrupted"

@@ -174,6 +174,13 @@ class DropAlerter:
                   f"{fmt_rate(rate)}, {why}").replace("|", "/").replace("\n", " ")
         floor = f"{self.floor_bytes_per_s / 1e6:g}:" if self.floor_bytes_per_s is not None else ""
         perfdata = f"throughput_MBps={mbps:.3f};;{floor};0"
+        self.send(now, code, output, perfdata, rate)
+
+    def send(self, now: float, code: int, output: str, perfdata: str, rate: float = 0.0) -> None:
+        """One passive result for this alerter's service, through its command file and its
+        hook; the state becomes ``code`` (the tape alerts go the same way: tapealerts.py)."""
+        self._state = code
+        output = output.replace("|", "/").replace("\n", " ")
         line = (f"[{int(now)}] PROCESS_SERVICE_CHECK_RESULT;{self.host};{self.service};"
                 f"{code};{output}|{perfdata}")
         delivered = self._write_command(line) if self.cmd_file else False

@@ -59,6 +59,7 @@ class StatsSnapshot:
     excluded: tuple = ()
     pools_down: tuple = ()
     files_archiving: int = 0                  # copied, waiting for tape (archive tiers)
+    tape_oldest: float | None = None          # s the longest-waiting of them has waited
 
 
 class Flight:

@@ -199,7 +199,8 @@ class Scheduler:
         if self.observers:
             snap = dataclasses.replace(self._slots.annotate(self.acct.snapshot(now)),
                                        excluded=self.health.excluded(),
-                                       pools_down=self.health.pools_down(now))
+                                       pools_down=self.health.pools_down(now),
+                                       tape_oldest=self.tape.oldest(now))
             for obs in self.observers:
                 obs(snap)
 

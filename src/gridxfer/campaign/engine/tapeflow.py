@@ -42,11 +42,17 @@ class TapeFlow:
                 tape_for, clock=clock, wake=wake, first_poll=first_poll,
                 pin_lifetime=self.staging.pin_lifetime if self.staging else 0.0,
                 stage_timeout=self.staging.timeout if self.staging else 0.0)
-        self._dst: dict[str, tuple[int, str, int]] = {}      # dst url -> (file id, tier, size)
+        # dst url -> (file id, tier, size, copied), in the order copied (the first waits longest)
+        self._dst: dict[str, tuple[int, str, int, float]] = {}
         self._src: dict[str, list[tuple[str, tuple]]] = {}   # src url -> [(tier, feed row)]
 
     def archives(self, tier: str) -> bool:
         return tier in self.timeouts
+
+    def oldest(self, now: float) -> float | None:
+        """Seconds the longest-waiting file has waited for tape (None: none waits)."""
+        first = next(iter(self._dst.values()), None)
+        return max(0.0, now - first[3]) if first is not None else None
 
     def busy(self) -> bool:
         return bool(self._dst or self._src)
@@ -72,7 +78,7 @@ class TapeFlow:
                 if len(self._src[r[2]]) == 1:
                     self.poller.stage(r[2], r[7] + self.staging.timeout)
         for r in c.execute("SELECT id, tier, dst_url, size, copied FROM files "
-                           "WHERE state='archiving'"):
+                           "WHERE state='archiving' ORDER BY copied"):
             if r[1] in self.timeouts:
                 self._archiving(r[0], r[1], r[2], r[3], r[4] or now)
         self.poller.start()
@@ -84,7 +90,7 @@ class TapeFlow:
 
     def _archiving(self, file_id: int, tier: str, dst: str, size: int, since: float) -> None:
         assert self.poller is not None
-        self._dst[dst] = (file_id, tier, size)
+        self._dst[dst] = (file_id, tier, size, since)
         self.poller.archive(dst, since + self.timeouts[tier])
 
     # ------------------------------------------------------------ the poller's news
@@ -106,7 +112,7 @@ class TapeFlow:
         got = self._dst.pop(n.url, None)
         if got is None:
             return
-        fid, tier, size = got
+        fid, tier, size, _ = got
         if n.kind == "on_tape":
             batch.tape_rows.append((n.when, now, fid))
         else:
