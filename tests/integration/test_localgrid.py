@@ -50,9 +50,10 @@ def payload(tmp_path_factory) -> Path:
 
 
 def test_default_grid_layout(local_grid):
-    assert set(local_grid.endpoints) == {"t0-xrd", "t0-gsiftp", "t1a-xrd1",
-                                         "t1a-xrd2", "t1a-gsiftp", "t1b-xrd", "t1b-ftp"}
-    assert {ep.tier for ep in local_grid.endpoints.values()} == {"T0", "T1A", "T1B"}
+    assert set(local_grid.endpoints) == {"t0-xrd", "t0-gsiftp", "t1a-xrd1", "t1a-xrd2",
+                                         "t1a-gsiftp", "t1b-xrd", "t1b-ftp", "t1-tape"}
+    assert {ep.tier for ep in local_grid.endpoints.values()} == {"T0", "T1A", "T1B", "T1T"}
+    assert [n for n, ep in local_grid.endpoints.items() if ep.tape_backed] == ["t1-tape"]
     assert {ep.protocol for ep in local_grid.endpoints.values()} == {"root", "gsiftp", "ftp"}
     assert all(psutil.pid_exists(ep.pid) for ep in local_grid.endpoints.values())
     if os.geteuid() == 0:   # xrootd never runs as root

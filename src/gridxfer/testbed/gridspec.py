@@ -43,6 +43,8 @@ DEFAULT_SERVERS: tuple[ServerSpec, ...] = (
     ServerSpec("t1a-gsiftp", "gsiftp", "T1A"),
     ServerSpec("t1b-xrd", "xrootd", "T1B"),
     ServerSpec("t1b-ftp", "ftp", "T1B"),
+    # tape-backed (EMULATED drives behind XRootD's prepare interface: docs/tape.md)
+    ServerSpec("t1-tape", "xrootd", "T1T", tape=TapeSpec()),
 )
 
 # Endpoints with real authentication (`testbed up --auth`, or add them to a spec):

@@ -10,7 +10,8 @@ API::
     gsi_of(inv) -> GsiFiles           # the grid's test CA (issue more host certs)
     client_env(gsi) -> dict           # X509_CERT_DIR, X509_USER_PROXY, GFAL_PYTHONBIN, ...
 
-The default spec is a T0 and two T1 tiers using both protocols (see DEFAULT_SERVERS in
+The default spec is a T0, two T1 tiers using both protocols and a tape-backed T1
+(``t1-tape``, tier T1T: testbed/tapexrd.py) (see DEFAULT_SERVERS in
 :mod:`gridxfer.testbed.gridspec`); every xrootd also serves davs:// (:mod:`.xrdhttp`).
 Server files live in a world-traversable ``base_dir`` (``/tmp/gridxfer-grid-XXXX`` unless
 ``$GRIDXFER_TESTBED_DIR`` names another parent), because the servers run as the

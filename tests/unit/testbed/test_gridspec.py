@@ -18,7 +18,7 @@ def test_every_default_xrootd_gets_a_davs_name_and_names_stay():
     names = {s.name: s.davs_alias() for s in DEFAULT_SERVERS}
     assert names == {"t0-xrd": "t0-davs", "t0-gsiftp": "", "t1a-xrd1": "t1a-davs1",
                      "t1a-xrd2": "t1a-davs2", "t1a-gsiftp": "",
-                     "t1b-xrd": "t1b-davs", "t1b-ftp": ""}
+                     "t1b-xrd": "t1b-davs", "t1b-ftp": "", "t1-tape": "t1-tape-davs"}
     assert {s.name: (s.auth, s.davs_alias()) for s in AUTH_SERVERS} == {
         "t2-tok1": ("token", "t2-davs1"), "t2-tok2": ("token", "t2-davs2"),
         "t2-gsi": ("gsi", "t2-gsi-davs")}
