@@ -128,12 +128,17 @@ class ArchiveQueue:
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
 
-    def _take(self, rel: str) -> bool:
+    def _take(self, rel: str, still: Residency) -> bool:
+        """Claim ``rel`` if no drive has it AND it is still ``still`` once claimed (another
+        drive may have finished it between our scan and the claim: no double write)."""
         with self._lock:
             if rel in self._claimed:
                 return False
             self._claimed.add(rel)
+        if self.layout.residency(rel) is still:
             return True
+        self._free(rel)
+        return False
 
     def _free(self, rel: str) -> None:
         with self._lock:
@@ -157,7 +162,7 @@ class ArchiveQueue:
             for rel in waiting:
                 with contextlib.suppress(FileNotFoundError):
                     size = (lay.store / rel).stat().st_size
-                    if size <= limit and self._take(rel):
+                    if size <= limit and self._take(rel, Residency.TAPE_ONLY):
                         return TapeJob(lay.store / rel, size, "retrieve", rel)
         return None
 
@@ -177,7 +182,7 @@ class ArchiveQueue:
                 if (now - st.st_mtime < self.min_age or st.st_size > limit
                         or lay.residency(rel) is not Residency.DISK_ONLY):
                     continue
-                if self._take(rel):
+                if self._take(rel, Residency.DISK_ONLY):
                     return TapeJob(path, st.st_size, "archive", rel)
         return None
 

@@ -105,3 +105,17 @@ def test_gpi_bad_arguments_exit_2(argv, tmp_path, capsys):
     argv = [str(tmp_path) if a == "dir" else a for a in argv]
     assert tapegpi.main(argv) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_file_finished_by_another_drive_between_scan_and_claim_is_not_taken_again(layout):
+    """Drive B scanned f as DISK_ONLY, drive A wrote it meanwhile: B must not write it twice
+    (seen as 14 MB written for 12 MB of files in test_tape_endpoint)."""
+    write(layout, "f")
+    q = ArchiveQueue(layout)
+    q.done(q.claim("a", "archive", BIG))              # A: on tape, claim freed
+    assert layout.residency("f") is Residency.ON_TAPE
+    assert not q._take("f", Residency.DISK_ONLY)       # B's stale scan
+    layout.evict("f")
+    layout.add_request("r", ["f"])
+    q.done(q.claim("a", "retrieve", BIG))
+    assert not q._take("f", Residency.TAPE_ONLY)
