@@ -88,6 +88,14 @@ def get_mover(src_url: str, dst_url: str, *, third_party: bool = False) -> Mover
     raise UsageError(f"no mover can copy {src_url} -> {dst_url}")
 
 
+def tpc_possible(src_url: str, dst_url: str) -> bool:
+    """Some mover copies ``src_url`` -> ``dst_url`` server to server (its ``tpc_pairs``): a
+    campaign with ``third_party`` uses TPC for such pairs and streams the others."""
+    pair = (_scheme(src_url), _scheme(dst_url))
+    _load_builtins()
+    return any(pair in m.tpc_pairs for m in list(_movers))
+
+
 def mover_for(url: str) -> Mover:
     """The mover answering stat / listdir / checksum / unlink / mkdir for ``url``."""
     scheme = _scheme(url)

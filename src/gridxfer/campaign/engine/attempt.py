@@ -9,6 +9,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers import tokens as tokens_mod
 from gridxfer.movers.base import Mover, TransferParams, capabilities_of, normalise_adler32
+from gridxfer.movers.urls import scheme_of
 from gridxfer.campaign.engine.jobs import Job, Result
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.campaign.accounting.stats import Accounting
@@ -37,7 +38,10 @@ def _attempt(job: Job, spec: CampaignSpec, tier: TierSpec,
             streams=tier.streams, tcp_buffer=tier.tcp_buffer, timeout=spec.timeout,
             checksum=spec.checksum.algorithm, expected_checksum=job.expected,
             verify=spec.checksum.verify if spec.checksum.algorithm else "none",
-            overwrite=spec.overwrite, third_party=spec.third_party, cancel=job.cancel,
+            overwrite=spec.overwrite, cancel=job.cancel,
+            # TPC where this mover copies the pair server to server; streamed otherwise
+            third_party=spec.third_party and (scheme_of(job.src_url),
+                                              scheme_of(job.dst_url)) in mover.tpc_pairs,
             temp_url=job.tmp_url, on_data_done=on_data_done, tokens=job.tokens)
         flight = job.flight
         out = mover.copy(job.src_url, job.dst_url, params=params,

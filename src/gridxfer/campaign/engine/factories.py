@@ -26,8 +26,10 @@ OpsFactory = Callable[[str], object]
 
 
 def default_mover_factory(src: str, dst: str, third_party: bool) -> Mover:
-    from gridxfer.movers.registry import get_mover
-    return get_mover(src, dst, third_party=third_party)
+    """The mover for a pair; with ``third_party``, TPC where both ends allow it (the
+    registry's ``tpc_pairs``) and the streaming mover otherwise (a mixed campaign)."""
+    from gridxfer.movers.registry import get_mover, tpc_possible
+    return get_mover(src, dst, third_party=third_party and tpc_possible(src, dst))
 
 
 def default_ops_factory(url: str) -> Mover:
