@@ -3,7 +3,10 @@
 Fill comes from statvfs of --path (the filesystem), from the bytes under --path against
 --capacity (a buffer directory or pool), or from --used/--capacity numbers. Inflow is
 the transfer rate into the buffer from campaign journals (or --inflow); outflow is the
-write-to-tape rate from the tape sources (or --outflow). With inflow above outflow the
+write-to-tape rate from the tape sources, or from a campaign whose tier is tape-backed
+(--outflow-campaign: the bytes its journal saw reach tape in the window), or --outflow.
+With --tier both rates count that tier only: a campaign's inflow to its tape-backed tier
+against that tier's tape outflow. With inflow above outflow the
 buffer fills in free / (inflow - outflow) seconds: --ttf-critical pages *before* it is
 full, whatever the fill percentage.
 """
@@ -23,7 +26,7 @@ import nagiosplugin
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_size
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
                       duration_arg, run_plugin, typed)
-from gridxfer.monitoring.sources.journal import journal_paths, window_throughput
+from gridxfer.monitoring.sources.journal import journal_paths, window_throughput, window_to_tape
 from gridxfer.monitoring.checks.tape import add_source_args, read_window
 
 NAME = "buffer"
@@ -121,13 +124,17 @@ class Buffer(GxResource):
         if a.inflow is not None:
             return float(a.inflow)
         paths = journal_paths(a.inflow_campaign, a.inflow_journal)
-        return window_throughput(paths, a.window, now=now, endpoint=a.inflow_endpoint).rate
+        return window_throughput(paths, a.window, now=now, endpoint=a.inflow_endpoint,
+                                 tier=a.tier).rate
 
-    def outflow(self) -> tuple[float, bool]:
+    def outflow(self, now: float) -> tuple[float, bool]:
         """(bytes/s, whether it came from the EMULATED tape)."""
         a = self.args
         if a.outflow is not None:
             return float(a.outflow), False
+        if a.outflow_campaign is not None:
+            return window_to_tape(journal_paths(a.outflow_campaign), a.window, now=now,
+                                  tier=a.tier), False
         tw, _series = read_window(a, NAME)
         return (tw.rate if a.outflow_basis == "drives" else tw.volume_rate), tw.emulated
 
@@ -138,7 +145,7 @@ class Buffer(GxResource):
         if capacity <= 0:
             raise ValueError(f"buffer capacity is {capacity:.0f} bytes")
         rate_in = self.inflow(now)
-        rate_out, emulated = self.outflow()
+        rate_out, emulated = self.outflow(now)
         r = BufferReading(str(a.path) if a.path else "buffer", used, capacity, rate_in,
                           rate_out, emulated)
         self.reading = r
@@ -182,9 +189,14 @@ def build_parser() -> PluginParser:
     f.add_argument("--inflow-campaign", metavar="NAME", help="campaign journal")
     f.add_argument("--inflow-journal", type=Path, metavar="PATH", help="journal file")
     f.add_argument("--inflow-endpoint", metavar="GLOB", help="only transfers to this endpoint")
+    f.add_argument("--tier", metavar="TIER",
+                   help="campaign rates of this tier only (inflow, and --outflow-campaign)")
     o = p.add_argument_group("outflow: a fixed --outflow or the tape sources below")
     o.add_argument("--outflow", type=typed(byterate, "rate"), metavar="RATE",
                    help="fixed outflow, e.g. 60MB/s")
+    o.add_argument("--outflow-campaign", metavar="NAME",
+                   help="the tape outflow a campaign's journal saw (files of its tape-backed "
+                        "tiers on tape in the window)")
     o.add_argument("--outflow-basis", choices=("volume", "drives"), default="volume",
                    help="volume: bytes written in the window (default); drives: sum of "
                         "per-drive rates")
@@ -200,10 +212,13 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
     if args.ttf_critical > args.ttf_warning:
         raise PluginUsage("--ttf-critical must not exceed --ttf-warning")
     has_tape = args.cta or args.dcache or args.jsonl
-    if args.outflow is None and not has_tape:
-        raise PluginUsage("give --outflow or a tape source (--cta/--dcache/--jsonl)")
-    if args.outflow is not None and has_tape:
-        raise PluginUsage("--outflow and tape sources exclude each other")
+    outflows = sum(1 for given in (args.outflow is not None, bool(has_tape),
+                                   args.outflow_campaign is not None) if given)
+    if not outflows:
+        raise PluginUsage("give --outflow, --outflow-campaign or a tape source "
+                          "(--cta/--dcache/--jsonl)")
+    if outflows > 1:
+        raise PluginUsage("--outflow, --outflow-campaign and tape sources exclude each other")
     res = Buffer(args)
     return GxCheck(res,
                    nagiosplugin.ScalarContext("fill", args.warning, args.critical,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gridxfer.campaign.journal import names as jnames
+from gridxfer.campaign.journal import migrate
 from gridxfer.campaign.journal import store as jr
 from gridxfer.errors import UsageError
 from gridxfer.monitoring.series import Point, Series, Window
@@ -144,6 +145,30 @@ def throughput(series: Series[Point]) -> WindowThroughput:
         per_ep[ep] = per_ep.get(ep, 0.0) + share
     return WindowThroughput(start=start, end=end, bytes=total, attempts=attempts, active=active,
                             failed=failed, journals=series.inputs, per_endpoint=per_ep)
+
+
+def window_to_tape(paths: list[Path], window: float, *, now: float | None = None,
+                   tier: str | None = None) -> float:
+    """Bytes/s that reached tape over ``[now - window, now]``: the sizes of the files of
+    tape-backed tiers whose ``on_tape`` (when the campaign's poller saw the storage say
+    so) falls in the window. 0 for a journal written before the tape columns."""
+    end = time.time() if now is None else now
+    total = 0.0
+    for path in paths:
+        try:
+            conn = jr.connect(path, readonly=True)
+            try:
+                if not migrate.has_tape(conn):
+                    continue
+                sql = ("SELECT total(size) FROM files WHERE state = 'done' AND on_tape > ? "
+                       "AND on_tape <= ?" + (" AND tier = ?" if tier else ""))
+                args = (end - window, end, *((tier,) if tier else ()))
+                total += conn.execute(sql, args).fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise UsageError(f"{path}: not a readable campaign journal ({exc})") from None
+    return total / window if window > 0 else 0.0
 
 
 def window_throughput(paths: list[Path], window: float, *, now: float | None = None,
