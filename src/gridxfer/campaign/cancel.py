@@ -5,7 +5,7 @@
   transfers cancelled, temporary files removed, exit 4, resumable. ``cancel`` waits up to
   ``wait`` seconds for the lock to come free.
 * No runner: ``cancel`` takes the lock, settles what an earlier run left (recovery.sweep:
-  temporary and partial files removed), and marks every pending file cancelled
+  temporary and partial files removed), and marks every pending (or staging) file cancelled
   (``state='failed'``, ``error_class='cancelled'``: journal.py). ``resume`` leaves them
   alone and says so; ``resume --retry-cancelled`` (or ``--retry-failed``) brings them back.
 """
@@ -61,7 +61,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
             conn.execute("BEGIN IMMEDIATE")
             try:
                 n = conn.execute("UPDATE files SET state='failed', error_class=?, error_msg=?, "
-                                 "updated=? WHERE state='pending'",
+                                 "updated=? WHERE state IN ('pending', 'staging')",
                                  (CANCELLED, CANCEL_MSG, now)).rowcount
                 journal.add_event(conn, "cancelled", ts=now, files=n, pid=None)
                 if n:                   # a finished campaign stays done (or partial)

@@ -247,3 +247,44 @@ def test_recovery_keeps_a_verified_copy_on_an_archive_tier_archiving_not_done(gr
     recovery.sweep(conn, spec, mover_factory=lambda a, b, c: storage)
     r = rows(conn)["f0@T1"]
     assert r["state"] == "archiving" and r["copied"] and r["on_tape"] is None
+
+
+def test_a_stopped_run_keeps_staging_and_the_next_copies_each_file_once_online(gridxfer_home):
+    spec = make_spec(staging=StagingSpec(timeout=600.0))
+    conn = plan(spec, 8)
+    storage = Storage(offline={f"{SRC}f{i}" for i in range(8)}, stage_polls=10**9)  # never
+    stop = threading.Event()
+
+    def stop_when_requested():
+        deadline = time.time() + 20
+        while time.time() < deadline and not any(k == "bring_online" for k, _ in
+                                                  storage.requests):
+            time.sleep(0.01)
+        stop.set()
+    threading.Thread(target=stop_when_requested, daemon=True).start()
+    res = run(conn, spec, storage, stop=stop)
+    assert res.state == "interrupted" and storage.copies == []
+    got = rows(conn)
+    assert {r["state"] for r in got.values()} == {"staging"}
+    first = {r["stage_requested"] for r in got.values()}
+    storage.stage_polls = 1                                  # the recall completes now
+    res = run(conn, spec, storage)
+    assert res.state == "done" and res.files_done == 8
+    assert len(storage.copies) == 8 and all(online for _, _, online in storage.copies)
+    assert {r["stage_requested"] for r in rows(conn).values()} == first   # the deadline kept
+
+
+def test_cancel_takes_out_files_waiting_for_staging(gridxfer_home):
+    import json
+
+    from gridxfer.campaign.cancel import cancel_campaign
+    from gridxfer.campaign.spec.model import spec_to_dict
+    spec = make_spec(staging=StagingSpec(timeout=600.0))
+    conn = plan(spec, 3)
+    journal.set_meta(conn, [("spec", json.dumps(spec_to_dict(spec)))])
+    conn.execute("UPDATE files SET state='staging', stage_requested=1.0")
+    conn.close()
+    assert cancel_campaign("tp").cancelled == 3
+    conn = journal.connect(journal.journal_path("tp"))
+    assert {(r["state"], r["error_class"]) for r in rows(conn).values()} == {
+        ("failed", "cancelled")}
