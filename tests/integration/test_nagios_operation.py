@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.integration,
 SRC = Path(__file__).resolve().parents[2] / "src"
 WRITER = """
 import sys, time
+
 sys.path.insert(0, {fixtures!r})
 from pathlib import Path
 from monfixtures import make_journal, steady_attempts
@@ -129,3 +130,28 @@ def test_nagios_reads_another_accounts_journal_and_the_campaign_ends_ok(root):
         assert "campaign ended: done" in st["gridxfer_throughput"]["plugin_output"]
     finally:
         stop_popen(proc)
+
+
+@pytest.mark.parametrize("unshared", ["directory", "file"])
+def test_an_unshared_journal_says_how_to_share_it(root, unshared):
+    """Without the set-group-ID directory the check stays UNKNOWN, but says why and what to
+    do (it said "Permission denied", or "no journal" for a directory it could not read)."""
+    from gridxfer.testbed.xrootd import ensure_user
+    owner = ensure_user()
+    home = root / "gxhome"
+    home.mkdir()
+    shutil.chown(home, owner, owner)
+    fixtures = str(Path(__file__).resolve().parents[1] / "fixtures" / "monitoring")
+    journal = home / "campaigns" / "camp.sqlite"
+    env = {"PYTHONPATH": str(SRC), "GRIDXFER_HOME": str(home)}
+    w = _as(owner, sys.executable, "-c", "from gridxfer.state import subdir; subdir('campaigns')"
+            + WRITER.format(fixtures=fixtures, journal=str(journal)), env=env)
+    assert w.returncode == 0, w.stderr
+    if unshared == "file":
+        os.chmod(journal.parent, 0o755)
+    check = Path(__file__).resolve().parents[2] / "checks" / "check_gridxfer_throughput"
+    for args in (["-C", "camp"], []):
+        r = _as("nagios", sys.executable, str(check), *args, "-w", "1:", "--baseline", "none",
+                env=env)
+        assert r.returncode == 3 and r.stdout.startswith("THROUGHPUT UNKNOWN - "), r
+        assert "permission denied for uid" in r.stdout and "set-group-ID" in r.stdout, r.stdout

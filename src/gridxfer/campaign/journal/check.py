@@ -96,9 +96,27 @@ def verify(path: Path) -> None:
         conn.close()
 
 
+SHARING = ("journals are 0600 unless their directory is set-group-ID: share it with the "
+           "reading group (README, \"Monitoring\")")
+
+
+def not_readable(path: Path | str) -> str | None:
+    """Why this user cannot read journal ``path`` (or its directory), or None."""
+    path = Path(path)
+    for where, need in ((path.parent, os.R_OK | os.X_OK), (path, os.R_OK)):
+        if where.exists() and not os.access(where, need):
+            return (f"{where}: permission denied for uid {os.getuid()} "
+                    f"(owner uid {where.stat().st_uid}, mode {where.stat().st_mode & 0o7777:04o}); "
+                    f"{SHARING}")
+    return None
+
+
 def error(path: Path | str, exc: sqlite3.Error | UnicodeDecodeError) -> GridxferError:
     """One line for a SQLite error on journal ``path``, exit 1 or 2 as the module says."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    denied = not_readable(path) if "unable to open" in text.lower() else None
+    if denied:
+        return JournalEnvironmentError(denied)
     if "full" in text.lower():
         return JournalDiskFull(Path(path), text)
     if any(k in text.lower() for k in _ENVIRONMENT):

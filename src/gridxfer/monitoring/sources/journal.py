@@ -18,6 +18,7 @@ from pathlib import Path
 from gridxfer.campaign.journal import names as jnames
 from gridxfer.campaign.journal import migrate
 from gridxfer.campaign.journal import store as jr
+from gridxfer.campaign.journal.check import not_readable
 from gridxfer.errors import UsageError
 from gridxfer.monitoring.series import Point, Series, Window
 
@@ -58,12 +59,14 @@ def journal_paths(campaign: str | None = None, journal: Path | None = None) -> l
         return [Path(journal)]
     if campaign is not None:
         path = jr.journal_path(campaign)
-        if not path.is_file():
-            raise UsageError(f"no journal for campaign {campaign!r} at {path}")
+        denied = not_readable(path)         # before is_file(): a stat may be refused too
+        if denied or not path.is_file():
+            raise UsageError(denied or f"no journal for campaign {campaign!r} at {path}")
         return [path]
     paths = jr.list_journals()
     if not paths:
-        raise UsageError(f"no campaign journals in {jr.journal_dir()}")
+        raise UsageError(not_readable(jr.journal_dir() / "*.sqlite")
+                         or f"no campaign journals in {jr.journal_dir()}")
     return paths
 
 
