@@ -1,5 +1,6 @@
 """Campaigns with bearer tokens on real XRootD 5.5.3 servers with ztn and the SciTokens
-plugin (the testbed's t2-tok1: root:// needs a WLCG token; scopes relative to /data).
+plugin (the testbed's t2-tok1: root:// needs a WLCG token, and so does its XrdHttp,
+davs:// t2-davs1; scopes relative to /data). Each case runs over root:// and davs://.
 
 Each campaign runs as `gridxfer campaign run` in a child process, its token in a 0600 file
 named in the campaign file. Right scopes succeed; a read-only token and no token fail
@@ -27,6 +28,8 @@ from gridxfer.testbed.localgrid import AUTH_SERVERS, LocalGridSpec
 pytestmark = pytest.mark.integration
 
 FILES = {f"f{i}.dat": os.urandom(200_000 + i) for i in range(4)}
+# endpoint names of one server (its data in t2-tok1's directory): root:// with ztn, davs://
+PROTOCOLS = {"root": "t2-tok1", "davs": "t2-davs1"}
 
 
 @pytest.fixture(scope="module")
@@ -95,24 +98,30 @@ def on_disk(grid, rel: str) -> Path:
     return Path(grid.endpoints["t2-tok1"].data_dir) / rel
 
 
-def test_a_token_with_the_right_scopes_copies_every_file(grid, issuer, source, tmp_path):
+@pytest.mark.parametrize("proto", sorted(PROTOCOLS))
+def test_a_token_with_the_right_scopes_copies_every_file(grid, issuer, source, tmp_path,
+                                                         proto):
+    """(gfal2 stats a davs destination before it writes: storage.read there too)"""
     tok = tmp_path / "tok"
-    write_token(tok, tok_mod.mint(issuer, ["storage.create:/ok", "storage.read:/ok"]))
-    spec = campaign_file(tmp_path, "tok-ok", source, grid.resolve("t2-tok1/ok/"), str(tok))
+    d = f"ok-{proto}"
+    write_token(tok, tok_mod.mint(issuer, [f"storage.create:/{d}", f"storage.read:/{d}"]))
+    spec = campaign_file(tmp_path, d, source, grid.resolve(f"{PROTOCOLS[proto]}/{d}/"),
+                         str(tok))
     res = gridxfer(env_for(grid, tmp_path / "home"), "campaign", "run", str(spec), "--quiet")
     assert res.returncode == 0, res.stdout + res.stderr
     for name, data in FILES.items():
-        assert on_disk(grid, f"ok/{name}").read_bytes() == data
+        assert on_disk(grid, f"{d}/{name}").read_bytes() == data
 
 
+@pytest.mark.parametrize("proto", sorted(PROTOCOLS))
 @pytest.mark.parametrize("scopes", [("storage.read:/",), None], ids=["read-only", "no-token"])
 def test_a_read_only_token_or_none_fails_each_file_as_auth(grid, issuer, source, tmp_path,
-                                                           scopes):
+                                                           scopes, proto):
     tok = tmp_path / "tok"
     if scopes:
         write_token(tok, tok_mod.mint(issuer, list(scopes)))
-    name = "tok-ro" if scopes else "tok-none"
-    spec = campaign_file(tmp_path, name, source, grid.resolve(f"t2-tok1/{name}/"),
+    name = f"tok-ro-{proto}" if scopes else f"tok-none-{proto}"
+    spec = campaign_file(tmp_path, name, source, grid.resolve(f"{PROTOCOLS[proto]}/{name}/"),
                          str(tok) if scopes else None)
     env = env_for(grid, tmp_path / "home")
     res = gridxfer(env, "campaign", "run", str(spec), "--quiet")
@@ -124,18 +133,20 @@ def test_a_read_only_token_or_none_fails_each_file_as_auth(grid, issuer, source,
     rows = db.execute("SELECT state, error_class, attempts, error_msg FROM files").fetchall()
     assert {r[:3] for r in rows} == {("failed", "auth", 1)}, rows   # never retried
     if scopes:
-        assert all("lacks storage.create:/tok-ro/" in r[3] for r in rows), rows
+        assert all(f"lacks storage.create:/{name}/" in r[3] for r in rows), rows
     assert not any(on_disk(grid, name).glob("*")) if on_disk(grid, name).exists() else True
 
 
+@pytest.mark.parametrize("proto", sorted(PROTOCOLS))
 def test_an_expiring_token_file_is_refreshed_mid_campaign_without_a_failed_file(
-        grid, issuer, source, tmp_path):
+        grid, issuer, source, tmp_path, proto):
     tok = tmp_path / "tok"
-    scopes = ["storage.create:/exp", "storage.read:/exp"]
-    write_token(tok, tok_mod.mint(issuer, scopes, lifetime=20))    # shorter than any transfer needs
-    spec = campaign_file(tmp_path, "tok-exp", source, grid.resolve("t2-tok1/exp/"), str(tok))
+    d = f"exp-{proto}"
+    scopes = [f"storage.create:/{d}", f"storage.read:/{d}"]
+    write_token(tok, tok_mod.mint(issuer, scopes, lifetime=20))  # shorter than a transfer needs
+    spec = campaign_file(tmp_path, d, source, grid.resolve(f"{PROTOCOLS[proto]}/{d}/"), str(tok))
     home = tmp_path / "home"
-    journal = home / "campaigns" / "tok-exp.sqlite"
+    journal = home / "campaigns" / f"{d}.sqlite"
     refreshed = threading.Event()
 
     def refresh():
@@ -168,7 +179,7 @@ def test_an_expiring_token_file_is_refreshed_mid_campaign_without_a_failed_file(
     kinds = [r[0] for r in db.execute("SELECT kind FROM events WHERE kind LIKE 'tier_%'")]
     assert kinds == ["tier_paused", "tier_resumed"]
     for name, data in FILES.items():
-        assert on_disk(grid, f"exp/{name}").read_bytes() == data
+        assert on_disk(grid, f"{d}/{name}").read_bytes() == data
 
 
 def _scan_processes(sig: str, found: list[str], stop: threading.Event) -> None:
@@ -190,7 +201,7 @@ def _scan_processes(sig: str, found: list[str], stop: threading.Event) -> None:
 def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer, source,
                                                                    tmp_path):
     good, ro = tmp_path / "tok", tmp_path / "tok-ro"
-    write_token(good, good_tok := tok_mod.mint(issuer, ["storage.create:/g", "storage.read:/g"]))
+    write_token(good, good_tok := tok_mod.mint(issuer, ["storage.modify:/g", "storage.read:/g"]))
     write_token(ro, ro_tok := tok_mod.mint(issuer, ["storage.read:/"]))
     sigs = [good_tok.split(".")[2], ro_tok.split(".")[2]]
     home = tmp_path / "home"
@@ -203,8 +214,9 @@ def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer,
         t.start()
     outputs = []
     try:
-        for name, tok, rel in (("grep-ok", good, "g/"), ("grep-ro", ro, "r/")):
-            spec = campaign_file(tmp_path, name, source, grid.resolve(f"t2-tok1/{rel}"),
+        for name, tok, ep in (("grep-ok", good, "t2-tok1"), ("grep-ro", ro, "t2-tok1"),
+                              ("grep-davs", good, "t2-davs1"), ("grep-davs-ro", ro, "t2-davs1")):
+            spec = campaign_file(tmp_path, name, source, grid.resolve(f"{ep}/g/{name}/"),
                                  str(tok))
             log = tmp_path / f"{name}.log"
             outputs.append(gridxfer(env, "-vv", "--log-file", str(log), "campaign", "run",
@@ -217,11 +229,12 @@ def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer,
         stop.set()
         for t in scanners:
             t.join(5)
-    assert [o.returncode for o in outputs[:1]] == [0], outputs[0].stderr
-    assert outputs[5].returncode == 3 and "auth" in outputs[5].stdout + outputs[5].stderr
+    assert outputs[0].returncode == 0 and outputs[10].returncode == 0, outputs[10].stderr
+    for bad in (outputs[5], outputs[15]):
+        assert bad.returncode == 3 and "auth" in bad.stdout + bad.stderr
     texts = [o.stdout + o.stderr for o in outputs]
     files = [p for p in (*home.rglob("*"), *tmp_path.glob("*.log")) if p.is_file()]
-    assert len([p for p in files if p.suffix == ".sqlite"]) == 2
+    assert len([p for p in files if p.suffix == ".sqlite"]) == 4
     for sig in sigs:
         assert not any(sig in t for t in texts)
         leaked = [str(p) for p in files if sig.encode() in p.read_bytes()]
@@ -229,23 +242,32 @@ def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer,
     assert not found, found
 
 
-def test_root_to_root_with_a_token_per_side(grid, issuer, tmp_path):
-    """The source's token reads only /rsrc, the destination's writes only /rdst: each
-    request must carry its own side's token (the ztn login holds one of them only)."""
+@pytest.mark.parametrize("proto", ["root", "davs-tpc"])
+def test_a_token_per_side_from_its_own_file(grid, issuer, tmp_path, proto):
+    """The source's token reads only /rsrc-*, the destination's writes only /rdst-*: each
+    request carries its own side's token (root://: the ztn login holds one of them only;
+    davs -> davs: an HTTP-TPC, the remote side's in TransferHeaderAuthorization)."""
+    s_ep, d_ep = ("t2-tok1", "t2-tok2") if proto == "root" else ("t2-davs1", "t2-davs2")
+    rs, rd = f"rsrc-{proto}", f"rdst-{proto}"
     for name, data in FILES.items():
-        localgrid.put_local(grid, "t2-tok1", f"rsrc/{name}", data)
+        localgrid.put_local(grid, "t2-tok1", f"{rs}/{name}", data)
+    localgrid.put_local(grid, "t2-tok2", f"{rd}/.keep", b"")    # an HTTP-TPC pull needs the dir
     src_tok, dst_tok = tmp_path / "src.tok", tmp_path / "dst.tok"
-    write_token(src_tok, tok_mod.mint(issuer, ["storage.read:/rsrc"]))
-    write_token(dst_tok, tok_mod.mint(issuer, ["storage.create:/rdst", "storage.read:/rdst"]))
-    spec = tmp_path / "rr.yaml"
-    spec.write_text(f"""campaign: tok-rr
-source: {{url: "{grid.resolve('t2-tok1/rsrc/')}", files: {{glob: "*.dat"}},
+    write_token(src_tok, tok_mod.mint(issuer, [f"storage.read:/{rs}"]))
+    write_token(dst_tok, tok_mod.mint(issuer, [f"storage.modify:/{rd}", f"storage.read:/{rd}"]))
+    spec = tmp_path / "pair.yaml"
+    spec.write_text(f"""campaign: tok-{proto}
+source: {{url: "{grid.resolve(f'{s_ep}/{rs}/')}", files: {{glob: "*.dat"}},
           token: {{file: {src_tok}, base: /data}}}}
 destinations:
   - tier: T2
-    pool: [{{url: "{grid.resolve('t2-tok2/rdst/')}", token: {{file: {dst_tok}, base: /data}}}}]
+    pool: [{{url: "{grid.resolve(f'{d_ep}/{rd}/')}", token: {{file: {dst_tok}, base: /data}}}}]
+third_party: {str(proto != "root").lower()}
 """)
     res = gridxfer(env_for(grid, tmp_path / "home"), "campaign", "run", str(spec), "--quiet")
     assert res.returncode == 0, res.stdout + res.stderr
     for name, data in FILES.items():
-        assert (Path(grid.endpoints["t2-tok2"].data_dir) / "rdst" / name).read_bytes() == data
+        assert (Path(grid.endpoints["t2-tok2"].data_dir) / rd / name).read_bytes() == data
+    db = sqlite3.connect(tmp_path / "home" / "campaigns" / f"tok-{proto}.sqlite")
+    modes = {r[0] for r in db.execute("SELECT mode FROM attempts")}
+    assert all("tpc" in m for m in modes) if proto != "root" else modes, modes

@@ -31,6 +31,7 @@ import gfal2
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import names, routes
+from gridxfer.movers.tokens import token_for
 from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
@@ -81,7 +82,9 @@ class HttpOps:
         return f"HttpOps(token={'<token>' if self._token else None})"
 
     def _ctx(self, url: str) -> gfal2.Gfal2Context:
-        return http_context(urlsplit(url).netloc, {url: self._token})
+        # no token of its own (the registry's metadata mover): this thread's for the
+        # server, if a campaign set one (movers.tokens: a source listing, a clean-up)
+        return http_context(urlsplit(url).netloc, {url: self._token or token_for(url)})
 
     def stat(self, url: str) -> Entry:
         try:
