@@ -13,7 +13,8 @@ DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 # the "Import direction" list of the map, top to bottom
 LAYERS = [
     ("cli",),
-    ("campaign.runner", "campaign.cancel", "campaign.verify", "campaign.reload"),
+    ("campaign.runner", "campaign.cancel", "campaign.verify", "campaign.reload",
+     "campaign.dryrun"),
     ("campaign.engine",),
     ("campaign.report", "campaign.spec"),
     ("campaign.accounting",),

@@ -40,7 +40,7 @@ from gridxfer.campaign.engine.recovery import recover, sweep  # noqa: F401  (rec
 from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerResult
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
-from gridxfer.campaign import reload as reload_mod
+from gridxfer.campaign import dryrun, reload as reload_mod
 from gridxfer.campaign.reload import journal_spec as _journal_spec
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
@@ -80,6 +80,7 @@ class CampaignResult:
     paused: str = ""            # interrupted: why its tiers waited for a token (no token in it)
     edited: dict[str, Any] | None = None    # resume: the campaign file's edits (reload.py)
     reloaded: bool = False      # resume --reload applied them
+    plan: dryrun.Plan | None = None     # --dry-run: pairs, tiers, endpoint probes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,12 +119,8 @@ def _signals(stop: threading.Event, hurry: threading.Event) -> Iterator[dict]:
 
 # ------------------------------------------------------------------ plan / run / resume
 def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
-    _refuse_credentials(spec)
-    path = journal.journal_path(spec.name)
+    path = _may_plan(spec, replace)
     if path.exists():
-        if not replace:
-            raise UsageError(f"campaign {spec.name!r} already has a journal ({path}); "
-                             f"use `gridxfer campaign resume {spec.name}` or --replace")
         _sweep_old(path)
         _remove_journal(path)
     tiers = [t.name for t in by_priority(spec.destinations)]
@@ -169,6 +166,17 @@ def _entries(spec: CampaignSpec) -> Iterable[DatasetEntry]:
     return sorted(expand(spec.source), key=lambda e: -prio.get(e.name, spec.priority))
 
 
+def _may_plan(spec: CampaignSpec, replace: bool) -> Path:
+    """The journal's path, unless `run` must refuse: a credential in a URL, a journal of
+    the same name without --replace (a dry run refuses the same)."""
+    _refuse_credentials(spec)
+    path = journal.journal_path(spec.name)
+    if path.exists() and not replace:
+        raise UsageError(f"campaign {spec.name!r} already has a journal ({path}); "
+                         f"use `gridxfer campaign resume {spec.name}` or --replace")
+    return path
+
+
 def _remove_journal(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
@@ -208,17 +216,19 @@ def _no_files(spec: CampaignSpec) -> UsageError:
     return UsageError(f"campaign {spec.name!r}: the source matched no files ({where})")
 
 
-def dry_run(spec: CampaignSpec) -> CampaignResult:
-    n = size = 0
+def dry_run(spec: CampaignSpec, *, replace: bool = False, probe: bool = True,
+            pairs: int = dryrun.PAIRS) -> CampaignResult:
+    """The plan (``dryrun.py``): first pairs, counts per tier, every endpoint probed once;
+    refused where `run` would refuse (no file, a journal of that name, a credential)."""
+    path = _may_plan(spec, replace)
     with source_tokens(spec):
-        for e in expand(spec.source):
-            n += 1
-            size += e.size
+        plan_ = dryrun.make_plan(spec, _entries(spec), pairs=pairs, probe=probe)
+    n, size = (plan_.tiers[0].files, plan_.tiers[0].bytes) if plan_.tiers else (0, 0)
     if n == 0:
         raise _no_files(spec)          # where `run` would stop, the dry run stops too
     k = len(spec.destinations)
-    return CampaignResult(spec.name, str(journal.journal_path(spec.name)), "planned", n * k, 0, 0,
-                          size * k, 0, 0.0, 0.0, dry_run=True)
+    return CampaignResult(spec.name, str(path), "planned", n * k, 0, 0, size * k, 0, 0.0, 0.0,
+                          dry_run=True, plan=plan_)
 
 
 def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bool = False,
@@ -226,7 +236,7 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     spec = load_spec(spec_path)
     prepare_environment(spec)
     if dry:
-        return dry_run(spec)
+        return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
         path, _ = plan(spec, replace=replace)
         return _execute(path, spec, recovered=0, **kw)

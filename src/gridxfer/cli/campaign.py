@@ -195,20 +195,30 @@ def _render_result(r, as_json: bool) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--quiet", is_flag=True, help="No live progress; only the final summary (cron).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--dry-run", is_flag=True, help="Validate and expand the source; transfer nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Show the plan and probe every endpoint once; transfer nothing.")
+@click.option("--show", "show", type=click.IntRange(0, 10_000), default=10, show_default=True,
+              help="--dry-run: how many source -> destination pairs to show.")
+@click.option("--no-probe", is_flag=True, help="--dry-run: do not contact the endpoints.")
 @click.option("--selector", default=None, help="Destination selector for every tier.")
 @click.option("--replace", is_flag=True, help="Discard an existing journal of the same name.")
 @_alert_options
-def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, selector: str | None,
-            replace: bool, **kw: Any) -> None:
-    """Run the campaign described in FILE (YAML)."""
+def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_probe: bool,
+            selector: str | None, replace: bool, **kw: Any) -> None:
+    """Run the campaign described in FILE (YAML).
+
+    --dry-run shows the plan (the first transfers, files and bytes per tier), probes every
+    endpoint once (reachable, writable, free space) and flags those a run could not use;
+    it fails where a run would (exit 2 bad input, 3 files a run would fail)."""
     from gridxfer.campaign import runner
     from gridxfer.campaign.spec.schema import load_spec
     _check_selector(selector)
     spec = load_spec(file)
     if dry_run:
+        from gridxfer.cli import campaign_plan
         runner.prepare_environment(spec)
-        _render_result(runner.dry_run(spec), as_json)
+        campaign_plan.render(runner.dry_run(spec, replace=replace, probe=not no_probe,
+                                            pairs=show), as_json)
         return
     _execute(spec.name, lambda **k: runner.run_campaign(file, replace=replace, **k),
              quiet=quiet, as_json=as_json, kw=kw, selector=selector)

@@ -1,0 +1,93 @@
+"""`campaign run --dry-run` shows the plan (issue 22): the first pairs in dispatch order,
+counts per tier (refused names counted), every endpoint probed once (the real file://
+route: stat, a probe file written and deleted, free space), and it fails where `run`
+would. Remote endpoints: tests/integration/test_campaign_dryrun.py."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gridxfer.cli.main import main
+
+
+@pytest.fixture
+def tree(gridxfer_home, tmp_path):
+    (tmp_path / "src").mkdir()
+    for i in range(5):
+        (tmp_path / "src" / f"f{i}.dat").write_bytes(os.urandom(1000))
+    return tmp_path
+
+
+def _spec(tmp_path, pools: str, extra: str = "", files: str = '{glob: "*"}'):
+    path = tmp_path / "d.yaml"
+    path.write_text(f"""campaign: d
+source: {{url: "file://{tmp_path}/src/", files: {files}}}
+destinations:
+{pools}{extra}""")
+    return path
+
+
+def test_plan_pairs_counts_and_probes(tree, capsys):
+    spec = _spec(tree, f"""  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}
+  - {{tier: B, pool: ["file://{tree}/dst/b/"], priority: 5}}
+""")
+    assert main(["campaign", "run", "--dry-run", "--show", "3", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "campaign d: would transfer 10 files, 10.00 KB (2 tiers)" in out, out
+    assert "  tier B (priority 5, 1 endpoint): 5 files, 5.00 KB\n" in out
+    assert "  tier A (priority 3, 1 endpoint): 5 files, 5.00 KB\n" in out
+    assert "first 3 transfers" in out
+    assert (f"  B: file://{tree}/src/f0.dat -> file://{tree}/dst/b/f0.dat\n"
+            f"  A: file://{tree}/src/f0.dat -> file://{tree}/dst/a/f0.dat\n"
+            f"  B: file://{tree}/src/f1.dat -> file://{tree}/dst/b/f1.dat\n") in out
+    assert f"  B: file://{tree}/dst/b/: ok (reachable, writable, " in out
+    assert f"  source: file://{tree}/src/: ok (reachable)" in out
+    assert sorted(os.listdir(tree / "dst" / "b")) == []        # the probe file is gone
+    capsys.readouterr()
+    assert main(["campaign", "run", "--dry-run", "--json", "--show", "1", str(spec)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    plan = res["plan"]
+    assert plan["pairs"] == [["B", f"file://{tree}/src/f0.dat", f"file://{tree}/dst/b/f0.dat"]]
+    probes = {p["url"]: p for p in plan["probes"]}
+    assert probes[f"file://{tree}/dst/a/"]["writable"] is True
+    assert probes[f"file://{tree}/dst/a/"]["free"] > 0
+    assert [t["tier"] for t in plan["tiers"]] == ["B", "A"]
+
+
+def test_refused_names_counted_and_fail_like_run(tree, capsys):
+    (tree / "src" / "bad\x07name.dat").write_bytes(b"x")
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n')
+    assert main(["campaign", "run", "--dry-run", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert "6 files, 5.00 KB, 1 with names refused (they would fail)" in out, out
+    assert "a run of d would fail files: 1 files have names gridxfer refuses" in err
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 3      # as the run does
+
+
+def test_a_tier_with_no_usable_endpoint_fails(tree, capsys):
+    (tree / "plain").write_text("not a directory")
+    spec = _spec(tree, f"""  - {{tier: A, pool: ["file://{tree}/dst/a/", "file://{tree}/plain/x/"]}}
+  - {{tier: Z, pool: ["file://{tree}/plain/y/"]}}
+""")
+    assert main(["campaign", "run", "--dry-run", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert f"  A: file://{tree}/plain/x/: FLAGGED: " in out
+    assert f"  A: file://{tree}/dst/a/: ok" in out
+    assert "no endpoint of tier Z can be used" in err and "tier A" not in err
+    assert main(["campaign", "run", "--dry-run", "--no-probe", str(spec)]) == 0
+    assert "endpoints:" not in capsys.readouterr().out
+
+
+def test_dry_run_refuses_where_run_refuses(tree, capsys):
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n')
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 0
+    capsys.readouterr()
+    assert main(["campaign", "run", "--dry-run", str(spec)]) == 2
+    assert "already has a journal" in capsys.readouterr().err
+    assert main(["campaign", "run", "--dry-run", "--replace", str(spec)]) == 0
+    empty = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n',
+                  files='{glob: "*.none"}')
+    assert main(["campaign", "run", "--dry-run", "--replace", str(empty)]) == 2
+    assert "the source matched no files" in capsys.readouterr().err
