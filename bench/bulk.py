@@ -48,11 +48,13 @@ from gridxfer.units import fmt_bytes, parse_bitrate, parse_duration, parse_size
 from bench.common import (BenchError, Result, best_of, check_copies, command_line, empty_dir,
                           gridxfer_run, local_grid, make_files, md_table, ratio, run_timed,
                           shm_parent, write_campaign)
+from bench import httpbench
+from bench.httpbench import HTTP_GRIDXFER, HTTP_TOOLS, http_runners, seed_source
 from bench.record import Goal, write_record
 from bench.wan import CEILING, best_ceiling, ceiling_runner, wan_grid
 
-TOOLS = ("gx-root", "gx-gsiftp", "xrdcp", "guc", "gfal", "gfal-root")
-GRIDXFER = ("gx-root", "gx-gsiftp")
+TOOLS = ("gx-root", "gx-gsiftp", "xrdcp", "guc", "gfal", "gfal-root", *HTTP_TOOLS)
+GRIDXFER = ("gx-root", "gx-gsiftp", *HTTP_GRIDXFER)
 
 
 def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, streams: int,
@@ -118,7 +120,7 @@ def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, st
 
 def _one(tool: str, run: Callable[[str], float], xrd, gsi, user: str, files: int,
          size: int, sub: str | None = None) -> Result:
-    ep = xrd if protocol(tool) == "root" else gsi
+    ep = gsi if protocol(tool) == "gsiftp" else xrd      # davs: the same xrootd's XrdHttp
     sub = sub or f"bulk-{tool}"
     dest = empty_dir(Path(ep.data_dir), sub, user)
     try:
@@ -149,14 +151,17 @@ def warm_up(runners: dict[str, Callable[[str], float]], xrd, gsi, user: str,
 
 
 def protocol(tool: str) -> str:
+    if tool in HTTP_TOOLS:
+        return httpbench.protocol(tool)
     return "root" if tool in ("gx-root", "xrdcp", "gfal-root") else "gsiftp"
 
 
 @contextlib.contextmanager
 def loopback_grid(shm: str):
-    with local_grid([("dst-xrd", "xrootd"), ("dst-gsiftp", "gsiftp")], base_parent=shm) as (inv, _):
+    servers = [("dst-xrd", "xrootd"), ("dst-gsiftp", "gsiftp"), ("src-xrd", "xrootd")]
+    with local_grid(servers, base_parent=shm) as (inv, _):
         yield (inv.endpoints["dst-xrd"], inv.endpoints["dst-gsiftp"],
-               inv.extra.get("service_user", "gridxfer"))
+               inv.extra.get("service_user", "gridxfer"), inv.endpoints["src-xrd"])
 
 
 def tool_figures(results: list[Result], link_rate: float | None = None) -> list[dict]:
@@ -206,8 +211,20 @@ def render(results: list[Result], files: int, size: int,
     peers = [r for r in results if r.ok and r.tool not in (*GRIDXFER, CEILING)]
     best = max(peers, key=lambda r: r.bytes_per_s, default=None)
     goals = []
+    ceiling = next((r for r in results if r.tool == CEILING and r.ok), None)
     for r in results:
-        if r.tool in GRIDXFER and best is not None:
+        if r.tool in HTTP_GRIDXFER:     # issue 20: the best peer of its protocol, the ceiling
+            same = [p for p in peers if protocol(p.tool) == protocol(r.tool)]
+            top = max(same, key=lambda p: p.bytes_per_s, default=None)
+            if top is not None:
+                goals.append(Goal(f"{r.tool} >= 1.0x best {protocol(r.tool)} peer ({top.tool})",
+                                  ratio(r.bytes_per_s, top.bytes_per_s) if r.ok else 0.0, 1.0,
+                                  unit="x"))
+            if ceiling is not None:
+                goals.append(Goal(f"{r.tool} >= 0.98x the iperf3 ceiling",
+                                  ratio(r.bytes_per_s, ceiling.bytes_per_s) if r.ok else 0.0,
+                                  0.98, unit="x"))
+        elif r.tool in GRIDXFER and best is not None:
             goals.append(Goal(f"{r.tool} >= 1.0x best peer ({best.tool})",
                               ratio(r.bytes_per_s, best.bytes_per_s) if r.ok else 0.0, 1.0,
                               unit="x"))
@@ -253,10 +270,21 @@ def main(argv: list[str]) -> int:
         print(f"writing {args.files} x {fmt_bytes(args.size)} under {work}", flush=True)
         srcs = make_files(work / "src", args.files, args.size)
         grid = wan_grid(work, args.rate, args.rtt) if args.wan else loopback_grid(shm)
-        with grid as (xrd, gsi, user):
+        with grid as (xrd, gsi, user, src):
             runners = tool_runners(srcs, xrd.url, gsi.url, work, streams=args.streams,
                                    active=args.active, checksum=args.checksum == "on",
                                    gx_active=args.gx_active, gx_streams=args.gx_streams)
+            if any(t in HTTP_TOOLS for t in tools):
+                if src is not None and any(t.endswith("tpc") for t in tools):
+                    seed_source(srcs, src.data_dir, user)
+                runners.update(http_runners(
+                    srcs, xrd.davs_url, src.davs_url if src is not None else None, work,
+                    active=args.active, checksum=args.checksum == "on",
+                    gx_streams=args.gx_streams or args.streams,
+                    gx_active=args.gx_active or args.active))
+            missing = [t for t in tools if t not in runners]
+            if missing:
+                raise BenchError(f"no source server for {', '.join(missing)}")
             print("warm-up pass (not measured)", flush=True)
             for problem in warm_up(runners, xrd, gsi, user, args.files, args.size, tools):
                 print(f"warm-up: {problem}", flush=True)

@@ -1,7 +1,7 @@
 """bench.bulk --wan: the network-namespace testbed with one emulated link, and the link's
 own ceiling measured by iperf3 in each round (a reference row, not a peer).
 
-    with wan_grid(work, "1Gbit", "20ms") as (xrd, gsiftp, user): ...
+    with wan_grid(work, "1Gbit", "20ms") as (xrd, gsiftp, user, src): ...
     run = ceiling_runner(work, streams=4, seconds=20.0); run() -> Result
 """
 from __future__ import annotations
@@ -54,7 +54,8 @@ controller: T0
 tiers:
   - name: T0
     subnet: 198.18.141.0/24
-    hosts: [{{name: bb-client, role: client}}]
+    hosts: [{{name: bb-client, role: client}},
+            {{name: bb-se00, role: storage, services: [xrootd]}}]
   - name: T1
     subnet: 198.18.142.0/24
     hosts: [{{name: bb-se01, role: storage, services: [xrootd, gridftp]}}]
@@ -65,7 +66,8 @@ links:
 
 @contextlib.contextmanager
 def wan_grid(work: Path, rate: str, rtt: str):
-    """`gridxfer testbed up` on a generated topology; yields (xrd, gsiftp, user)."""
+    """`gridxfer testbed up` on a generated topology; yields (xrd, gsiftp, user, src): src
+    is an XRootD on this host's side of the link (the HTTP-TPC source)."""
     from gridxfer.testbed.inventory import load_inventory
     topo = work / "wan.yaml"
     topo.write_text(WAN_TOPOLOGY.format(rate=rate, rtt=rtt))
@@ -85,6 +87,6 @@ def wan_grid(work: Path, rate: str, rtt: str):
                 raise BenchError(f"testbed came up in {inv.mode} mode, not netns")
             with env_vars(inv.client_env()):
                 yield (inv.endpoints["bb-se01-xrd"], inv.endpoints["bb-se01-gsiftp"],
-                       inv.extra.get("service_user", "gridxfer"))
+                       inv.extra.get("service_user", "gridxfer"), inv.endpoints["bb-se00-xrd"])
         finally:
             subprocess.run([gx, "testbed", "down"], env=env, capture_output=True, timeout=300)
