@@ -20,11 +20,26 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from gridxfer.errors import UsageError
+from gridxfer.redact import redact
 from gridxfer.campaign.accounting.stats import Accounting
 from gridxfer.campaign.engine.feed import PendingFeed
 from gridxfer.campaign.engine.ledger import Batch
 from gridxfer.campaign.engine.tapepoll import FIRST_POLL, TapeFor, TapeNews, TapePoller
 from gridxfer.campaign.spec.model import CampaignSpec
+
+
+def _check_capable(spec: CampaignSpec, tape_for: TapeFor) -> None:
+    """Refuse, before anything is copied, a tape-backed tier or a staged source whose
+    protocol cannot say whether a file is on tape (one line, exit 2)."""
+    where = [(f"destinations tier {t.name} (archive)", url) for t in spec.destinations
+             if t.archive_timeout is not None for url in t.pool]
+    if spec.source.bring_online is not None:
+        where.append(("source (bring_online)", spec.source.url))
+    for what, url in where:
+        if tape_for(url) is None:
+            raise UsageError(f"{what}: {redact(url)} cannot report whether a file is on tape "
+                             f"(its protocol has no tape operations; root:// has)")
 
 
 class TapeFlow:
@@ -44,6 +59,8 @@ class TapeFlow:
                 stage_timeout=self.staging.timeout if self.staging else 0.0)
         # dst url -> (file id, tier, size, copied), in the order copied (the first waits longest)
         self._dst: dict[str, tuple[int, str, int, float]] = {}
+        if self.poller is not None:
+            _check_capable(spec, tape_for)
         self._src: dict[str, list[tuple[str, tuple]]] = {}   # src url -> [(tier, feed row)]
 
     def archives(self, tier: str) -> bool:

@@ -48,8 +48,8 @@ class TapeNews:
 class _Watch:
     __slots__ = ("deadline", "due", "gap", "request", "last")
 
-    def __init__(self, deadline: float, due: float) -> None:
-        self.deadline, self.due, self.gap = deadline, due, FIRST_POLL
+    def __init__(self, deadline: float, due: float, gap: float) -> None:
+        self.deadline, self.due, self.gap = deadline, due, gap
         self.request: str | None = None     # staging: the stage request's id, once made
         self.last = ""                      # what the storage last said (for the failure)
 
@@ -85,7 +85,7 @@ class TapePoller:
 
     def _add(self, table: dict[str, _Watch], url: str, deadline: float) -> None:
         with self._lock:
-            table.setdefault(url, _Watch(deadline, self._clock() + self._first))
+            table.setdefault(url, _Watch(deadline, self._clock() + self._first, self._first))
         self._kick.set()
 
     def take(self) -> list[TapeNews]:

@@ -12,6 +12,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import pytest
+
 from gridxfer.campaign.engine import recovery, scheduler
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.spec.model import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
@@ -288,3 +290,15 @@ def test_cancel_takes_out_files_waiting_for_staging(gridxfer_home):
     conn = journal.connect(journal.journal_path("tp"))
     assert {(r["state"], r["error_class"]) for r in rows(conn).values()} == {
         ("failed", "cancelled")}
+
+
+def test_a_tape_tier_whose_protocol_cannot_ask_is_refused_before_any_copy(gridxfer_home):
+    from gridxfer.errors import UsageError
+    spec = make_spec()
+    conn = plan(spec, 2)
+    storage = Storage()
+    with pytest.raises(UsageError) as err:
+        scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: storage,
+                            tape_factory=lambda url: None)
+    assert "tier T1 (archive)" in str(err.value) and "cannot report" in str(err.value)
+    assert storage.copies == []
