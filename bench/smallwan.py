@@ -88,6 +88,12 @@ def grid(work: Path, rate: str, rtt: str):
             subprocess.run([gx, "testbed", "down"], env=env, capture_output=True, timeout=300)
 
 
+def _pinned(tool: str) -> bool:
+    """gx-N / xrdcp-N: a tool at a concurrency of N."""
+    kind, _, n = tool.partition("-")
+    return kind in ("gx", "xrdcp") and n.isdigit() and int(n) > 0
+
+
 def campaign(path: Path, src_url: str, dst_url: str, active: int | None, checksum: bool) -> Path:
     """A campaign file; ``active`` pins min_active = max_active, None leaves both out."""
     pin = f"    max_active: {active}\n    min_active: {active}\n" if active else ""
@@ -216,8 +222,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args(argv)
     tools = [t for t in args.tools.split(",") if t]
-    if set(tools) - set(TOOLS) or not tools:
-        ap.error(f"--tools: choose from {', '.join(TOOLS)}")
+    if not tools or any(t not in TOOLS and not _pinned(t) for t in tools):
+        ap.error(f"--tools: choose from {', '.join(TOOLS)} (or gx-N, xrdcp-N)")
     sets = [s for s in args.sets.split(",") if s]
     if set(sets) - set(SETS):
         ap.error(f"--sets: choose from {', '.join(SETS)}")

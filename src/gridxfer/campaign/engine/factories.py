@@ -79,8 +79,11 @@ def default_exclusion_factory(spec: CampaignSpec | None = None) -> selection.Exc
 
 
 def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:
+    # under a default ceiling (engine/ceilings.py) start at a quarter of it, at least
+    # START_MAX: small files (ceiling 128) start at 32, bulk at 8
+    start = max(optimizer_mod.START_MAX, tier.max_active // 4) if tier.auto_ceiling else None
     return optimizer_mod.make_optimizer(optimizer_mod.DEFAULT_OPTIMIZER, tier.min_active,
-                                        tier.max_active)
+                                        tier.max_active, start=start)
 
 
 def fixed_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:

@@ -30,6 +30,7 @@ from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import ledger
 from gridxfer.campaign.policy import optimizer as optimizer_mod
+from gridxfer.campaign.engine import ceilings
 from gridxfer.campaign.engine import outcomes
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.engine import watchdog
@@ -78,7 +79,9 @@ class Scheduler:
                  tape_first_poll: float = FIRST_POLL,
                  credentials: Credentials | None = None, token_wait: float = TOKEN_WAIT) -> None:
         self.conn, self.spec, self.clock = conn, spec, clock
-        self.tiers = {t.name: t for t in by_priority(spec.destinations)}  # served in this order
+        # a tier without max_active gets a ceiling suited to its files (ceilings.py)
+        tiers = ceilings.effective_tiers(by_priority(spec.destinations), journal.tally(conn))
+        self.tiers = {t.name: t for t in tiers}  # served in this order
         self.mover_factory = mover_factory or _default_mover_factory
         self.ops_factory = ops_factory_for(mover_factory, ops_factory)
         self.selector_names = {t.name: selector_name or t.selector or default_selector_name()
@@ -86,7 +89,7 @@ class Scheduler:
         self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}
         self.exclusions = (exclusion_factory() if exclusion_factory is not None
                            else default_exclusion_factory(spec))
-        self.optimizers = {t.name: optimizer_factory(t) for t in spec.destinations}
+        self.optimizers = {t.name: optimizer_factory(t) for t in tiers}
         self.observers = list(observers)
         self.stop = stop or threading.Event()
         self.hurry = threading.Event()          # a second Ctrl-C: do not wait for transfers
@@ -119,7 +122,7 @@ class Scheduler:
         journal.add_event(self.conn, "started", selector=self.selector_names,
                           tiers=sorted(self.tiers))
         journal.set_meta(self.conn, [("state", "running")])
-        workers = sum(t.max_active for t in self.spec.destinations)
+        workers = sum(t.max_active for t in self.tiers.values())
         self._pool.start(workers)
         next_tick = 0.0
         try:

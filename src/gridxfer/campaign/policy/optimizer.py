@@ -11,12 +11,19 @@ seconds instead of FTS3's +-1..2 per minute:
 
 - every ``interval`` s (default 1.5) it takes the link's rate into an EMA; the first
   sample after a change is skipped, since new transfers need a moment to ramp up;
-- start at half of ``max_active`` (at least 2), so that a short campaign is not spent
-  ramping up; slow start: double the cap while each doubling brings more than ``gain``
-  (10 %);
+- start at half of ``max_active`` (at least 2; a tier without ``max_active`` starts at a
+  quarter of its default ceiling, at least ``START_MAX``: engine/ceilings.py), so that a
+  short campaign is not spent ramping up; slow start: double the cap while each doubling
+  brings more than ``gain`` (10 %);
+- short files (issue 21): while the link's transfers end in under half an interval (at
+  least 2 x cap finished in it), slow start multiplies by ``SHORT_RAMP`` (4) instead, and
+  no sample is skipped after a change, the first included (short transfers reach their
+  rate at once): with 1.5 s intervals 8 -> 32 -> 128 takes 3 s, and the search settles
+  within 10 s. The reason says so ("short files");
 - refine: then bisect between the measured levels around the best one (and below the
-  start), towards the more promising side, until its neighbours are measured; settle on the *fewest*
-  transfers within ``gain`` of the best rate (sessions cost the servers);
+  start), towards the more promising side, until its neighbours are measured (to within a
+  quarter of the level: 96 vs 128 is close enough); settle on the *fewest* transfers
+  within ``gain`` of the best rate (sessions cost the servers);
 - steady: probe +1 every ``probe_every`` s, keep it only if it gains (FTS3's step);
   a throughput collapse (< ``drop`` x the rate the level was chosen for) steps down;
 - a success rate below ``min_success`` in an interval (and at least 2 failures):
@@ -33,6 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gridxfer.units import fmt_rate
+
+START_MAX = 8           # the first cap under a default ceiling (a high ceiling is not a start)
+SHORT_RAMP = 4          # slow start's factor while transfers are short
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,7 @@ class _Link:
     next_probe: float = 0.0
     succeeded: int = 0
     failed: int = 0
+    done: int = 0                       # transfers finished in the last interval
 
 
 class AdaptiveConcurrency:
@@ -116,6 +127,7 @@ class AdaptiveConcurrency:
         st.next_at = now + self.interval
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
+        st.done = done + failed
         rate = link.rate
         if link.moved >= 0:
             if st.mark is not None and now > st.mark[0]:
@@ -124,7 +136,7 @@ class AdaptiveConcurrency:
             st.mark = (now, link.moved)
         if failed >= 2 and done / (done + failed) < self.min_success:
             new, why = self._back_off(now, st, done, failed)
-        elif st.settle or (link.active < st.cap and link.queued == 0):
+        elif (st.settle and st.done < 2 * st.cap) or (link.active < st.cap and link.queued == 0):
             st.settle = False               # ramping up, or nothing to learn from
             return Decision(st.cap, st.reason)
         else:
@@ -158,13 +170,14 @@ class AdaptiveConcurrency:
         below = [c for c in st.rates if c < best]
         above = [c for c in st.rates if c > best]
         options = []
-        if below and best - max(below) >= 2:
+        close = max(2, best // 4)           # a quarter of the level is close enough
+        if below and best - max(below) >= close:
             lo = max(below)
             options.append((st.rates[lo], (lo + best) // 2))
         elif not below and best > self.min_active and best // 2 not in st.rates:
             # the lowest level tried is already as good as any: the knee may be lower
             options.append((0.0, max(self.min_active, best // 2)))
-        if above and min(above) - best >= 2:
+        if above and min(above) - best >= close:
             hi = min(above)
             if st.rates[hi] < (1 - self.gain) * st.rates[best]:   # a peak may hide there
                 options.append((st.rates[hi], (best + hi) // 2))
@@ -190,6 +203,10 @@ class AdaptiveConcurrency:
         gained = prev is not None and rate > st.rates[prev] * (1 + self.gain)
         vs = "" if prev is None else f" vs {fmt_rate(st.rates[prev])} at {prev}"
         if st.phase == "slow-start" and (prev is None or gained) and cap < self.max_active:
+            if st.done >= 2 * cap:
+                nxt = self._clamp(SHORT_RAMP * cap)
+                return nxt, (f"short files ({st.done} ended in {self.interval:g} s): slow "
+                             f"start x{SHORT_RAMP}: {where}{vs}, trying {nxt}")
             nxt = self._clamp(2 * cap)
             return nxt, f"slow start: {where}{vs}, trying {nxt}"
         if st.phase == "probe" and prev is not None:
@@ -220,10 +237,15 @@ OPTIMIZERS: dict[str, type] = {"adaptive": AdaptiveConcurrency, "fixed": FixedCo
 DEFAULT_OPTIMIZER = "adaptive"
 
 
-def make_optimizer(name: str, min_active: int, max_active: int) -> ConcurrencyOptimizer:
+def make_optimizer(name: str, min_active: int, max_active: int, *,
+                   start: int | None = None) -> ConcurrencyOptimizer:
+    """``start``: the first cap (adaptive only; None: half of ``max_active``)."""
     from gridxfer.errors import UsageError
     try:
-        return OPTIMIZERS[name](min_active, max_active)
+        cls = OPTIMIZERS[name]
+        if start is not None and cls is AdaptiveConcurrency:
+            return AdaptiveConcurrency(min_active, max_active, start=start)
+        return cls(min_active, max_active)
     except KeyError:
         raise UsageError(f"unknown optimizer {name!r}; choose from "
                          f"{', '.join(sorted(OPTIMIZERS))}") from None

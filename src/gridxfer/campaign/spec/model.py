@@ -71,6 +71,9 @@ class TierSpec:
     streams: int = 1
     max_active: int = 4
     min_active: int = 1
+    # no max_active in the campaign file: the run picks the tier's ceiling from its files
+    # (engine/ceilings.py) and ``max_active`` above is only a placeholder
+    auto_ceiling: bool = False
     tcp_buffer: int | None = None
     selector: str | None = None
     # ``archive: {timeout: ...}``: a tape-backed tier; a copied file is done only once the

@@ -34,7 +34,7 @@ def destinations(c: Checker, node: Node, base_dir: Path,
                        None)
         if tier is not None:
             tiers.append(tier)
-    total = sum(t.max_active for t in tiers)
+    total = sum(t.max_active for t in tiers if not t.auto_ceiling)
     msg = limits.MAX_ACTIVE_TOTAL.above(total, f"the tiers' max_active add up to {total}, which")
     if msg:
         raise c.fail(node, "destinations", msg)
@@ -85,10 +85,12 @@ def _tier(c: Checker, tnode: Node, where: str, tiers: list[TierSpec],
             kw["archive_timeout"] = arch
     if name is None or pool is None:
         return None
+    if "max_active" not in m:
+        kw["auto_ceiling"] = True       # the run picks the ceiling (engine/ceilings.py)
     tier = TierSpec(name=name, pool=pool, **kw)
     if "max_active" in kw and "min_active" not in kw:
         tier = replace(tier, min_active=min(tier.min_active, tier.max_active))
-    if tier.min_active > tier.max_active:
+    if tier.min_active > tier.max_active and not tier.auto_ceiling:
         raise c.fail(m.get("min_active", tnode), f"{where}.min_active",
                      f"min_active {tier.min_active} is above max_active {tier.max_active}")
     return tier

@@ -130,3 +130,44 @@ def test_link_status_reads_the_latest_decision_per_link(gridxfer_home):
     st = link_status(conn)
     assert [(x.tier, x.active, x.reason, x.since, x.decisions) for x in st] == [
         ("T1-CNAF", 8, "+4", 2.0, 2), ("T2", 1, "hold", 3.0, 1)]
+
+
+def small_files_link(knee: int, per_slot: float = 22.0, size: int = 4096):
+    """Files/s of a link of short transfers: ``per_slot`` files/s per transfer (2 round
+    trips of 20 ms + overhead) up to ``knee`` transfers, flat after (the client's CPU)."""
+    return lambda n: min(n, knee) * per_slot * size, lambda n: min(n, knee) * per_slot
+
+
+@pytest.mark.parametrize("knee", [40, 80, 120])
+def test_short_files_ramp_multiplicatively_and_settle_within_10s(knee):
+    """Under a default ceiling (start 8, ceiling 128) with 4 KB files finishing in ~45 ms,
+    slow start goes x4 without skipping a sample, and the cap is settled (never leaves
+    its final value) within 10 s of simulated time, near the knee, every step explained."""
+    from gridxfer.campaign.policy.optimizer import START_MAX
+    rate_of, files_of = small_files_link(knee)
+    opt = AdaptiveConcurrency(1, 128, start=START_MAX)
+    rnd = random.Random(knee)
+    t, cap, moved, history = 0.0, START_MAX, 0.0, []
+    while t <= 40.0:
+        r = rate_of(cap) * rnd.uniform(0.95, 1.05)
+        moved += r * 0.5
+        d = opt.update(t, LinkSample("T1", cap, r, int(files_of(cap) * 0.5), 0, 10_000,
+                                     moved=int(moved)))
+        history.append((t, d.active, d.reason))
+        cap = d.active
+        t += 0.5
+    when, final = settled_by(history, final_band=1)      # steady: +1 probes
+    assert when <= 10.0, [h for h in history if h[0] <= when + 1]
+    assert rate_of(final) >= 0.85 * rate_of(knee)
+    assert final <= 1.5 * knee + 2
+    reasons = [r for _, _, r in history]
+    assert any(r.startswith("short files") and "x4" in r for r in reasons)
+
+
+def test_long_transfers_keep_doubling_with_a_settle_sample():
+    """Few completions per interval (bulk files): slow start doubles, as before."""
+    opt = AdaptiveConcurrency(1, 128, start=8)
+    history = run(opt, lambda n: min(n, 20) * 5 * MB, seconds=12, counter=True)
+    changes = [r for (_, p, _), (_, c, r) in itertools.pairwise(history) if c != p]
+    assert changes and changes[0].startswith("slow start") and "trying 16" in changes[0]
+    assert not any(r.startswith("short files") for r in changes)

@@ -287,3 +287,20 @@ def test_errors_in_several_tiers_and_files(tmp_path):
                       (4, "source.files[3]"), (6, "destinations[0].streams"),
                       (7, "destinations[1].tier"), (7, "destinations[1].pool"),
                       (8, "destinations[2].tier")], fields
+
+
+def test_max_active_is_a_ceiling_the_user_may_leave_out(tmp_path):
+    """Without max_active the tier's ceiling is picked by the run (engine/ceilings.py), and
+    min_active alone is no error; with it, it is kept as given."""
+    text = textwrap.dedent("""\
+        campaign: c1
+        source: {url: "root://t0.example//d/", files: {glob: "*"}}
+        destinations:
+          - {tier: A, pool: ["root://a.example//d/"], min_active: 8}
+          - {tier: B, pool: ["root://b.example//d/"], max_active: 6}
+        """)
+    spec = load_spec(write(tmp_path, text))
+    a, b = spec.destinations
+    assert a.auto_ceiling and a.min_active == 8
+    assert not b.auto_ceiling and b.max_active == 6
+    assert spec_from_dict(spec_to_dict(spec)) == spec
