@@ -166,8 +166,8 @@ class XRootDMover(XRootDTapeOps):
     def _relay(self, src: str, dst: str, params: TransferParams,
                progress: ProgressFn | None) -> TransferOutcome:
         """root -> root of a small file, pipelined to its final name (relay.py): the
-        source's bytes checked against the catalogue before the destination is opened,
-        the destination's (read back) against the source's before the close."""
+        source's bytes checked against the catalogue before anything is written, the
+        destination's (read back) against the source's before the close."""
         start = time.monotonic()
         algo, verify, expected = checksum_policy(params)
         check_dst = verify in ("destination", "both")

@@ -9,8 +9,9 @@ instead, and the destination sees:
 
 * flight 1: ``open`` of the FINAL name with ``kXR_new | kXR_posc | kXR_mkpath`` (upload.py:
   an existing file fails the open with EXISTS, nothing is touched; missing directories are
-  made; the server keeps the file only if ``close`` succeeds). It is sent at once, while
-  the source is still being read (open, cached stat, one read, close: the source is near);
+  made; the server keeps the file only if ``close`` succeeds). It is sent once the source
+  is open (a missing or too large source never touches the destination) and is in flight
+  while the source is read (one read, its size from the open's cached stat, close);
 * flight 2: ``write`` and ``close`` back to back (XRootD answers a connection's requests
   in order; nothing of the close depends on the write's reply except its success, and a
   failed write makes the close fail too). Without checksums that is all: 2 round trips.
@@ -106,9 +107,9 @@ class _Source:
     adler32: str
 
 
-def _read_source(src: str, stall: float, what: str) -> _Source:
-    """The whole source (open, the open's cached stat, one read, close); TooLarge if it
-    has more than RELAY_MAX bytes."""
+def _open_source(src: str, stall: float) -> tuple[Any, int]:
+    """The open source and its size (the open's cached stat: no request of its own);
+    TooLarge, with the file closed, if it has more than RELAY_MAX bytes."""
     f = xrd.File()
     status, _ = f.open(xurl(src), OpenFlags.READ, timeout=max(1, int(stall)))
     if not status.ok:
@@ -117,9 +118,17 @@ def _read_source(src: str, stall: float, what: str) -> _Source:
         status, info = f.stat(timeout=max(1, int(stall)))
         if not status.ok:
             raise transfer_error(status, src)
-        size = int(info.size)
-        if size > RELAY_MAX:
+        if int(info.size) > RELAY_MAX:
             raise TooLarge(src)
+    except BaseException:
+        f.close(timeout=max(1, int(stall)))
+        raise
+    return f, int(info.size)
+
+
+def _read_source(f: Any, size: int, src: str, stall: float, what: str) -> _Source:
+    """All ``size`` bytes of the open source ``f`` (one read), which is then closed."""
+    try:
         status, data = f.read(0, size + 1, timeout=max(1, int(stall)))
         if not status.ok:
             raise transfer_error(status, src)
@@ -132,32 +141,48 @@ def _read_source(src: str, stall: float, what: str) -> _Source:
     return _Source(data, normalise_adler32(adler32(data)))
 
 
+def _abandon(opened: _Reply, handle: Any, dst: str, params: TransferParams,
+             wait: float, what: str) -> None:
+    """The copy failed before it wrote: remove the destination if its open succeeded."""
+    try:
+        status = opened.wait(wait + 5, params, what)
+    except TransferError:
+        return
+    if status is not None and status.ok:
+        _discard(handle, dst, closed=False)
+
+
 def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
           read_back: bool, expected: str | None = None) -> Upload:
     """Copy root:// ``src`` (at most RELAY_MAX bytes) to the new root:// file ``dst``; on
     failure nothing is left at ``dst``. ``read_back``: ``stored_adler32`` is the adler32 of
     what the server holds before the close (a different length is a CHECKSUM error).
-    ``expected``: the catalogue's adler32, compared with the source's bytes before the
-    destination is opened."""
+    ``expected``: the catalogue's adler32, compared with the source's bytes before anything
+    is written (a failed destination open is reported first, as on the general path)."""
     what = f"{src} -> {dst}"
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
     stall = stall_timeout()
     wait = max(1.0, min(stall, params.timeout))
     tmo = max(1, int(wait))
-    source = _read_source(src, stall, what)
-    if expected and source.adler32 != expected:
-        raise TransferError(ErrorClass.CHECKSUM,
-                            f"{src}: source adler32 {source.adler32} != expected {expected}")
+    f, size = _open_source(src, stall)         # missing, unreadable, too large: dst untouched
     handle = xrd.File()
     bundled_close(handle)
-    opened = _send(handle.open, xurl(dst), FLAGS, timeout=tmo)
+    opened = _send(handle.open, xurl(dst), FLAGS, timeout=tmo)   # in flight during the read
+    try:
+        source = _read_source(f, size, src, stall, what)
+    except BaseException:
+        _abandon(opened, handle, dst, params, wait, what)
+        raise
     status = opened.wait(wait + 5, params, what)
     if not status.ok:
         raise transfer_error(status, what, side="destination")
     closed = False
     try:
         _probe_posc(dst)
+        if expected and source.adler32 != expected:     # nothing written yet
+            raise TransferError(ErrorClass.CHECKSUM,
+                                f"{src}: source adler32 {source.adler32} != expected {expected}")
         data, n = source.data, len(source.data)
         wrote = _send(handle.write, data, 0, n, timeout=tmo) if n else None
         if not read_back:
