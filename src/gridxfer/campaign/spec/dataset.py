@@ -19,7 +19,7 @@ import stat as stat_mod
 from dataclasses import dataclass
 from collections.abc import Callable, Iterator
 
-from gridxfer.errors import SpecError, TransferError, UsageError
+from gridxfer.errors import SpecError, SpecErrors, TransferError, UsageError
 from gridxfer.inputs import check_utf8_line
 from gridxfer.limits import MAX_FILE_SIZE
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
@@ -68,41 +68,63 @@ def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
         yield from _listing(source)
 
 
+MAX_LIST_ERRORS = 100          # a list file's errors reported in one run, at most
+
+
 def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
+    """The list file's entries; every bad line is reported at the end, all at once (up to
+    ``MAX_LIST_ERRORS``), each ``file:line: field: message`` (nothing is planned then)."""
     path = source.list_file or ""
     try:
         fh = open(path, "rb")  # noqa: SIM115  (closed by the `with` below; only open() is guarded)
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    errors: list[SpecError] = []
     with fh:
         for lineno, raw in enumerate(fh, 1):
-            text = check_utf8_line(raw, path, lineno).strip()
-            if not text or text.startswith("#"):
+            try:
+                found = _list_line(source, path, lineno, raw)
+            except SpecError as exc:
+                errors.append(exc)
+                if len(errors) >= MAX_LIST_ERRORS:
+                    break
                 continue
-            parts = text.split()
-            if len(parts) not in (2, 3):
-                raise SpecError("expected 'name size [adler32]'", path=path, line=lineno)
-            name, size_text = parts[0], parts[1]
-            if name.startswith("/") or ".." in name.split("/") or "://" in name:
-                raise SpecError(f"{_short(redact(name))} must be relative", path=path,
-                                line=lineno, field="name")
-            what = credential_in_url(name)
-            if what:
-                raise SpecError(f"the name carries {what}: {WHERE_CREDENTIALS_GO}", path=path,
-                                line=lineno, field="name")
-            if not (size_text.isascii() and size_text.isdigit()):
-                raise SpecError(f"not a size in bytes: {_short(size_text)}", path=path,
-                                line=lineno, field="size")
-            too_big = MAX_FILE_SIZE.above(int(size_text), _short(size_text))
-            if too_big:
-                raise SpecError(too_big, path=path, line=lineno, field="size")
-            adler = None
-            if len(parts) == 3:
-                if not _HEX8.fullmatch(parts[2]):
-                    raise SpecError(f"not an adler32: {parts[2]!r}", path=path, line=lineno,
-                                    field="adler32")
-                adler = parts[2].lower().zfill(8)
-            yield entry(source.url, name, int(size_text), adler)
+            if found is not None and not errors:
+                yield found
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise SpecErrors(errors)
+
+
+def _list_line(source: SourceSpec, path: str, lineno: int, raw: bytes) -> DatasetEntry | None:
+    text = check_utf8_line(raw, path, lineno).strip()
+    if not text or text.startswith("#"):
+        return None
+    parts = text.split()
+    if len(parts) not in (2, 3):
+        raise SpecError("expected 'name size [adler32]'", path=path, line=lineno)
+    name, size_text = parts[0], parts[1]
+    if name.startswith("/") or ".." in name.split("/") or "://" in name:
+        raise SpecError(f"{_short(redact(name))} must be relative", path=path,
+                        line=lineno, field="name")
+    what = credential_in_url(name)
+    if what:
+        raise SpecError(f"the name carries {what}: {WHERE_CREDENTIALS_GO}", path=path,
+                        line=lineno, field="name")
+    if not (size_text.isascii() and size_text.isdigit()):
+        raise SpecError(f"not a size in bytes: {_short(size_text)}", path=path,
+                        line=lineno, field="size")
+    too_big = MAX_FILE_SIZE.above(int(size_text), _short(size_text))
+    if too_big:
+        raise SpecError(too_big, path=path, line=lineno, field="size")
+    adler = None
+    if len(parts) == 3:
+        if not _HEX8.fullmatch(parts[2]):
+            raise SpecError(f"not an adler32: {parts[2]!r}", path=path, line=lineno,
+                            field="adler32")
+        adler = parts[2].lower().zfill(8)
+    return entry(source.url, name, int(size_text), adler)
 
 
 def _short(text: str) -> str:
