@@ -155,3 +155,15 @@ def test_the_direction_check_can_fail():
     assert not edge_allowed("gridxfer.movers.urls", "movers", "movers.xrootd")
     assert edge_allowed("gridxfer.campaign.engine.x", "campaign.engine", "campaign.policy")
     assert edge_allowed("gridxfer.movers.spool", "movers", "movers.xrootd")
+
+
+def test_test_modules_have_unique_names():
+    """pytest imports test modules by their base name (no __init__.py, rootdir mode): two
+    files of one name stop the whole run at collection ("import file mismatch")."""
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if path.name in seen:
+            clashes.append(f"{seen[path.name].relative_to(ROOT)} and {path.relative_to(ROOT)}")
+        seen.setdefault(path.name, path)
+    assert not clashes, "test modules sharing a name: " + "; ".join(clashes)
