@@ -86,8 +86,23 @@ def test_dry_run_refuses_where_run_refuses(tree, capsys):
     capsys.readouterr()
     assert main(["campaign", "run", "--dry-run", str(spec)]) == 2
     assert "already has a journal" in capsys.readouterr().err
-    assert main(["campaign", "run", "--dry-run", "--replace", str(spec)]) == 0
+    # --replace: the journal goes, the copies stay: with overwrite off the run fails them
+    assert main(["campaign", "run", "--dry-run", "--replace", str(spec)]) == 3
+    assert "exist and overwrite is off" in capsys.readouterr().err
     empty = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n',
                   files='{glob: "*.none"}')
     assert main(["campaign", "run", "--dry-run", "--replace", str(empty)]) == 2
     assert "the source matched no files" in capsys.readouterr().err
+
+
+def test_existing_destinations_fail_like_run(tree, capsys):
+    (tree / "dst" / "a").mkdir(parents=True)
+    (tree / "dst" / "a" / "f1.dat").write_bytes(b"old")
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n')
+    assert main(["campaign", "run", "--dry-run", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert f"  EXISTS file://{tree}/dst/a/f1.dat: overwrite is off, a run fails it" in out
+    assert "1 of the destinations shown exist and overwrite is off" in err
+    spec.write_text(spec.read_text() + "overwrite: true\n")
+    assert main(["campaign", "run", "--dry-run", str(spec)]) == 0
+    assert "EXISTS" not in capsys.readouterr().out

@@ -57,6 +57,7 @@ class Plan:
     pairs: tuple[tuple[str, str, str], ...]     # (tier, source URL, destination URL)
     tiers: tuple[TierPlan, ...]
     probes: tuple[Probe, ...]
+    existing: tuple[str, ...] = ()      # shown destinations already there (overwrite off)
 
     @property
     def flagged(self) -> tuple[Probe, ...]:
@@ -91,7 +92,40 @@ def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int
     if probe:
         probes = _probe_all(spec, size, ops_factory or default_ops_factory,
                             mover_factory or default_mover_factory)
-    return Plan(shown, plans, probes)
+    existing: tuple[str, ...] = ()
+    if probe and not spec.overwrite:
+        ok = {p.url for p in probes if not p.problem}
+        existing = _existing([d for t, _, d in shown if spec.tier(t).pool[0] in ok],
+                             ops_factory or default_ops_factory)
+    return Plan(shown, plans, probes, existing)
+
+
+def _existing(urls: list[str], ops_factory: Callable) -> tuple[str, ...]:
+    """Those of ``urls`` already at the destination: with overwrite off, a run fails them
+    (class exists, never retried). Only the pairs shown are asked: one stat each."""
+    def there(url: str) -> bool:
+        stat = capabilities_of(ops_factory(url)).stat
+        if stat is None:
+            return False
+        try:
+            stat(url)
+            return True
+        except (GridxferError, OSError):
+            return False
+    if not urls:
+        return ()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(urls)),
+                                                 thread_name_prefix="gridxfer-probe")
+    futures = [pool.submit(there, u) for u in urls]
+    found = []
+    for url, fut in zip(urls, futures, strict=True):
+        try:
+            if fut.result(timeout=PROBE_TIMEOUT):
+                found.append(url)
+        except (concurrent.futures.TimeoutError, GridxferError, OSError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+    return tuple(found)
 
 
 def _probe_all(spec: CampaignSpec, size: int, ops_factory: Callable,

@@ -40,6 +40,8 @@ def _text(r: Any, plan: Any) -> None:
               f"picks the endpoint, the first is shown):")
         for tier, src, dst in plan.pairs:
             _echo(f"  {tier}: {printable(src)} -> {printable(dst)}")
+    for dst in plan.existing:
+        _echo(f"  EXISTS {printable(dst)}: overwrite is off, a run fails it")
     if plan.probes:
         _echo("endpoints:")
     for p in plan.probes:
@@ -58,6 +60,9 @@ def _verdict(r: Any, plan: Any) -> None:
         reasons.append(f"{bad} files have names gridxfer refuses (bad_name)")
     if dead:
         reasons.append(f"no endpoint of tier {', '.join(dead)} can be used")
+    if plan.existing:
+        reasons.append(f"{len(plan.existing)} of the destinations shown exist and overwrite "
+                       f"is off")
     if any(p.role == "source" and p.problem for p in plan.probes):
         reasons.append("the source is flagged")
     if reasons:
