@@ -79,6 +79,10 @@ def test_download_with_streams_and_third_party_copy(local_grid, local_grid_home,
     src = put_local(local_grid, "t0-xrd", "copy-dl/big.dat", data)
     assert main(["copy", "-p", "4", src, str(tmp_path) + "/"]) == 0
     assert (tmp_path / "big.dat").read_bytes() == data
+    assert "4 streams" in capsys.readouterr().out
+    for habit in (["-n", "3"], ["-S", "3"]):        # gfal-copy's and xrdcp's spellings
+        assert main(["copy", "-f", "-s", *habit, src, str(tmp_path / "big.dat")]) == 0
+        assert capsys.readouterr().out == ""
     dst = local_grid.endpoints["t1a-xrd1"].url + "copy-tpc/big.dat"
     assert main(["copy", "--tpc", src, dst]) == 0
     assert "xrdcl-tpc" in capsys.readouterr().out

@@ -30,8 +30,10 @@ from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_duration
 @click.command(name="copy")
 @click.argument("args", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("-f", "--force", is_flag=True, help="Overwrite an existing destination.")
-@click.option("-p", "--streams", default="1", show_default=True, metavar="N",
-              help="TCP streams for the transfer (where the protocol has them).")
+@click.option("-p", "--streams", "-n", "--nbstreams", "-S", "streams", default="1",
+              show_default=True, metavar="N",
+              help="TCP streams for the transfer (where the protocol has them); -n is "
+                   "gfal-copy's, -S xrdcp's.")
 @click.option("-K", "--checksum", "checksum", default=None, metavar="ADLER32[:VALUE]",
               help="Checksum algorithm (adler32, the default), or the value the source "
                    "must have.")
@@ -45,7 +47,8 @@ from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_duration
                                          "through this host (root->root, gsiftp->gsiftp).")
 @click.option("--dry-run", is_flag=True,
               help="Check sources and destinations as a copy would; copy nothing.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; errors only.")
+@click.option("-q", "--quiet", "-s", "--silent", "quiet", is_flag=True,
+              help="No progress and no summary; errors only (-s: xrdcp's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None,
           checksum_mode: str, timeout: str, tpc: bool, dry_run: bool, quiet: bool,
@@ -55,7 +58,7 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
     any failure or Ctrl-C nothing partial is left.
 
     \b
-    SRC and DST are URLs (root://, gsiftp://, ftp://, file://), local paths, or testbed
+    SRC and DST are URLs (root://, gsiftp://, ftp://, davs://, file://), local paths, or testbed
     endpoint names (t1a-xrd1/dir/file).
     Exit codes: 0 copied, 1 a copy failed, 2 bad input, 3 some of several
     sources failed, 4 interrupted."""
