@@ -1,13 +1,23 @@
 """FTS3's vocabulary at work (issue 22): ``priority`` orders what the scheduler hands out
 between tiers and files; ``job_metadata`` is kept in the journal and shown by ``report``.
-The local test mover of test_campaign_cli moves the files (the CLI's logic is under test)."""
+The files move with gridxfer's own file:// route (the real mover)."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
+import pytest
+
 from gridxfer.cli.main import main
-from tests.cli.test_campaign_cli import local  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def local(gridxfer_home, tmp_path):
+    (tmp_path / "src").mkdir()
+    for i in range(6):
+        (tmp_path / "src" / f"f{i}.dat").write_bytes(os.urandom(1000 + i))
+    return tmp_path
 
 
 def _spec(tmp_path, body: str):
@@ -34,7 +44,7 @@ def _attempts(gridxfer_home):
         conn.close()
 
 
-def test_priority_orders_tiers_and_files(local, gridxfer_home, capsys):  # noqa: F811
+def test_priority_orders_tiers_and_files(local, gridxfer_home, capsys):
     assert main(["campaign", "run", "--quiet", str(_spec(local, "priority: 2\n"))]) == 0
     rows = _attempts(gridxfer_home)
     assert rows[0] == ("HIGH", "f2.dat")            # the higher tier is served first
@@ -44,13 +54,13 @@ def test_priority_orders_tiers_and_files(local, gridxfer_home, capsys):  # noqa:
         assert [n for t, n in rows if t == tier] == order, rows
 
 
-def test_default_priority_3_sits_between(local, gridxfer_home, capsys):  # noqa: F811
+def test_default_priority_3_sits_between(local, gridxfer_home, capsys):
     assert main(["campaign", "run", "--quiet", str(_spec(local, ""))]) == 0
     rows = [n for t, n in _attempts(gridxfer_home) if t == "LOW"]
     assert rows == ["f2.dat", "f4.dat", "f0.dat", "f3.dat", "f5.dat", "f1.dat"]
 
 
-def test_job_metadata_in_journal_and_report(local, gridxfer_home, capsys):  # noqa: F811
+def test_job_metadata_in_journal_and_report(local, gridxfer_home, capsys):
     spec = _spec(local, "job_metadata: {request: 4711, owner: ops}\n")
     assert main(["campaign", "run", "--quiet", str(spec)]) == 0
     capsys.readouterr()
@@ -61,7 +71,7 @@ def test_job_metadata_in_journal_and_report(local, gridxfer_home, capsys):  # no
     assert 'job_metadata: {"owner": "ops", "request": 4711}' in capsys.readouterr().out
 
 
-def test_activity_shares_divide_the_first_round(local, gridxfer_home, capsys):  # noqa: F811
+def test_activity_shares_divide_the_first_round(local, gridxfer_home, capsys):
     """4 slots, Express 3 : default 1: the first round hands out 3 Express and 1 default,
     though the default files come first in the list."""
     for i in range(6, 10):
