@@ -28,6 +28,8 @@ from gridxfer.campaign.engine.ledger import Batch
 from gridxfer.campaign.engine.tapepoll import FIRST_POLL, TapeFor, TapeNews, TapePoller
 from gridxfer.campaign.spec.model import CampaignSpec
 
+STAGE_WINDOW = 1000          # source files waiting to be online at once (bring_online)
+
 
 def _check_capable(spec: CampaignSpec, tape_for: TapeFor) -> None:
     """Refuse, before anything is copied, a tape-backed tier or a staged source whose
@@ -62,6 +64,7 @@ class TapeFlow:
         if self.poller is not None:
             _check_capable(spec, tape_for)
         self._src: dict[str, list[tuple[str, tuple]]] = {}   # src url -> [(tier, feed row)]
+        self._stage_cursor, self._stage_more = 0, False       # staging rows not loaded yet
 
     def archives(self, tier: str) -> bool:
         return tier in self.timeouts
@@ -72,7 +75,7 @@ class TapeFlow:
         return max(0.0, now - first[3]) if first is not None else None
 
     def busy(self) -> bool:
-        return bool(self._dst or self._src)
+        return bool(self._dst or self._src or self._stage_more)
 
     # ------------------------------------------------------------ start of a run
     def load(self, now: float) -> None:
@@ -84,21 +87,39 @@ class TapeFlow:
         if self.staging:
             c.execute("BEGIN IMMEDIATE")
             c.execute("UPDATE files SET state='staging' WHERE state='pending' AND staged IS NULL")
-            c.execute("UPDATE files SET stage_requested=? WHERE state='staging' AND "
-                      "stage_requested IS NULL", (now,))
             c.execute("COMMIT")
-            for r in c.execute("SELECT id, name, src_url, size, attempts, expected_checksum, "
-                               "tier, stage_requested FROM files WHERE state='staging' "
-                               "ORDER BY id"):
-                self._src.setdefault(r[2], []).append(
-                    (r[6], (r[0], r[1], r[2], r[3], r[4], r[5], frozenset())))
-                if len(self._src[r[2]]) == 1:
-                    self.poller.stage(r[2], r[7] + self.staging.timeout)
+            self._stage_cursor, self._stage_more = 0, True
+            self._refill(now)
         for r in c.execute("SELECT id, tier, dst_url, size, copied FROM files "
                            "WHERE state='archiving' ORDER BY copied"):
             if r[1] in self.timeouts:
                 self._archiving(r[0], r[1], r[2], r[3], r[4] or now)
         self.poller.start()
+
+    def _refill(self, now: float) -> None:
+        """Hand the poller the next staging files, up to ``STAGE_WINDOW`` sources waiting to
+        be online at once (in id order; ``stage_requested`` set when first requested)."""
+        if not self._stage_more or len(self._src) > STAGE_WINDOW // 2:
+            return
+        assert self.poller is not None and self.staging is not None
+        limit = STAGE_WINDOW - len(self._src)
+        rows = self.conn.execute(
+            "SELECT id, name, src_url, size, attempts, expected_checksum, tier, stage_requested "
+            "FROM files WHERE state='staging' AND id > ? ORDER BY id LIMIT ?",
+            (self._stage_cursor, limit)).fetchall()
+        self._stage_more = len(rows) == limit
+        if rows:
+            self._stage_cursor = rows[-1][0]
+        fresh = [(now, r[0]) for r in rows if r[7] is None]
+        if fresh:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.executemany("UPDATE files SET stage_requested=? WHERE id=?", fresh)
+            self.conn.execute("COMMIT")
+        for r in rows:
+            self._src.setdefault(r[2], []).append(
+                (r[6], (r[0], r[1], r[2], r[3], r[4], r[5], frozenset())))
+            if len(self._src[r[2]]) == 1:
+                self.poller.stage(r[2], (r[7] or now) + self.staging.timeout)
 
     # ------------------------------------------------------------ a copy finished
     def copied(self, file_id: int, tier: str, dst_url: str, size: int, now: float) -> None:
@@ -123,6 +144,7 @@ class TapeFlow:
                 self._archived(n, batch, now)
             else:
                 self._staged(n, batch, now)
+        self._refill(now)
         return bool(news)
 
     def _archived(self, n: TapeNews, batch: Batch, now: float) -> None:

@@ -54,6 +54,7 @@ class Storage:
         self.on_disk: set[str] = set()
         self.on_tape: set[str] = set()
         self.staged: dict[str, int] = {}
+        self.peak_offline = 0                 # most requested sources not online at once
         self.requests: list[tuple[str, int]] = []
         self.copies: list[tuple[str, str, bool]] = []     # (src, dst, src online at copy time)
 
@@ -71,6 +72,8 @@ class Storage:
             self.requests.append(("bring_online", len(urls)))
             for u in urls:
                 self.staged.setdefault(u, 0)
+            self.peak_offline = max(self.peak_offline, sum(
+                1 for u in self.staged if not self.online(u)))
         return "req-1"
 
     def stage_status(self, urls, request_id=None):
@@ -302,3 +305,17 @@ def test_a_tape_tier_whose_protocol_cannot_ask_is_refused_before_any_copy(gridxf
                             tape_factory=lambda url: None)
     assert "tier T1 (archive)" in str(err.value) and "cannot report" in str(err.value)
     assert storage.copies == []
+
+
+def test_stage_requests_go_out_in_a_window_not_all_at_once(gridxfer_home, monkeypatch):
+    from gridxfer.campaign.engine import tapeflow
+    monkeypatch.setattr(tapeflow, "STAGE_WINDOW", 6)
+    spec = make_spec(staging=StagingSpec(timeout=600.0))
+    conn = plan(spec, 20)
+    storage = Storage(offline={f"{SRC}f{i}" for i in range(20)}, stage_polls=2)
+    res = run(conn, spec, storage)
+    assert res.state == "done" and res.files_done == 20 and len(storage.copies) == 20
+    assert sorted(storage.staged) == sorted(f"{SRC}f{i}" for i in range(20))
+    sizes = [n for kind, n in storage.requests if kind == "bring_online"]
+    assert sum(sizes) == 20 and len(sizes) > 1, sizes
+    assert 1 < storage.peak_offline <= 6                # never more than the window waiting
