@@ -117,26 +117,40 @@ def xrd(make_grid):
     return make_grid([localgrid.ServerSpec(ENDPOINT, "xrootd", "T1")])
 
 
+@pytest.fixture
+def xrd2(make_grid):
+    """The destination server and a source server (root -> root)."""
+    return make_grid([localgrid.ServerSpec(ENDPOINT, "xrootd", "T1"),
+                      localgrid.ServerSpec("crash-src", "xrootd", "T0")])
+
+
 def make_case(inv, home: Path, tmp_path: Path, name: str, sizes: list[int], *,
-              checksum: str, max_active: int) -> tuple[Case, Path]:
+              checksum: str, max_active: int | None,
+              src_endpoint: str | None = None) -> tuple[Case, Path]:
+    """``src_endpoint``: the source files on that xrootd (root -> root), else local files;
+    ``max_active`` None: no max_active, the tier's default ceiling and its optimizer."""
     src = tmp_path / "src"
     src.mkdir()
     source = {}
     for i, size in enumerate(sizes):
         data = os.urandom(size)
-        (src / f"f{i:04d}.dat").write_bytes(data)
+        if src_endpoint:
+            localgrid.put_local(inv, src_endpoint, f"{name}-src/f{i:04d}.dat", data)
+        else:
+            (src / f"f{i:04d}.dat").write_bytes(data)
         source[f"f{i:04d}.dat"] = data
+    src_url = inv.endpoints[src_endpoint].url + f"{name}-src/" if src_endpoint \
+        else f"file://{src}/"
     base = inv.endpoints[ENDPOINT].url + f"{name}/"
     spec = tmp_path / f"{name}.yaml"
+    pin = f"    max_active: {max_active}\n    min_active: {max_active}\n" if max_active else ""
     spec.write_text(f"""\
 campaign: {name}
-source: {{url: "file://{src}/", files: {{glob: "*.dat"}}}}
+source: {{url: "{src_url}", files: {{glob: "*.dat"}}}}
 destinations:
   - tier: T1
     pool: ["{base}"]
-    max_active: {max_active}
-    min_active: {max_active}
-checksum: {checksum}
+{pin}checksum: {checksum}
 retries: {{max: 2, backoff: 0.2s}}
 timeout: 120s
 """)
@@ -277,6 +291,25 @@ def test_kill9_small_files_then_resume(xrd, gridxfer_home, tmp_path, cks):
     case, spec = make_case(xrd, gridxfer_home, tmp_path, f"c-small-{cks}",
                            [rnd.randrange(1024, 8193) for _ in range(n)],
                            checksum=CHECKSUMS[cks], max_active=8)
+    env = {**os.environ, "GRIDXFER_HOME": str(gridxfer_home)}
+    target = int(n * rnd.uniform(0.3, 0.6))
+    snap = run_and_kill(case, spec, env, lambda full, partial: len(full) >= target)
+    check_at_kill(case, snap)
+    outcomes = check_resumed(case, snap, env, checksum=cks != "none")
+    print(f"{cks}: {len(snap['done'])} done, {len(snap['active'])} active at the kill; "
+          f"recovered {outcomes}")
+
+
+@pytest.mark.parametrize("cks", CHECKSUMS, ids=CHECKSUMS.keys())
+def test_kill9_small_files_root_to_root_then_resume(xrd2, gridxfer_home, tmp_path, cks):
+    """The same with ~1500 files of 1-8 KB from a root:// source (movers/xrootd/relay.py:
+    the final name under POSC, write and close pipelined) and no max_active: the tier's
+    default ceiling (128) and the optimizer's short-file ramp. Killed with 30-60 % done."""
+    rnd = random.Random()
+    n = 1500
+    case, spec = make_case(xrd2, gridxfer_home, tmp_path, f"c-relay-{cks}",
+                           [rnd.randrange(1024, 8193) for _ in range(n)],
+                           checksum=CHECKSUMS[cks], max_active=None, src_endpoint="crash-src")
     env = {**os.environ, "GRIDXFER_HOME": str(gridxfer_home)}
     target = int(n * rnd.uniform(0.3, 0.6))
     snap = run_and_kill(case, spec, env, lambda full, partial: len(full) >= target)
