@@ -106,3 +106,13 @@ def test_existing_destinations_fail_like_run(tree, capsys):
     spec.write_text(spec.read_text() + "overwrite: true\n")
     assert main(["campaign", "run", "--dry-run", str(spec)]) == 0
     assert "EXISTS" not in capsys.readouterr().out
+
+
+def test_a_tape_tier_the_protocol_cannot_ask_is_refused(tree, capsys):
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"], '
+                       f'archive: {{timeout: 1h}}}}\n')
+    assert main(["campaign", "run", "--dry-run", "--no-probe", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot report whether a file is on tape" in err, err
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 2       # as the run does
+    assert "cannot report whether a file is on tape" in capsys.readouterr().err

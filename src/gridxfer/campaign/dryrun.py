@@ -23,7 +23,9 @@ from gridxfer.movers import names, tokens as movers_tokens
 from gridxfer.movers.base import TransferParams, capabilities_of
 from gridxfer.redact import redact
 from gridxfer.campaign.engine.credentials import Credentials
-from gridxfer.campaign.engine.factories import default_mover_factory, default_ops_factory
+from gridxfer.campaign.engine.factories import (default_mover_factory, default_ops_factory,
+                                                tape_factory_for)
+from gridxfer.campaign.engine.tapeflow import _check_capable as check_tape
 from gridxfer.campaign.spec.dataset import DatasetEntry
 from gridxfer.campaign.spec.model import CampaignSpec, by_priority
 
@@ -77,6 +79,8 @@ class Plan:
 def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int = PAIRS,
               probe: bool = True, ops_factory: Callable | None = None,
               mover_factory: Callable | None = None) -> Plan:
+    # the run's own refusal: tape-backed where the protocol cannot ask (exit 2)
+    check_tape(spec, tape_factory_for(ops_factory or default_ops_factory))
     tiers = by_priority(spec.destinations)
     n = size = bad = 0
     first: list[DatasetEntry] = []
