@@ -1,17 +1,20 @@
 """`make demo`: a real campaign on the embedded grid, end to end.
 
-1. ``gridxfer testbed up`` starts real XRootD and GridFTP (GSI + anonymous) servers.
+1. ``gridxfer testbed up`` starts real XRootD and GridFTP (GSI + anonymous) servers, and
+   XRootD servers that want a WLCG bearer token (ztn + SciTokens) on root:// and davs://.
 2. Source data (>= 1 GB of random files) is written into the T0 XRootD server.
 3. ``gridxfer campaign run`` moves it to two T1 tiers over root://, gsiftp:// and
-   ftp:// with live progress; the report and a PNG timeline follow.
+   ftp://, and to a third tier over davs:// with a bearer token (minted by the testbed's
+   issuer into a 0600 file the campaign file names; never printed), with live progress;
+   the report and a PNG timeline follow.
 4. A sample of destination files is checked with independent tools
    (``xrdfs query checksum`` for root://, ``xrdadler32`` on the stored file otherwise).
 5. ``gridxfer testbed down`` tears everything down, even on failure or Ctrl-C.
 
 As root with CAP_NET_ADMIN the grid is the network-namespace testbed of
 ``examples/topology-sc.yaml`` (T0 -> two T1 sites over emulated 18 ms / 1 Gbit WAN
-links, one slow storage host); otherwise, or with ``GRIDXFER_DEMO_LOCAL=1``, the
-loopback grid.
+links, one slow storage host, one that wants tokens: ``t1b-se02``); otherwise, or with
+``GRIDXFER_DEMO_LOCAL=1``, the loopback grid (``testbed up --auth``).
 
 Output goes to ``./demo-out`` (journal home, campaign file, PNG).
 Environment: ``GRIDXFER_DEMO_FILES`` / ``GRIDXFER_DEMO_SIZE`` change the data set.
@@ -43,14 +46,20 @@ class Layout:
     topology: Path | None          # None = the loopback grid
     source: str                    # an XRootD endpoint name
     tiers: dict[str, tuple[tuple[str, ...], int, int]]   # tier -> (pool, streams, max_active)
+    token_tiers: tuple[str, ...] = ()   # tiers whose endpoints want a bearer token
 
 
 LOCAL = Layout(None, "t0-xrd", {
     "T1A": (("t1a-xrd1", "t1a-xrd2", "t1a-gsiftp"), 4, 6),
-    "T1B": (("t1b-xrd", "t1b-ftp"), 2, 4)})
+    "T1B": (("t1b-xrd", "t1b-ftp"), 2, 4),
+    "T2-DAVS": (("t2-davs1", "t2-davs2"), 1, 4)}, ("T2-DAVS",))
 NETNS = Layout(TOPOLOGY, "t0-se01-xrd", {
     "T1-A": (("t1a-se01-xrd", "t1a-se02-xrd", "t1a-se01-gsiftp"), 4, 6),
-    "T1-B": (("t1b-se01-xrd", "t1b-se01-gsiftp"), 4, 4)})
+    "T1-B": (("t1b-se01-xrd", "t1b-se01-gsiftp"), 4, 4),
+    "T1-B-DAVS": (("t1b-se02-davs",), 1, 4)}, ("T1-B-DAVS",))
+TOKEN_FILE = "bearer-token"          # in OUT, 0600: the davs tier's token (never printed)
+TOKEN_SCOPES = ("storage.read:/", "storage.modify:/")    # modify: a failed copy's clean-up
+TOKEN_BASE = "/data"                 # the testbed servers' SciTokens base_path
 
 
 def choose_layout() -> Layout:
@@ -94,13 +103,27 @@ def make_source_data(inv, source: str, files: int, size: int) -> int:
     return total
 
 
-def write_campaign(path: Path, layout: Layout) -> None:
+def write_token(path: Path) -> None:
+    """A token of the testbed's issuer for the davs tier, straight into a 0600 file."""
+    proc = gridxfer("testbed", "token", *(a for s in TOKEN_SCOPES for a in ("--scope", s)),
+                    "--lifetime", "2h", capture=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(proc.stdout.strip() + "\n")
+
+
+def write_campaign(path: Path, layout: Layout, token: Path | None = None) -> None:
+    def token_line(tier: str) -> str:
+        if token is None or tier not in layout.token_tiers:
+            return ""
+        return f"    token: {{file: {token}, base: {TOKEN_BASE}}}\n"
+
     tiers = "".join(f"""\
   - tier: {tier}
     pool: [{", ".join(pool)}]
     streams: {streams}
     max_active: {max_active}
-""" for tier, (pool, streams, max_active) in layout.tiers.items())
+{token_line(tier)}""" for tier, (pool, streams, max_active) in layout.tiers.items())
     path.write_text(f"""\
 # Written by `make demo`: endpoint names come from the testbed inventory.
 campaign: {CAMPAIGN}
@@ -187,18 +210,24 @@ def main() -> int:
             )
             gridxfer("testbed", "up", str(layout.topology))
         else:
-            say("Bringing up the loopback grid (real xrootd + globus-gridftp-server, GSI test CA)")
-            gridxfer("testbed", "up")
+            say("Bringing up the loopback grid (real xrootd + globus-gridftp-server, GSI test CA, "
+                "token servers)")
+            gridxfer("testbed", "up", "--auth")
         inv = load_inventory()
         os.environ.update(inv.client_env())
         gridxfer("testbed", "status")
 
         say(f"Writing {files} x {fmt_bytes(size)} of source data into {layout.source}")
         total = make_source_data(inv, layout.source, files, size)
-        print(f"  {fmt_bytes(total)} in {files} files, sent to 2 tiers = {fmt_bytes(2 * total)}")
+        n = len(layout.tiers)
+        print(f"  {fmt_bytes(total)} in {files} files, sent to {n} tiers = {fmt_bytes(n * total)}")
 
+        token = OUT / TOKEN_FILE
+        say(f"A bearer token for {', '.join(layout.token_tiers)} (the testbed's issuer; "
+            f"scopes {' '.join(TOKEN_SCOPES)}) in {token}")
+        write_token(token)
         spec = OUT / "demo-campaign.yaml"
-        write_campaign(spec, layout)
+        write_campaign(spec, layout, token)
         say(f"Running the campaign ({spec})")
         print(spec.read_text())
         gridxfer("campaign", "run", str(spec), "--replace")

@@ -25,6 +25,7 @@ from typing import Any
 
 from gridxfer.testbed import ca as ca_mod
 from gridxfer.testbed import inventory as inv_mod
+from gridxfer.testbed import tokens as tok_mod
 from gridxfer.testbed.inventory import Endpoint, Inventory
 from gridxfer.testbed.netns import wrap
 from gridxfer.testbed.procs import run_quiet, spawn, wait_ready
@@ -79,6 +80,11 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
             env = client_env(gsi)
             extra["gsi"] = dataclasses.asdict(gsi)
         extra["service_user"] = user
+        issuer_dir = ""
+        if any(h.auth == "token" for h in wanted):      # the grid is its own token issuer
+            issuer_dir = str(base / "issuer")
+            tok_mod.make_issuer(Path(issuer_dir))
+            extra["issuer"] = issuer_dir
         keys: dict[str, str] | None = None
         for host in wanted:
             ns = st["hosts"][host.name]["netns"]
@@ -87,7 +93,8 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
                 # davs:// beside root:// (XrdHttp over TLS, HTTP-TPC), anonymous
                 ep = start_xrootd(f"{host.name}-xrd", base / host.name / "xrd", port=XROOTD_PORT,
                                   bind=host.address, wrap=prefix, tier=host.tier,
-                                  security=_tls(gsi, host.address, host.name),
+                                  security=_tls(gsi, host.address, host.name, host.auth,
+                                                issuer_dir, user),
                                   davs_name=f"{host.name}-davs")
                 endpoints[ep.name] = dataclasses.replace(ep, host=ns)
             if "gridftp" in host.services and gsi is not None:
@@ -115,10 +122,14 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
     return inv
 
 
-def _tls(gsi: ca_mod.GsiFiles | None, address: str, name: str) -> XrdSecurity | None:
+def _tls(gsi: ca_mod.GsiFiles | None, address: str, name: str, auth: str = "none",
+         issuer_dir: str = "", user: str = "") -> XrdSecurity | None:
     if gsi is None:
         return None
     cert, key = ca_mod.host_cert(gsi, address, dns=[name], ips=[address])
+    if auth == "token":
+        return XrdSecurity(cert_dir=gsi.cert_dir, host_cert=cert, host_key=key, auth="token",
+                           issuer_dir=issuer_dir, user=user)
     return XrdSecurity(cert_dir=gsi.cert_dir, host_cert=cert, host_key=key)
 
 

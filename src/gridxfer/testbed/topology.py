@@ -40,7 +40,8 @@ _NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,23}")
 _TIER_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 _TOP_KEYS = {"name", "controller", "tiers", "links"}
 _TIER_KEYS = {"name", "subnet", "hosts"}
-_HOST_KEYS = {"name", "role", "services", "address", "rate"}
+_HOST_KEYS = {"name", "role", "services", "address", "rate", "auth"}
+AUTHS = ("none", "token")     # token: its xrootd needs a WLCG token (ztn + SciTokens, davs too)
 _LINK_KEYS = {"between", "rate", "rtt", "loss"}
 
 
@@ -52,6 +53,7 @@ class Host:
     services: tuple[str, ...]
     address: str
     rate_bps: float | None      # NIC-rate limit of this host (a "slow" host), None = unlimited
+    auth: str = "none"          # "token": root:// and davs:// need the grid issuer's token
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,11 @@ def _host(ctx: _Ctx, rh: Any, hw: str, parent: Any, tier: str, subnet: ipaddress
         rate = _opt_rate(rh.get("rate"))
     except UsageError as exc:
         raise ctx.err(str(exc), rh, f"{hw}.rate") from None
-    return Host(hname, tier, role, tuple(services), str(addr), rate)
+    auth = str(rh.get("auth", "none"))
+    if auth not in AUTHS or (auth != "none" and "xrootd" not in services):
+        raise ctx.err(f"auth must be {' or '.join(AUTHS)} (token: on a host with xrootd), "
+                      f"got {auth!r}", rh, f"{hw}.auth")
+    return Host(hname, tier, role, tuple(services), str(addr), rate, auth)
 
 
 def _links(ctx: _Ctx, doc: _LDict, tier_names: set[str]) -> tuple[Link, ...]:

@@ -30,7 +30,8 @@ links:
 def test_example_sc_topology():
     topo = load(EXAMPLES / "topology-sc.yaml")
     assert [t.name for t in topo.tiers] == ["T0", "T1-A", "T1-B"]
-    assert [len(t.hosts) for t in topo.tiers] == [1, 2, 1]
+    assert [len(t.hosts) for t in topo.tiers] == [1, 2, 2]
+    assert [h.name for h in topo.hosts if h.auth == "token"] == ["t1b-se02"]
     slow = [h for h in topo.hosts if h.rate_bps]
     assert [h.name for h in slow] == ["t1a-se02"]
     for link in topo.links:
@@ -83,6 +84,8 @@ def test_defaults_and_addresses():
     ("role: client", "role: boss", 10, "tiers[1].hosts[1].role"),
     ("services: [xrootd]", "services: [httpd]", 9, "tiers[1].hosts[0].services"),
     ("{name: t0-se01}", "{name: router}", 5, "tiers[0].hosts[0].name"),
+    ("services: [xrootd]}", "services: [xrootd], auth: gsi}", 9, "tiers[1].hosts[0].auth"),
+    ("role: client,", "role: client, auth: token,", 10, "tiers[1].hosts[1].auth"),  # no xrootd
     ("{name: t0-se01}", "{name: t0-se01, colour: red}", 5, "tiers[0].hosts[0].colour"),
     ("between: [T0, T1]", "between: [T0, T9]", 12, "links[0].between"),
     ("between: [T0, T1]", "between: [T0, T0]", 12, "links[0].between"),
