@@ -67,6 +67,8 @@ def verify_checksum(c: Checker, top: dict[str, Node], checksum: ChecksumSpec) ->
         mode = options.verify_mode(c, node, "verify_checksum")
     if mode == "none":
         return ChecksumSpec(algorithm=None, verify="none")
+    if "checksum" in top and checksum.algorithm is None:
+        raise c.fail(node, "verify_checksum", f"{raw!r} contradicts checksum: none")
     return replace(checksum, algorithm=checksum.algorithm or "adler32", verify=mode)
 
 

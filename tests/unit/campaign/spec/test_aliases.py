@@ -76,6 +76,8 @@ def test_verify_checksum(tmp_path, given, verify, algorithm):
     ("job_metadata: {url: 'root://h//f?authz=abcdefabcdef'}", 4,
      "job_metadata: carries a credential"),
     ("nostreams: 0", 4, "nostreams: must be at least 1"),
+    ("checksum: none\nverify_checksum: target", 5,
+     "verify_checksum: 'target' contradicts checksum: none"),
     ("retry: 100\nretry_delay: 1h", 4, "retries: backoff 3600s doubled 99 times waits"),
 ])
 def test_fts3_name_errors(tmp_path, extra, line, needle):
