@@ -3,10 +3,12 @@ which changes a started campaign can take (applied by ``resume --reload``), and 
 others cannot be.
 
 Safe: ``overwrite``, ``retries``, ``timeout``, each tier's concurrency (``max_active``,
-``min_active``, ``streams``, ``tcp_buffer``), tokens, ``job_metadata``: they act on the
-transfers still to come. Every other change is refused with its reason (the journal's files
-were planned from the old source and tiers; done files were verified the old way): start
-again with ``gridxfer campaign run FILE --replace``.
+``min_active``, ``streams``, ``tcp_buffer``), tokens, ``job_metadata``, and what only the
+dispatcher reads (a tier's ``selector`` and ``priority``, ``circuit_breaker``,
+``on_pool_down``, ``activity``, ``activity_shares``): they act on the transfers still to
+come. Every other change is refused with its reason (the journal's files were planned from
+the old source, tiers and priorities; done files were verified the old way): start again
+with ``gridxfer campaign run FILE --replace``.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from gridxfer.campaign.spec.model import CampaignSpec, spec_from_dict, spec_to_d
 from gridxfer.campaign.spec.schema import load_spec
 
 _SAFE = re.compile(r"overwrite|retries\..*|timeout|job_metadata|.*token.*|"
-                   r"destinations\[[^\]]*\]\.(max_active|min_active|streams|tcp_buffer)")
+                   r"circuit_breaker\..*|pool_down_wait|activity|activity_shares.*|"
+                   r"destinations\[[^\]]*\]\.(max_active|min_active|streams|tcp_buffer|"
+                   r"selector|priority)")
 _REASONS = (
     (re.compile(r"source\..*"), "the journal's files were planned from the old source"),
     (re.compile(r"destinations\[[^\]]*\]"), "a tier added or removed: its files are not "
@@ -32,6 +36,9 @@ _REASONS = (
                                                  "up are placed on the old pool"),
     (re.compile(r"checksum\..*"), "the files already done were verified the old way"),
     (re.compile(r"name"), "the file now names another campaign (another journal)"),
+    (re.compile(r"priority"), "the journal's files were planned in the old priority order"),
+    (re.compile(r"third_party"), "transfers in flight and their temporary names follow the "
+                                 "old mode"),
 )
 _IGNORED = ("path", "inventory")
 AGAIN = "start again with `gridxfer campaign run FILE --replace`"
