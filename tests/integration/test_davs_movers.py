@@ -75,9 +75,10 @@ def leftovers(grid, url: str) -> list[str]:
     return sorted(os.listdir(directory)) if directory.exists() else []
 
 
-def test_upload_and_download_with_each_sides_token(grid, mint, payload, tmp_path):
+@pytest.mark.parametrize("scheme", ["davs", "https"])
+def test_upload_and_download_with_each_sides_token(grid, mint, payload, tmp_path, scheme):
     """storage.create may PUT a new temporary name and MOVE it into place (measured)."""
-    dst = grid.resolve("t2-davs1/mv/up/f.dat")
+    dst = grid.resolve(f"t2-davs1/mv/{scheme}/f.dat").replace("davs://", f"{scheme}://", 1)
     up = TokenPair(dst=mint("storage.read:/mv", "storage.create:/mv"))
     mover = get_mover(payload, dst)
     assert mover.name == "davs"
