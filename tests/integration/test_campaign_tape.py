@@ -6,7 +6,8 @@ root:// TapeOps (movers/xrootd/tape.py). Small files, fast drives: each test in 
   file once unmodified for MIN_AGE: the journal's on_tape comes after that);
 - a tier whose files never migrate fails them with ``archive_timeout``, and the storage
   indeed still has them on disk only;
-- a tape source (migrated and purged: offline) is staged in bulk, then copied;
+- a tape source (migrated and purged: offline) is staged in bulk, then copied, then
+  released (evicted from disk again, as FTS3 releases after the transfer);
 - kill -9 while files are archiving, then resume: every file on tape, verified, none
   copied twice.
 """
@@ -160,6 +161,10 @@ def test_a_tape_source_is_staged_then_copied(make_grid, gridxfer_home, tmp_path)
                         "WHERE a.started < f.staged OR f.staged IS NULL").fetchone()[0]
     assert late == 0                                   # every copy began once online
     assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == len(data)
+    deadline = time.monotonic() + 15                   # copied: released (prepare -e), offline
+    while set(residency(urls).values()) != {Residency.TAPE_ONLY}:
+        assert time.monotonic() < deadline, residency(urls)
+        time.sleep(0.2)
     deadline = time.monotonic() + 15                   # the recall session's line, at its end
     while "mountType=\"Retrieve\"" not in cta_sessions(ep):
         assert time.monotonic() < deadline, cta_sessions(ep)

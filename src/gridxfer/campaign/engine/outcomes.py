@@ -57,6 +57,8 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
                 done_rows.append((checksum, now, job.file_id))
             acct.finish(job.flight, ok=True, nbytes=out.bytes, error_class=None,
                         outcome="archiving" if archiving else "done", now=now)
+            if tape is not None:
+                tape.finished(job.src_url, job.file_id)
             exclusions.record(job.endpoint, True, None, now)
             log.debug("done %s %s -> %s: %d bytes in %.3f s", job.tier, job.name, job.endpoint,
                       out.bytes, secs)
@@ -98,6 +100,8 @@ def settle(results: list[Result], inflight: dict[int, Job], batch: Batch, *, slo
                      job.attempt_no, job.endpoint, ec.value, res.message)
         else:
             fail_rows.append((ec.value, res.message, now, job.file_id))
+            if tape is not None:
+                tape.finished(job.src_url, job.file_id)
             log.info("failed %s %s (attempt %d at %s): %s: %s", job.tier, job.name,
                      job.attempt_no, job.endpoint, ec.value, res.message)
         acct.finish(job.flight, ok=False, nbytes=nbytes, error_class=ec.value,

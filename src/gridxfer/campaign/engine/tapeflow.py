@@ -9,7 +9,8 @@ poller thread (``tapepoll.TapePoller``).
 - A source with ``bring_online``: its pending files that were never staged go to
   ``staging`` when the run starts (``stage_requested`` = then, kept across resumes, so
   the deadline is the first request's); each is handed to the feed when its source is
-  online (``staged``), or failed with class ``staging``.
+  online (``staged``), or failed with class ``staging``; once every tier's copy of it is
+  done or failed for good, the source is released (unpinned) in bulk.
 
 A killed or interrupted run leaves these states in the journal; the next run reloads
 them here (``load``), so nothing is copied twice and nothing is declared on tape that
@@ -65,6 +66,9 @@ class TapeFlow:
             _check_capable(spec, tape_for)
         self._src: dict[str, list[tuple[str, tuple]]] = {}   # src url -> [(tier, feed row)]
         self._stage_cursor, self._stage_more = 0, False       # staging rows not loaded yet
+        # staged src url -> (stage request id, ids of its files not finished yet): released
+        # once every tier's copy of it is done or failed for good
+        self._pinned: dict[str, tuple[str | None, set[int]]] = {}
 
     def archives(self, tier: str) -> bool:
         return tier in self.timeouts
@@ -165,10 +169,22 @@ class TapeFlow:
             if n.kind == "online":
                 batch.online_rows.append((n.when, now, row[0]))
                 self.feed.add(tier, row)
+                self._pinned.setdefault(n.url, (n.request, set()))[1].add(row[0])
             else:
                 assert n.error_class is not None
                 batch.fail_rows.append((n.error_class.value, n.message, now, row[0]))
                 self.acct.skipped(tier, 1, row[3], error_class=n.error_class.value)
+
+    def finished(self, src_url: str, file_id: int) -> None:
+        """A file's copy is done (or failed for good): its staged source is released once
+        no other tier still needs it."""
+        pin = self._pinned.get(src_url)
+        if pin is None or self.poller is None:
+            return
+        pin[1].discard(file_id)
+        if not pin[1]:
+            del self._pinned[src_url]
+            self.poller.release(src_url, pin[0])
 
     def close(self) -> None:
         if self.poller is not None:

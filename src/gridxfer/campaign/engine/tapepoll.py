@@ -15,10 +15,13 @@ file is declared on tape only on the storage's own answer.
 Staging: a source is first requested (``bring_online``, pin lifetime and timeout, bulk),
 then polled with ``stage_status`` until it is online. A request that fails as a whole
 (the server down) is repeated on the next round until the deadline; a file the storage
-says is missing, or answers with an error for, fails at once (class ``staging``).
+says is missing, or answers with an error for, fails at once (class ``staging``). Once
+every tier's copy of a staged source is done, the dispatcher has it released (``release``,
+bulk, best effort: unpinned, as FTS3 does after the transfer).
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import defaultdict
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridxfer.errors import ErrorClass
+from gridxfer.movers.base import capabilities_of
 from gridxfer.redact import redact
 
 MAX_BULK = 200               # files per request (FTS3); movers.tape.MAX_BULK
@@ -43,6 +47,7 @@ class TapeNews:
     when: float
     error_class: ErrorClass | None = None
     message: str | None = None
+    request: str | None = None       # online: the stage request's id (for the release)
 
 
 class _Watch:
@@ -71,6 +76,7 @@ class TapePoller:
         self._archive: dict[str, _Watch] = {}
         self._stage: dict[str, _Watch] = {}
         self._news: list[TapeNews] = []
+        self._releases: list[tuple[str, str | None]] = []   # (src url, stage request id)
         self._kick = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -86,6 +92,14 @@ class TapePoller:
     def _add(self, table: dict[str, _Watch], url: str, deadline: float) -> None:
         with self._lock:
             table.setdefault(url, _Watch(deadline, self._clock() + self._first, self._first))
+        self._kick.set()
+
+    def release(self, url: str, request: str | None) -> None:
+        """Unpin a staged source: every copy of it is done (FTS3 releases after the
+        transfer). Best effort, in bulk, on the next round; a storage without
+        ``release`` keeps the pin until its lifetime ends."""
+        with self._lock:
+            self._releases.append((url, request))
         self._kick.set()
 
     def take(self) -> list[TapeNews]:
@@ -116,11 +130,13 @@ class TapePoller:
             self._kick.wait(self._sleep())
             self._kick.clear()
             if self._stop.is_set():
-                return
+                break
             try:
                 self.poll_once()
             except Exception as exc:  # noqa: BLE001 - a storage bug must not stop the poller
                 self._note_all(f"tape poll failed: {exc}")
+        with contextlib.suppress(Exception):
+            self._do_releases()             # the last copies' sources are unpinned too
 
     def _sleep(self) -> float:
         now = self._clock()
@@ -131,6 +147,7 @@ class TapePoller:
     def poll_once(self) -> None:
         """One round: stage requests for new sources, then every due URL asked in bulk."""
         now = self._clock()
+        self._do_releases()
         with self._lock:
             unrequested = [u for u, w in self._stage.items() if w.request is None]
             stage_due = [u for u, w in self._stage.items() if w.request is not None
@@ -172,6 +189,24 @@ class TapePoller:
                         self._stage[u].request = str(rid or "")
                         self._stage[u].due = self._clock() + self._first
 
+    def _do_releases(self) -> None:
+        with self._lock:
+            releases, self._releases = self._releases, []
+        rids = dict(releases)
+        for ep, urls in _by_endpoint(list(rids)):
+            for rid in {rids[u] for u in urls}:
+                self._release(ep, [u for u in urls if rids[u] == rid], rid)
+
+    def _release(self, ep: str, urls: list[str], rid: str | None) -> None:
+        tape = self._tape_for(ep + "/")
+        release = capabilities_of(tape).release if tape is not None else None
+        if release is None:
+            return
+        for chunk in _chunks(urls):
+            with contextlib.suppress(Exception):     # best effort: the pin lifetime ends it
+                self.requests += 1
+                release(chunk, rid or None)
+
     def _ask(self, ep: str, urls: list[str], *, staging: bool, request: str | None) -> None:
         table = self._stage if staging else self._archive
         tape = self._tape_for(ep + "/")
@@ -205,8 +240,10 @@ class TapePoller:
                 later.append((u, "no answer" if st is None else str(st.residency)))
         with self._lock:
             for u in done:
-                if table.pop(u, None) is not None:
-                    self._news.append(TapeNews("online" if staging else "on_tape", u, now))
+                w = table.pop(u, None)
+                if w is not None:
+                    self._news.append(TapeNews("online" if staging else "on_tape", u, now,
+                                               request=w.request if staging else None))
         for u, why in failed:
             self._failed(table, [u], "staging_failed", ErrorClass.STAGING, why)
         for u, why in later:

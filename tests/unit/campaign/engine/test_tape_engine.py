@@ -55,6 +55,7 @@ class Storage:
         self.on_tape: set[str] = set()
         self.staged: dict[str, int] = {}
         self.peak_offline = 0                 # most requested sources not online at once
+        self.released: list[tuple[str, str, int]] = []    # (src, request id, copies by then)
         self.requests: list[tuple[str, int]] = []
         self.copies: list[tuple[str, str, bool]] = []     # (src, dst, src online at copy time)
 
@@ -89,6 +90,12 @@ class Storage:
                 online = u not in self.offline or self.staged.get(u, 0) >= self.stage_polls
                 out[u] = State(u, "on_tape" if online else "tape_only")
             return out
+
+    def release(self, urls, request_id=None):
+        with self.lock:
+            self.requests.append(("release", len(urls)))
+            for u in urls:
+                self.released.append((u, request_id, sum(1 for s, _, _ in self.copies if s == u)))
 
     def online(self, url):
         return url not in self.offline or self.staged.get(url, 0) >= self.stage_polls
@@ -208,6 +215,10 @@ def test_a_tape_source_is_copied_only_once_online_and_staging_failures_are_their
     assert all(r["staged"] >= r["stage_requested"] for r in got.values() if r["name"] != "f7")
     assert max(n for kind, n in storage.requests if kind == "bring_online") <= 200
     assert sum(1 for kind, _ in storage.requests if kind == "bring_online") == 1
+    # each source released once, after its copy to BOTH tiers (f7: failed, never pinned)
+    assert sorted(u for u, _, _ in storage.released) == sorted(
+        f"{SRC}f{i}" for i in range(30) if i != 7)
+    assert {(rid, n) for _, rid, n in storage.released} == {("req-1", 2)}
 
 
 def test_a_stopped_run_keeps_archiving_and_the_next_copies_nothing_twice(gridxfer_home):
