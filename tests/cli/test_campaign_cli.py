@@ -109,23 +109,22 @@ def test_run_status_report_list(local, capsys):
     spec = campaign(local)
     assert main(["campaign", "run", "--quiet", "--json", str(spec)]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert {"name", "state", "files_total", "files_done", "files_failed", "bytes_total",
-            "bytes_done", "seconds", "mean_rate", "failures", "journal", "recovered",
-            "dry_run"} <= set(res)
-    assert (res["state"], res["files_done"], res["files_failed"]) == ("done", 6, 0)
+    assert res["schema"] == 1 and res["kind"] == "run"      # the shape: tests/contract
+    assert (res["state"], res["files"]["done"], res["files"]["failed"]) == ("done", 6, 0)
     copied = sorted(p.name for p in (local / "dst").rglob("*.dat"))
     assert copied == [f"f{i}.dat" for i in range(6)]
 
     assert main(["campaign", "status", "c1", "--json", "--links"]) == 0
     st = json.loads(capsys.readouterr().out)
-    assert st["files"] == {"done": 6} and st["state"] == "done"
-    assert st["links"] and st["links"][0]["tier"] == "T1"
+    assert st["files"]["done"] == st["files"]["total"] == 6 and st["state"] == "done"
+    assert st["status"]["links"] and st["status"]["links"][0]["tier"] == "T1"
 
     png = local / "t.png"
     assert main(["campaign", "report", "c1", "--json", "--png", str(png)]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert {"links", "endpoints", "histogram", "share", "failed_files", "png"} <= set(rep)
-    assert rep["links"][0]["files_done"] == 6 and sum(b["count"] for b in rep["histogram"]) == 6
+    assert {"links", "endpoints", "histogram", "share", "png"} <= set(rep["report"])
+    assert rep["report"]["links"][0]["files"]["done"] == 6
+    assert sum(b["count"] for b in rep["report"]["histogram"]) == 6
     assert png.stat().st_size > 10_000
 
     assert main(["campaign", "report", "c1"]) == 0

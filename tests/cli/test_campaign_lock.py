@@ -179,7 +179,7 @@ def test_two_resumes_after_kill9_one_recovers(camp):
         camp["db"], "SELECT count(*) FROM events WHERE kind='resumed'")[0][0] == 1, b)
     refused(gx(camp, "resume", "--quiet", "c1"), b.pid)
     res = json.loads(finish(camp, b))
-    assert res["recovered"] == active and res["state"] == "done"
+    assert res["run"]["recovered"] == active and res["state"] == "done"
     assert stale == str(a.pid)      # the killed runner's pid was there and blocked nobody
     all_copied(camp)
     assert query(camp["db"], "SELECT count(*) FROM events WHERE kind='recovered'") == [(active,)]

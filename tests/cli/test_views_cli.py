@@ -76,4 +76,4 @@ def test_status_links_names_excluded_endpoints(local, capsys):
     assert "excluded T1 cnaf-se01: circuit open" in capsys.readouterr().out
     assert main(["campaign", "status", "c1", "--links", "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
-    assert [e["endpoint"] for e in st["excluded"]] == ["cnaf-se01"]
+    assert [e["endpoint"] for e in st["status"]["excluded"]] == ["cnaf-se01"]

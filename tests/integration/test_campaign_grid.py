@@ -121,7 +121,7 @@ timeout: 60s
     assert main(["campaign", "run", "--quiet", "--json", "--selector", "round-robin",
                  str(spec)]) == 0, capsys.readouterr().err
     res = json.loads(capsys.readouterr().out)
-    assert (res["files_done"], res["files_failed"]) == (10, 0)
+    assert (res["files"]["done"], res["files"]["failed"]) == (10, 0)
     assert_storage_agrees(local_grid, local_grid_home, "c-proto", expected)
     rows = journal_rows(local_grid_home, "c-proto")
     schemes = {r["dst_url"].split(":", 1)[0] for r in rows}

@@ -233,9 +233,9 @@ def check_resumed(case: Case, snap: dict, env: dict, *, checksum: bool) -> dict[
                          env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     out = json.loads(res.stdout)
-    assert (out["state"], out["files_done"], out["files_failed"]) == (
+    assert (out["state"], out["files"]["done"], out["files"]["failed"]) == (
         "done", len(case.source), 0), out
-    assert out["recovered"] == len(snap["active"]), out
+    assert out["run"]["recovered"] == len(snap["active"]), out
 
     # the journal: campaign done, every file done, no attempt left active
     (state,) = query(case.db, "SELECT value FROM meta WHERE key = 'state'")[0]

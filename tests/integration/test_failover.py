@@ -131,10 +131,12 @@ def test_killed_destination_is_excluded_and_campaign_completes(make_grid, gridxf
     capsys.readouterr()
     assert main(["campaign", "status", "kill", "--links"]) == 0
     text = capsys.readouterr().out
-    assert f"excluded T1 {victim}: circuit open" in text, text
+    assert main(["campaign", "status", "kill", "--json"]) == 0
+    name = json.loads(capsys.readouterr().out)["endpoints"][victim]     # its one name
+    assert f"excluded T1 {name}: circuit open" in text, text
     assert main(["campaign", "status", "kill", "--links", "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
-    assert [e["url"] for e in st["excluded"]] == [victim]
+    assert [e["url"] for e in st["status"]["excluded"]] == [victim]
 
 
 def test_full_destination_stops_receiving_files(make_grid, gridxfer_home, tmp_path):

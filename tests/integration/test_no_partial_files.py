@@ -175,13 +175,13 @@ timeout: 60s
                          capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stdout + res.stderr
     out = json.loads(res.stdout)
-    assert (out["state"], out["files_done"], out["files_failed"]) == (
+    assert (out["state"], out["files"]["done"], out["files"]["failed"]) == (
         "done", N_FILES * len(dirs), 0), out
     # removed: at least the temporary files the servers keep (an xrootd server drops an
     # unclosed POSC file itself, possibly before the resume looks)
     xrd_dirs = {str(d) for pool, d in dirs.items() if "xrd" in pool.split("/", 1)[0]}
     kept = {p for p in on_disk if p.rpartition("/")[0] not in xrd_dirs and Path(p).exists()}
-    assert out["cleaned"] >= len(kept), (out["cleaned"], sorted(kept))
+    assert out["run"]["cleaned"] >= len(kept), (out["run"]["cleaned"], sorted(kept))
 
     # storage: exactly the campaign's files, with the source's bytes; no temporary anywhere
     for d, names in listing(dirs).items():
@@ -192,8 +192,8 @@ timeout: 60s
     assert query(db, "SELECT count(*) FROM attempts WHERE status = 'active' OR "
                      "(tmp_url IS NOT NULL AND status <> 'ok')") == [(0,)]
     return (f"{kind} {stop} seed {seed}: {'stopped' if stopped else 'finished first'}, "
-            f"{len(on_disk)} temp on disk, {out['recovered']} recovered, "
-            f"{out['cleaned']} removed")
+            f"{len(on_disk)} temp on disk, {out['run']['recovered']} recovered, "
+            f"{out['run']['cleaned']} removed")
 
 
 @pytest.mark.parametrize("stop", STOPS)

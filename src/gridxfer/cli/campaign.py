@@ -168,7 +168,9 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
 
 def _render_result(r, as_json: bool) -> None:
     if as_json:
-        _echo_json(r.to_dict())
+        from gridxfer.cli import jsonshape
+        from gridxfer.campaign.report.status import campaign_status
+        _echo_json(jsonshape.run(r, None if r.dry_run else campaign_status(r.name)))
         return
     verb = "would transfer" if r.dry_run else r.state
     _echo(f"campaign {r.name}: {verb}: {r.files_done}/{r.files_total} files done, "

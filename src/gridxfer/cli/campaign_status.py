@@ -6,12 +6,14 @@ import json
 import math
 import time
 from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import click
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+from gridxfer.errors import UsageError
 from gridxfer.movers.names import printable
 from gridxfer.redact import redact
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
@@ -30,27 +32,72 @@ def _num(x: float, step: float) -> str:
     return f"{x:.{decimals}f}"
 
 
+def _filter_options(f: Callable) -> Callable:
+    opts = [
+        click.option("--tier", default=None, metavar="TIER", help="Only this tier."),
+        click.option("--endpoint", default=None, metavar="NAME",
+                     help="Only this destination endpoint: its name or URL, or a glob."),
+        click.option("--failed", is_flag=True, help="Only files that failed (and list them)."),
+        click.option("--since", default=None, metavar="WHEN",
+                     help="Only what changed since WHEN: a duration ago (2h, 30m) or an "
+                          "ISO 8601 time (2026-11-24T10:00Z; without a zone: local time)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _filters(tier: str | None, endpoint: str | None, failed: bool, since: str | None):
+    from gridxfer.campaign.report.filters import Filters
+    return Filters(tier=tier, endpoint=endpoint, failed=failed,
+                   since=parse_since(since) if since is not None else None)
+
+
+def parse_since(text: str) -> float:
+    """``2h`` (that long ago) or an ISO 8601 time, as unix time; UsageError otherwise."""
+    from datetime import datetime
+    from gridxfer.limits import MAX_DURATION, parse_within
+    from gridxfer.units import parse_duration
+    t = text.strip()
+    if t[:1].isdigit() and not any(c in t for c in "-:T"):
+        try:
+            return time.time() - parse_within(t, parse_duration, MAX_DURATION, "--since")
+        except UsageError as exc:
+            raise UsageError(f"--since: {exc}") from None
+    try:
+        return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError, OSError):
+        raise UsageError(f"--since {text!r}: not a duration (2h) or an ISO 8601 time "
+                         f"(2026-11-24T10:00Z)") from None
+
+
 @group.command("status")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (schema 1).")
 @click.option("--links", is_flag=True,
               help="Current concurrency per link and the optimizer's reason.")
-def status_cmd(name: str, as_json: bool, links: bool) -> None:
+@_filter_options
+def status_cmd(name: str, as_json: bool, links: bool, tier: str | None, endpoint: str | None,
+               failed: bool, since: str | None) -> None:
     """Files and bytes per state and tier of campaign NAME.
 
     "in flight" counts files handed to a worker: moving data, being verified, or (small
     files, dispatched ahead in bundles) waiting for one of the link's max_active slots.
     The live view of `campaign run` shows the running ones and the queued ones apart."""
     from gridxfer.campaign.runner import campaign_status
-    render_status(campaign_status(name, links=links), as_json, links)
+    filters = _filters(tier, endpoint, failed, since)
+    render_status(campaign_status(name, links=links, filters=filters), as_json, links)
 
 
 def render_status(st, as_json: bool, links: bool) -> None:
     if as_json:
-        _echo_json(st.to_dict())
+        from gridxfer.cli import jsonshape
+        _echo_json(jsonshape.status(st))
         return
     total = sum(st.files.values())
     f = st.files
+    if st.filters:
+        _echo(f"(only {_described(st.filters)})")
     _echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
                f"{f.get('failed', 0)} failed, {f.get('active', 0)} in flight, "
                f"{f.get('pending', 0)} pending; {fmt_bytes(st.bytes.get('done', 0))} of "
@@ -71,23 +118,47 @@ def render_status(st, as_json: bool, links: bool) -> None:
             until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
                      if ex["until"] else "")
             _echo(f"  excluded {ex['tier']} {ex['endpoint']}: {ex['reason']}{until}")
+    if st.filters.failed:
+        _failed_lines(st.failed_files, st.names, _echo)
+
+
+def _described(f) -> str:
+    from gridxfer.cli.jsonshape import iso
+    parts = [f"tier {f.tier}" if f.tier else "", f"endpoint {f.endpoint}" if f.endpoint else "",
+             "failed files" if f.failed else "", f"since {iso(f.since)}" if f.since else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def _failed_lines(rows, names: dict[str, str], out: Callable[[str], None]) -> None:
+    from gridxfer.campaign.journal.names import name_of
+    for r in rows[:20]:
+        where = f" at {name_of(names, r['endpoint'])}" if r.get("endpoint") else ""
+        out(f"  FAILED {r['tier']} {printable(r['name'])}{where}: {r['error_class']}: "
+            f"{r['error_msg']} ({r['attempts']} attempts)")
+    if len(rows) > 20:
+        out(f"  ... and more ({len(rows)} shown by --json)")
 
 
 @group.command("report")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema 1).")
 @click.option("--png", "png", type=click.Path(dir_okay=False), default=None,
               help="Write a throughput timeline PNG to this file.")
-def report_cmd(name: str, as_json: bool, png: str | None) -> None:
+@_filter_options
+def report_cmd(name: str, as_json: bool, png: str | None, tier: str | None,
+               endpoint: str | None, failed: bool, since: str | None) -> None:
     """Throughput statistics per link and endpoint, distribution, shares over time."""
     from gridxfer.campaign.report.summary import build_report, write_png
-    rep = build_report(name)
-    out = str(write_png(name, png)) if png else None
+    filters = _filters(tier, endpoint, failed, since)
+    rep = build_report(name, filters=filters)
+    out = str(write_png(name, png, filters)) if png else None
     if as_json:
-        d = rep.to_dict()
-        d["png"] = out
-        _echo_json(d)
+        from gridxfer.cli import jsonshape
+        from gridxfer.campaign.report.status import campaign_status
+        _echo_json(jsonshape.report(rep, campaign_status(name, filters=filters), out))
         return
+    if filters:
+        _echo(f"(only {_described(filters)})")
     _render_report(rep)
     if out:
         _echo(f"timeline: {out}")

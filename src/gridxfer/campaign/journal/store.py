@@ -267,11 +267,14 @@ def _utf8(text: str) -> bool:
 
 
 # ------------------------------------------------------------------ queries (read side)
-def tally(conn: sqlite3.Connection) -> dict[str, dict[str, tuple[int, int]]]:
-    """{tier: {state: (files, bytes)}} from the covering index ``files_tally`` (no table scan)."""
+def tally(conn: sqlite3.Connection, *,
+          indexed: bool = True) -> dict[str, dict[str, tuple[int, int]]]:
+    """{tier: {state: (files, bytes)}} from the covering index ``files_tally`` (no table scan);
+    ``indexed=False`` where ``files`` is a filtered view (``report/filters.py``)."""
     out: dict[str, dict[str, tuple[int, int]]] = {}
+    hint = " INDEXED BY files_tally" if indexed else ""
     for tier, state, n, b in conn.execute(
-            "SELECT tier, state, count(*), total(size) FROM files INDEXED BY files_tally "
+            f"SELECT tier, state, count(*), total(size) FROM files{hint} "
             "GROUP BY tier, state"):
         out.setdefault(tier, {})[state] = (n, int(b))
     return out

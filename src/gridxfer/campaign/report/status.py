@@ -14,6 +14,8 @@ from gridxfer.errors import GridxferError
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal.lock import holder_at as lock_holder_at
+from gridxfer.campaign.journal.names import name_of, read as read_names
+from gridxfer.campaign.report.filters import NO_FILTERS, Filters, scope
 from gridxfer.campaign.report.tape import TapeReport, tape_report
 
 
@@ -31,6 +33,12 @@ class CampaignStatus:
     excluded: tuple[dict, ...] = field(default=())      # endpoints out of rotation (--links)
     error: str | None = None                # state "unreadable": why (campaign list)
     tape: TapeReport | None = None          # tape tiers and staging (report/tape.py)
+    cancelled: int = 0                      # of the failed: taken out by `campaign cancel`
+    failed_files: tuple[dict, ...] = field(default=())  # the first FAILED_SHOWN failed files
+    names: dict[str, str] = field(default_factory=dict)  # endpoint URL -> name
+    filters: Filters = NO_FILTERS            # what the counts were narrowed to
+    started: float | None = None            # the first attempt's start
+    ended: float | None = None              # the last attempt's end
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,22 +69,29 @@ def _running(path: Path, pid: str | None) -> bool:
     return _alive(pid)
 
 
-def campaign_status(name: str, *, links: bool = False) -> CampaignStatus:
-    return _status(journal.journal_path(name), links=links)
+FAILED_SHOWN = 100
 
 
-def _status(path: Path, *, links: bool = False) -> CampaignStatus:
+def campaign_status(name: str, *, links: bool = False,
+                    filters: Filters = NO_FILTERS) -> CampaignStatus:
+    return _status(journal.journal_path(name), links=links, filters=filters)
+
+
+def _status(path: Path, *, links: bool = False, filters: Filters = NO_FILTERS) -> CampaignStatus:
     conn = journal.connect(path, readonly=True)
     try:
         with journalcheck.reading(path):
-            return _read_status(conn, path, links)
+            names = read_names(conn)
+            scope(conn, filters)
+            return _read_status(conn, path, links, names, filters)
     finally:
         conn.close()
 
 
-def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
+def _read_status(conn, path: Path, links: bool, names: dict[str, str],
+                 filters: Filters) -> CampaignStatus:
     meta = journal.get_meta(conn)
-    counts = journal.tally(conn)
+    counts = journal.tally(conn, indexed=not filters)
     files: dict[str, int] = {}
     nbytes: dict[str, int] = {}
     tiers: dict[str, dict[str, int]] = {}
@@ -93,14 +108,23 @@ def _read_status(conn, path: Path, links: bool) -> CampaignStatus:
     if links:
         from gridxfer.campaign.policy.exclusions import current_exclusions
         from gridxfer.campaign.policy.optimizer import link_status
-        from gridxfer.campaign.journal.names import name_of, read as read_names
-        names = read_names(conn)
         link_rows = tuple(asdict(s) for s in link_status(conn))
         excluded = tuple({**asdict(e), "endpoint": name_of(names, e.url)}
                          for e in current_exclusions(conn))
+    failed = tuple(dict(r) for r in conn.execute(
+        "SELECT name, tier, endpoint, error_class, error_msg, attempts, updated FROM files "
+        "WHERE state = 'failed' ORDER BY id LIMIT ?", (FAILED_SHOWN,)))
     return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
                           _float(meta.get("created")), _float(meta.get("updated")), link_rows,
-                          excluded, tape=tape_report(conn, time.time()))
+                          excluded, tape=tape_report(conn, time.time()),
+                          cancelled=journal.count_cancelled(conn), failed_files=failed,
+                          names=names, filters=filters, started=_first(conn),
+                          ended=conn.execute("SELECT max(ended) FROM attempts").fetchone()[0])
+
+
+def _first(conn) -> float | None:
+    row = conn.execute("SELECT started FROM attempts ORDER BY id LIMIT 1").fetchone()
+    return row[0] if row else None
 
 
 def list_campaigns() -> list[CampaignStatus]:

@@ -24,6 +24,7 @@ from gridxfer.errors import GridxferError, UsageError
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
+from gridxfer.campaign.report.filters import NO_FILTERS, Filters, scope
 from gridxfer.campaign.report.intervals import overlap
 from gridxfer.campaign.report.share import ShareReport, endpoint_share
 from gridxfer.campaign.report.tape import TapeReport, curves, tape_report
@@ -78,19 +79,23 @@ class Report:
         return asdict(self)
 
 
-def build_report(name: str, *, buckets: int = 12, bins: int = 10) -> Report:
+def build_report(name: str, *, buckets: int = 12, bins: int = 10,
+                 filters: Filters = NO_FILTERS) -> Report:
     path = journal.journal_path(name)
     conn = journal.connect(path, readonly=True)
     try:
         with journalcheck.reading(path):
-            return _build(conn, name, buckets, bins)
+            names = endpoint_names.read(conn)
+            scope(conn, filters)
+            return _build(conn, name, buckets, bins, names, bool(filters))
     finally:
         conn.close()
 
 
-def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
+def _build(conn, name: str, n_buckets: int, n_bins: int, names: dict[str, str],
+           filtered: bool = False) -> Report:
     meta = journal.get_meta(conn)
-    tally = journal.tally(conn)
+    tally = journal.tally(conn, indexed=not filtered)
     t0, t1 = conn.execute(
         "SELECT min(started), max(coalesce(ended, started)) FROM attempts"
     ).fetchone()
@@ -119,7 +124,7 @@ def _build(conn, name: str, n_buckets: int, n_bins: int) -> Report:
                   nbytes / seconds if seconds > 0 else 0.0, links, endpoints,
                   _histogram(conn, n_bins), endpoint_share(conn, bins=n_buckets), failed_files,
                   tape_report(conn, time.time()), _metadata(meta),
-                  endpoint_names.read(conn))
+                  names)
 
 
 def _metadata(meta: dict[str, str]) -> Any:
@@ -190,7 +195,7 @@ def _load_attempts(conn) -> dict[str, np.ndarray]:
             "ep": np.array(cols[4], object), "ok": np.array([c == "ok" for c in cols[5]])}
 
 
-def timeline(name: str, points: int = 200) -> dict[str, Any]:
+def timeline(name: str, points: int = 200, filters: Filters = NO_FILTERS) -> dict[str, Any]:
     """Throughput over time: {'t': seconds, 'aggregate': B/s, 'links': {tier: B/s},
     'sessions': {endpoint name: mean sessions}} from every ended attempt's bytes spread
     evenly over its duration."""
@@ -198,6 +203,8 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
     conn = journal.connect(path, readonly=True)
     try:
         with journalcheck.reading(path):
+            names = endpoint_names.read(conn)
+            scope(conn, filters)
             a = _load_attempts(conn)
             if not a:
                 return {"t": [], "aggregate": [], "links": {}, "sessions": {}, "tape": {}}
@@ -209,7 +216,6 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
             edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
             mids = ((edges[:-1] + edges[1:]) / 2 - t0).tolist()
             tape = curves(conn, t0, (edges[1:] - t0).tolist())    # by each bin's end
-            names = endpoint_names.read(conn)
     finally:
         conn.close()
     dur = np.maximum(a["e"] - a["s"], 1e-6)
@@ -226,14 +232,14 @@ def timeline(name: str, points: int = 200) -> dict[str, Any]:
                          for e in sorted(set(a["ep"]))}}
 
 
-def write_png(name: str, path: str | Path) -> Path:
+def write_png(name: str, path: str | Path, filters: Filters = NO_FILTERS) -> Path:
     out = Path(path)
     if not out.parent.is_dir():          # checked before drawing; never created
         raise UsageError(f"--png {path}: no such directory: {out.parent}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    tl = timeline(name)
+    tl = timeline(name, filters=filters)
     tape = tl["tape"]                   # tape tiers: bytes on disk and on tape over time
     fig, axes = plt.subplots(3 if tape else 2, 1, figsize=(10, 10 if tape else 7), sharex=True,
                              gridspec_kw={"height_ratios": [3, 2, 2] if tape else [3, 2]})
