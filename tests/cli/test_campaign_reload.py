@@ -77,8 +77,8 @@ def test_safe_changes_applied_in_json(local, gridxfer_home, capsys):
     capsys.readouterr()
     assert main(["campaign", "resume", "--json", "--reload", "r"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["reloaded"] is True
-    got = {c["field"]: (c["old"], c["new"], c["safe"]) for c in res["edited"]["changes"]}
+    assert res["run"]["reloaded"] is True
+    got = {c["field"]: (c["old"], c["new"], c["safe"]) for c in res["run"]["edited"]["changes"]}
     assert got == {"destinations[T1].max_active": (2, 5, True),
                    "destinations[T1].streams": (1, 2, True),
                    "retries.max": (1, 4, True), "retries.backoff": (0.01, 1.0, True),

@@ -14,7 +14,8 @@ Every kind has the same top-level keys; what only one kind has sits under its ow
     failed_files  [{name, tier, endpoint (its name), url, error_class, error_msg, attempts}]
     filters       {tier, endpoint, failed, since} (status/report filters; null when unset)
     job_metadata  FTS3's job_metadata from the campaign file, or null
-    run           {dry_run, seconds, mean_rate, recovered, cleaned}            (kind run)
+    run           {dry_run, seconds, mean_rate, recovered, cleaned, paused, edited,
+                   reloaded}                                                    (kind run)
     status        {links, excluded, tape}                                       (kind status)
     report        {seconds, rate, links, endpoints, histogram, share, tape, png} (kind report)
 
@@ -91,7 +92,8 @@ def run(result: Any, st: Any | None) -> dict[str, Any]:
     """``st``: the journal's status after the run (None for a dry run: nothing journalled)."""
     extra = {"dry_run": result.dry_run, "seconds": result.seconds,
              "mean_rate": result.mean_rate, "recovered": result.recovered,
-             "cleaned": result.cleaned}
+             "cleaned": result.cleaned, "paused": result.paused or None,
+             "edited": result.edited, "reloaded": result.reloaded}
     if st is None:
         from gridxfer.campaign.report.filters import Filters
         from gridxfer.campaign.report.status import CampaignStatus
