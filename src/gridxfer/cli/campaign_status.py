@@ -2,8 +2,6 @@
 cli/campaign.py): the read side of a journal, as text or ``--json``."""
 from __future__ import annotations
 
-import json
-import math
 import time
 from typing import TYPE_CHECKING
 from collections.abc import Callable
@@ -15,8 +13,7 @@ if TYPE_CHECKING:
 
 from gridxfer.errors import UsageError
 from gridxfer.movers.names import printable
-from gridxfer.redact import redact
-from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
+from gridxfer.units import fmt_bytes
 from gridxfer.cli.campaign import _echo, _echo_json, group
 
 
@@ -24,12 +21,6 @@ def _console() -> Console:
     from rich.console import Console       # imported on use: 50 ms of every start
     con = Console(highlight=False)
     return con if con.is_terminal else Console(highlight=False, width=200)
-
-
-def _num(x: float, step: float) -> str:
-    """x with as many decimals as the step between values needs."""
-    decimals = max(0, min(6, -int(math.floor(math.log10(step) + 1e-9)) if step > 0 else 0))
-    return f"{x:.{decimals}f}"
 
 
 def _filter_options(f: Callable) -> Callable:
@@ -159,56 +150,10 @@ def report_cmd(name: str, as_json: bool, png: str | None, tier: str | None,
         return
     if filters:
         _echo(f"(only {_described(filters)})")
-    _render_report(rep)
+    from gridxfer.cli.report_text import render_report
+    render_report(rep, _console())
     if out:
         _echo(f"timeline: {out}")
-
-
-def _render_report(rep) -> None:
-    con = _console()
-    con.print(f"[bold]campaign {rep.name}[/] ({rep.state}): {rep.files_done}/{rep.files_total} "
-              f"files, {rep.files_failed} failed, {fmt_bytes(rep.bytes_done)} in "
-              f"{fmt_duration(rep.seconds)}, aggregate {fmt_rate(rep.rate)}")
-    if rep.job_metadata is not None:
-        con.print(redact(f"job_metadata: {json.dumps(rep.job_metadata, sort_keys=True)}"),
-                  markup=False, highlight=False)
-    from rich.table import Table
-    from gridxfer.campaign.journal.names import name_of
-    for title, groups in (("per link", rep.links), ("per destination endpoint", rep.endpoints)):
-        t = Table(title=title, title_justify="left")
-        for col in ("link" if title == "per link" else "endpoint", "files", "failed", "bytes",
-                    "mean", "min", "max", "stddev", "failed attempts"):
-            t.add_column(col, justify="left" if col in ("link", "endpoint", "failed attempts")
-                         else "right")
-        for g in groups:
-            t.add_row(g.key if title == "per link" else name_of(rep.names, g.key),
-                      str(g.files_done),
-                      str(g.files_failed), fmt_bytes(g.bytes),
-                      fmt_rate(g.mean_rate), fmt_rate(g.min_rate), fmt_rate(g.max_rate),
-                      fmt_rate(g.stddev_rate),
-                      ", ".join(f"{k} {v}" for k, v in sorted(g.failures.items())) or "-")
-        con.print(t)
-    if rep.histogram:
-        t = Table(title="per-transfer throughput distribution", title_justify="left")
-        for col in ("MB/s", "transfers", "%", ""):
-            t.add_column(col, justify="right" if col != "" else "left")
-        for b in rep.histogram:
-            step = (b.high - b.low) / 1e6
-            t.add_row(f"{_num(b.low / 1e6, step)} - {_num(b.high / 1e6, step)}", str(b.count),
-                      f"{100 * b.share:.1f}", "#" * round(40 * b.share))
-        con.print(t)
-    if rep.share.endpoints:
-        from gridxfer.campaign.report.share import render_share
-        con.print("[bold]share per destination endpoint[/]")
-        con.print(redact(render_share(rep.share, rep.names)), markup=False, highlight=False)
-    if rep.tape is not None:
-        from gridxfer.campaign.report.tape import render as render_tape
-        for line in render_tape(rep.tape):
-            con.print(line, markup=False, highlight=False)
-    for f in rep.failed_files[:20]:
-        con.print(redact(f"FAILED {f['tier']} {printable(f['name'])}: {f['error_class']}: "
-                         f"{f['error_msg']}"),
-                  markup=False)
 
 
 @group.command("list")

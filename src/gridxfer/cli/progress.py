@@ -3,11 +3,13 @@
 ``LiveProgress`` is an observer (called about once a second by the scheduler) that
 redraws a rich table: files done/total, bytes, aggregate and per-link rate, ETA and
 failures, then the endpoints out of rotation and why, and the tiers whose whole pool is
-down (``pooldown.py``). Used as a context manager around the run. ``--quiet`` does not
-create it.
+down (``pooldown.py``); it fits the terminal's width (``columns.py``: whole columns go,
+never a figure). Not on a terminal it prints one line every ``GRIDXFER_PROGRESS_EVERY``.
+Used as a context manager around the run. ``--quiet`` does not create it.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console, Group
@@ -16,43 +18,58 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from gridxfer.errors import GridxferError
+from gridxfer.cli.columns import Column, lines, table
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.redact import redact
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 from gridxfer.campaign.accounting.stats import StatsSnapshot
 from gridxfer.campaign.journal.names import name_of
 
 
-def render(snap: StatsSnapshot, name: str, names: dict[str, str] | None = None) -> Group:
+def head_parts(snap: StatsSnapshot, name: str) -> list[str]:
     eta = fmt_duration(snap.eta) if snap.eta is not None else "-"
-    head = Text.assemble(
-        (f"{name} ", "bold"),
-        f"files {snap.files_done}/{snap.files_total}",
-        (f"  failed {snap.files_failed}", "red" if snap.files_failed else "dim"),
-        f"  active {snap.files_active}",
-        f"  bytes {fmt_bytes(snap.bytes_done)}/{fmt_bytes(snap.bytes_total)}",
-        f"  rate {fmt_rate(snap.rate)}",
-        f"  ETA {eta}",
-        f"  elapsed {fmt_duration(snap.elapsed)}")
+    return [name, f"files {snap.files_done}/{snap.files_total}", f"failed {snap.files_failed}",
+            f"active {snap.files_active}",
+            f"bytes {fmt_bytes(snap.bytes_done)}/{fmt_bytes(snap.bytes_total)}",
+            f"rate {fmt_rate(snap.rate)}", f"ETA {eta}", f"elapsed {fmt_duration(snap.elapsed)}"]
+
+
+def link_columns(snap: StatsSnapshot) -> list[Column]:
+    """The per-link table; at a narrow width optimizer, queued, bytes, failed go first."""
+    ls = snap.links
+    running = tuple(f"{ln.active - ln.ahead}/{ln.cap}" + (f" +{ln.ahead}" if ln.ahead else "")
+                    for ln in ls)
+    return [Column("link", tuple(ln.tier for ln in ls), right=False),
+            Column("running/cap", running),
+            Column("queued", tuple(str(ln.queued) for ln in ls), keep=3),
+            Column("done", tuple(f"{ln.done}/{ln.files_total}" for ln in ls)),
+            Column("failed", tuple(str(ln.failed) for ln in ls), keep=4),
+            Column("bytes", tuple(fmt_bytes(ln.bytes_done) for ln in ls), keep=2),
+            Column("rate", tuple(fmt_rate(ln.rate) for ln in ls)),
+            Column("optimizer", tuple(ln.reason for ln in ls), keep=1, right=False, wrap=True)]
+
+
+def render(snap: StatsSnapshot, name: str, names: dict[str, str] | None = None,
+           width: int = 80) -> Group:
+    head = Text("\n".join(lines(head_parts(snap, name), width)))
+    head.stylize("bold", 0, len(name))
     bar = Table.grid(padding=(0, 1))
-    bar.add_row(ProgressBar(total=max(1, snap.bytes_total), completed=snap.bytes_done, width=60),
+    bar.add_row(ProgressBar(total=max(1, snap.bytes_total), completed=snap.bytes_done,
+                            width=max(10, min(60, width - 20))),
                 f"{100 * snap.bytes_done / max(1, snap.bytes_total):.1f}% of bytes")
-    table = Table(box=None, padding=(0, 1), header_style="bold")
-    for col in ("link", "running/cap", "queued", "done", "failed", "bytes", "rate"):
-        table.add_column(col, justify="left" if col == "link" else "right", no_wrap=True)
-    table.add_column("optimizer", no_wrap=True, overflow="ellipsis", max_width=24)
-    for link in snap.links:
-        running = f"{link.active - link.ahead}/{link.cap}" + (
-            f" +{link.ahead}" if link.ahead else ""
-        )
-        table.add_row(link.tier, running, str(link.queued),
-                      f"{link.done}/{link.files_total}", str(link.failed),
-                      fmt_bytes(link.bytes_done), fmt_rate(link.rate), link.reason)
-    parts: list[Any] = [head, bar, table]
+    parts: list[Any] = [head, bar, table(link_columns(snap), width)]
     if snap.failures:
         fails = ", ".join(f"{k} {v}" for k, v in sorted(snap.failures.items()))
         parts.append(Text(f"failed attempts: {fails}  (retries {snap.retries})", style="yellow"))
     parts.extend(Text(line, style=style) for line, style in health_lines(snap, names))
     return Group(*parts)
+
+
+def progress_line(snap: StatsSnapshot, name: str) -> str:
+    """One line for a log or a pipe: the head, then ``tier done/total rate`` per link."""
+    links = "; ".join(f"{ln.tier} {ln.done}/{ln.files_total} {fmt_rate(ln.rate)}"
+                      for ln in snap.links)
+    return "  ".join(head_parts(snap, name)) + (f"  [{links}]" if links else "")
 
 
 def health_lines(snap: StatsSnapshot,
@@ -75,24 +92,62 @@ def health_lines(snap: StatsSnapshot,
 
 
 class LiveProgress:
-    def __init__(self, name: str, console: Console | None = None) -> None:
+    """On a terminal: a live table redrawn in place. Otherwise (cron, a pipe, a log): one
+    ``progress_line`` every ``every`` seconds of the campaign (``GRIDXFER_PROGRESS_EVERY``,
+    default 30 s; read on snapshot time, so a stalled campaign still says so) and a last
+    one at the end."""
+
+    def __init__(self, name: str, console: Console | None = None,
+                 every: float | None = None) -> None:
         self.name = name
         self.console = console or Console(stderr=True)
-        self._live = Live(Text(f"{name}: starting..."), console=self.console,
-                          refresh_per_second=2, transient=False)
+        self.every = every if every is not None else progress_every()
+        self._live: Live | None = None
+        if self.console.is_terminal:
+            self._live = Live(Text(f"{name}: starting..."), console=self.console,
+                              refresh_per_second=2, transient=False)
         self._names: dict[str, str] | None = None
+        self._last: StatsSnapshot | None = None
+        self._printed: float | None = None
 
     def __enter__(self) -> LiveProgress:
-        self._live.__enter__()
+        if self._live is not None:
+            self._live.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._live.__exit__(*exc)
+        if self._live is not None:
+            self._live.__exit__(*exc)
+        elif self._last is not None and self._printed != self._last.now:
+            self._print(self._last)
 
     def __call__(self, snap: StatsSnapshot) -> None:
         if self._names is None:
             self._names = journal_names(self.name)
-        self._live.update(render(snap, self.name, self._names))
+        self._last = snap
+        if self._live is not None:
+            self._live.update(render(snap, self.name, self._names, self.console.width))
+        elif self._printed is None or snap.now - self._printed >= self.every:
+            self._print(snap)
+
+    def _print(self, snap: StatsSnapshot) -> None:
+        self._printed = snap.now
+        self.console.print(redact(progress_line(snap, self.name)), markup=False,
+                           highlight=False, soft_wrap=True)
+
+
+def progress_every() -> float:
+    """``GRIDXFER_PROGRESS_EVERY`` (a duration: 30s, 5m), else 30 s; a bad value is a
+    usage error."""
+    from gridxfer.limits import MAX_WINDOW, parse_within
+    from gridxfer.units import parse_duration
+    raw = os.environ.get("GRIDXFER_PROGRESS_EVERY", "").strip()
+    if not raw:
+        return 30.0
+    value = parse_within(raw, parse_duration, MAX_WINDOW, "GRIDXFER_PROGRESS_EVERY")
+    if value <= 0:
+        raise UsageError(f"GRIDXFER_PROGRESS_EVERY={raw!r}: must be more than 0")
+    return value
 
 
 def journal_names(campaign: str) -> dict[str, str]:

@@ -140,27 +140,34 @@ def endpoint_share(conn: sqlite3.Connection, *, bins: int = 12, tier: str | None
     return ShareReport(t0, span, tuple(eps), out_bins)
 
 
-def render_share(report: ShareReport, names: dict[str, str] | None = None) -> str:
+def render_share(report: ShareReport, names: dict[str, str] | None = None,
+                 width: int | None = None) -> str:
     """Totals per endpoint, then bytes% / sessions% per endpoint over time; endpoints by
-    their names (``journal/names.py``), never cut."""
+    their names (``journal/names.py``), never cut. Within ``width`` the totals leave out
+    the rate, and the table over time shows the endpoints that fit and says how many not."""
     if not report.endpoints:
         return "no attempts yet"
     from gridxfer.campaign.journal.names import name_of
     shown = {e.endpoint: redact(name_of(names or {}, e.endpoint)) for e in report.endpoints}
     w = max(8, *(len(n) for n in shown.values()))
+    narrow = width is not None and w + 49 > width
     lines = [f"{'endpoint':<{w}} {'files':>6} {'bytes':>9} {'files%':>6} {'bytes%':>6} "
-             f"{'sess%':>5} {'rate':>11}  note"]
+             f"{'sess%':>5}" + ("" if narrow else f" {'rate':>11}") + "  note"]
     for e in report.endpoints:
         note = "BLACK HOLE: sessions pile up, bytes do not" if e.blackhole else ""
         if e.failures:
             note = (note + "; " if note else "") + f"{e.failures} failed attempts"
         lines.append(f"{shown[e.endpoint]:<{w}} {e.files:>6} {fmt_bytes(e.bytes):>9} "
-                     f"{e.share_files:>6.0%} {e.share_bytes:>6.0%} {e.share_sessions:>5.0%} "
-                     f"{fmt_rate(e.rate):>11}  {note}".rstrip())
+                     f"{e.share_files:>6.0%} {e.share_bytes:>6.0%} {e.share_sessions:>5.0%}"
+                     + ("" if narrow else f" {fmt_rate(e.rate):>11}") + f"  {note}".rstrip())
     urls = [e.endpoint for e in report.endpoints]
     cw = max(11, *(len(shown[u]) for u in urls))
+    fits = len(urls) if width is None else max(1, (width - 11) // (cw + 2))
     lines.append("")
-    lines.append("share over time: bytes% / sessions% per endpoint")
+    lines.append("share over time: bytes% / sessions% per endpoint"
+                 + (f" (the first {fits} of {len(urls)}; all with --json)"
+                    if fits < len(urls) else ""))
+    urls = urls[:fits]
     lines.append(f"{'time':>11}  " + "  ".join(f"{shown[u]:>{cw}}" for u in urls))
     for b in report.bins:
         tb = sum(b.bytes.values()) or 1

@@ -1,0 +1,101 @@
+"""Tables that fit the terminal (issue 22b): at 80 columns whole columns go, no figure is
+cut (today's `12/…`, `25.17 …`) and nothing wraps mid-number; at 120 everything shows.
+Not on a terminal, the live view prints one progress line every GRIDXFER_PROGRESS_EVERY."""
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from gridxfer.campaign.accounting.stats import LinkSnapshot, StatsSnapshot
+from gridxfer.campaign.report.share import ShareReport
+from gridxfer.campaign.report.summary import Bin, GroupStats
+from gridxfer.cli import progress
+from gridxfer.cli.report_text import render_report
+
+MB = 1_000_000
+
+
+def _console(width: int) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(width=width, file=buf, color_system=None, force_terminal=False,
+                   legacy_windows=False), buf
+
+
+def _snap(now: float = 100.0, done: int = 12345) -> StatsSnapshot:
+    links = tuple(LinkSnapshot(tier=f"T1-{site}-DISK", active=17, cap=24,
+                               reason="slow start: 25.17 MB/s at 12, trying 24", queued=31234,
+                               files_total=40000, done=done, failed=1234,
+                               bytes_total=4000 * 10**9, bytes_done=1234567 * MB,
+                               rate=25.17 * MB, ahead=3)
+                  for site in ("CNAF", "PIC", "GRIDKA"))
+    return StatsSnapshot(now=now, elapsed=3725.0, files_total=120000, files_done=3 * done,
+                         files_failed=3702, files_active=51, bytes_total=12000 * 10**9,
+                         bytes_done=3 * 1234567 * MB, rate=75.51 * MB, mean_rate=70 * MB,
+                         eta=151234.0, retries=42, failures={"timeout": 40, "checksum": 2},
+                         links=links, endpoints=())
+
+
+def _figures_whole(text: str, figures: list[str]) -> None:
+    flat = " ".join(text.split())
+    for f in figures:
+        assert re.search(rf"(^|\s){re.escape(f)}(\s|$)", flat), (f, text)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_live_view_fits_and_cuts_no_figure(width):
+    con, buf = _console(width)
+    con.print(progress.render(_snap(), "sc-t0-t1", {}, width))
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    assert "\u2026" not in text and "..." not in text, text
+    _figures_whole(text, ["12345/40000", "25.2 MB/s", "14/24 +3", "T1-GRIDKA-DISK",
+                          "files 37035/120000", "rate 75.5 MB/s"])
+    if width >= 120:
+        assert "optimizer" in text and "queued" in text and "31234" in text
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_report_tables_fit_and_cut_no_figure(width):
+    g = [GroupStats(f"T1-{s}-DISK", f"T1-{s}-DISK", 12345, 1234, 12345, 1234567 * MB,
+                    25.17 * MB, 1.23 * MB, 123.45 * MB, 12.34 * MB,
+                    {"timeout": 40, "checksum": 2, "connection": 17})
+         for s in ("CNAF", "PIC")]
+    rep = type("Rep", (), dict(
+        name="sc-t0-t1", state="done", files_done=24690, files_total=27158, files_failed=2468,
+        bytes_done=2469134 * MB, seconds=3725.0, rate=662.8 * MB, job_metadata=None,
+        links=g, endpoints=g, names={}, tape=None, failed_files=(),
+        histogram=[Bin(i * 20 * MB, (i + 1) * 20 * MB, 100 * i, i / 10) for i in range(5)],
+        share=ShareReport(0.0, 0.0, (), ())))()
+    con, buf = _console(width)
+    render_report(rep, con)
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    assert "\u2026" not in text, text
+    _figures_whole(text, ["12345", "1234", "25.2 MB/s", "T1-CNAF-DISK", "80 - 100"])
+    if width >= 120:
+        _figures_whole(text, ["1.2 MB/s", "123.5 MB/s", "12.3 MB/s", "1.23 TB"])
+
+
+def test_not_a_terminal_prints_a_line_every_interval():
+    con, buf = _console(200)
+    live = progress.LiveProgress("c9", console=con, every=30.0)
+    with live:
+        for t in (0.0, 10.0, 29.0, 30.0, 45.0, 61.0, 75.0):
+            live(_snap(now=1000.0 + t, done=int(t)))
+    lines = buf.getvalue().splitlines()
+    # at 0, 30 and 61, and the last snapshot (75) when the run ends
+    assert [re.search(r"files (\d+)/", ln).group(1) for ln in lines] == ["0", "90", "183", "225"]
+    assert all(ln.startswith("c9  files ") and "T1-CNAF-DISK 61/40000 25.2 MB/s" in lines[2]
+               for ln in lines)
+
+
+def test_progress_every_from_the_environment(monkeypatch):
+    monkeypatch.setenv("GRIDXFER_PROGRESS_EVERY", "2m")
+    assert progress.progress_every() == 120.0
+    monkeypatch.setenv("GRIDXFER_PROGRESS_EVERY", "soon")
+    from gridxfer.errors import UsageError
+    with pytest.raises(UsageError):
+        progress.progress_every()
