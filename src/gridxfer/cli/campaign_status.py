@@ -139,7 +139,8 @@ def _failed_lines(rows, names: dict[str, str], out: Callable[[str], None]) -> No
 def report_cmd(name: str, as_json: bool, png: str | None, tier: str | None,
                endpoint: str | None, failed: bool, since: str | None) -> None:
     """Throughput statistics per link and endpoint, distribution, shares over time."""
-    from gridxfer.campaign.report.summary import build_report, write_png
+    from gridxfer.campaign.report.png import write_png
+    from gridxfer.campaign.report.summary import build_report
     filters = _filters(tier, endpoint, failed, since)
     rep = build_report(name, filters=filters)
     out = str(write_png(name, png, filters)) if png else None

@@ -6,7 +6,8 @@
 - the share of files, bytes and sessions per endpoint over time buckets, so that a
   black hole (one endpoint hoarding sessions while delivering few bytes) is visible
   (``share.endpoint_share``);
-- a timeline (aggregate and per-link throughput, sessions per endpoint) for ``--png``.
+- a timeline (aggregate and per-link throughput, sessions per endpoint) for ``--png``
+  (drawn by ``png.py``).
 """
 from __future__ import annotations
 
@@ -15,12 +16,10 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gridxfer.errors import GridxferError, UsageError
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
@@ -197,8 +196,8 @@ def _load_attempts(conn) -> dict[str, np.ndarray]:
 
 def timeline(name: str, points: int = 200, filters: Filters = NO_FILTERS) -> dict[str, Any]:
     """Throughput over time: {'t': seconds, 'aggregate': B/s, 'links': {tier: B/s},
-    'sessions': {endpoint name: mean sessions}} from every ended attempt's bytes spread
-    evenly over its duration."""
+    'sessions': {endpoint name: attempts in flight at each t}} from every ended
+    attempt's bytes spread evenly over its duration."""
     path = journal.journal_path(name)
     conn = journal.connect(path, readonly=True)
     try:
@@ -228,56 +227,13 @@ def timeline(name: str, points: int = 200, filters: Filters = NO_FILTERS) -> dic
     return {"t": mids, "tape": tape,
             "aggregate": series(every, rate),
             "links": {t: series(a["tier"] == t, rate) for t in sorted(set(a["tier"]))},
-            "sessions": {endpoint_names.name_of(names, e): series(a["ep"] == e, np.ones(len(rate)))
+            "sessions": {endpoint_names.name_of(names, e): in_flight(a, a["ep"] == e,
+                                                                     edges[:-1] + width / 2)
                          for e in sorted(set(a["ep"]))}}
 
 
-def write_png(name: str, path: str | Path, filters: Filters = NO_FILTERS) -> Path:
-    out = Path(path)
-    if not out.parent.is_dir():          # checked before drawing; never created
-        raise UsageError(f"--png {path}: no such directory: {out.parent}")
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    tl = timeline(name, filters=filters)
-    tape = tl["tape"]                   # tape tiers: bytes on disk and on tape over time
-    fig, axes = plt.subplots(3 if tape else 2, 1, figsize=(10, 10 if tape else 7), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 2, 2] if tape else [3, 2]})
-    ax1, ax2 = axes[0], axes[1]
-    t = tl["t"]
-    ax1.plot(t, np.array(tl["aggregate"]) / MB, color="black", lw=2, label="aggregate")
-    for tier, ys in tl["links"].items():
-        ax1.plot(t, np.array(ys) / MB, lw=1.2, label=f"link {tier}")
-    ax1.set_ylabel("throughput (MB/s)")
-    ax1.set_title(f"campaign {name}: throughput")
-    ax1.grid(alpha=0.3)
-    ax1.legend(loc="upper right", fontsize=8)
-    ax1.set_ylim(bottom=0)
-    for ep, ys in tl["sessions"].items():
-        ax2.plot(t, ys, lw=1.2, label=ep)
-    ax2.set_ylabel("sessions in flight")
-    axes[-1].set_xlabel("seconds since start")
-    ax2.set_title("sessions per destination endpoint")
-    ax2.grid(alpha=0.3)
-    ax2.legend(loc="upper right", fontsize=7)
-    ax2.set_ylim(bottom=0)
-    if tape:
-        ax3 = axes[2]
-        for tier, c in tape.items():
-            line, = ax3.plot(t, np.array(c["disk"]) / 1e9, lw=1.5, label=f"{tier} copied (disk)")
-            ax3.plot(t, np.array(c["tape"]) / 1e9, lw=1.5, ls="--", color=line.get_color(),
-                     label=f"{tier} on tape")
-        ax3.set_ylabel("GB (cumulative)")
-        ax3.set_title("tape-backed tiers: copied to disk and on tape (the gap is the backlog)")
-        ax3.grid(alpha=0.3)
-        ax3.legend(loc="upper left", fontsize=7)
-        ax3.set_ylim(bottom=0)
-    fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=100, format="png")
-    except OSError as exc:
-        raise GridxferError(f"--png {path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
-    return out
-
+def in_flight(a: dict[str, np.ndarray], mask: np.ndarray, at: np.ndarray) -> list[int]:
+    """Attempts in flight at each instant of ``at`` (whole numbers: sessions, not means)."""
+    starts, ends = np.sort(a["s"][mask]), np.sort(a["e"][mask])
+    return (np.searchsorted(starts, at, side="right")
+            - np.searchsorted(ends, at, side="right")).astype(int).tolist()

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from gridxfer.campaign.journal import store as journal
-from gridxfer.campaign.report.summary import build_report, nice_width, overlap, timeline, write_png
+from gridxfer.campaign.report.png import write_png
+from gridxfer.campaign.report.summary import build_report, nice_width, overlap, timeline
 
 A, B = "root://a:1//d/", "root://b:1//d/"
 MB = 1_000_000
