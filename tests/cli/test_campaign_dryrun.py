@@ -48,7 +48,7 @@ def test_plan_pairs_counts_and_probes(tree, capsys):
     capsys.readouterr()
     assert main(["campaign", "run", "--dry-run", "--json", "--show", "1", str(spec)]) == 0
     res = json.loads(capsys.readouterr().out)
-    plan = res["plan"]
+    plan = res["run"]["plan"]
     assert plan["pairs"] == [["B", f"file://{tree}/src/f0.dat", f"file://{tree}/dst/b/f0.dat"]]
     probes = {p["url"]: p for p in plan["probes"]}
     assert probes[f"file://{tree}/dst/a/"]["writable"] is True

@@ -21,7 +21,7 @@ BYTES = {"total", "done", "failed", "pending", "active"}
 FAILED = {"name", "tier", "endpoint", "url", "error_class", "error_msg", "attempts"}
 FILTERS = {"tier", "endpoint", "failed", "since"}
 KIND = {"run": {"dry_run", "seconds", "mean_rate", "recovered", "cleaned", "paused", "edited",
-                "reloaded"},
+                "reloaded", "plan"},
         "status": {"links", "excluded", "tape"},
         "report": {"seconds", "rate", "links", "endpoints", "histogram", "share", "tape", "png"}}
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

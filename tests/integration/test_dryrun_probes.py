@@ -39,7 +39,7 @@ timeout: 60s
 """)
     assert main(["campaign", "run", "--dry-run", "--json", str(spec)]) == 0, \
         capsys.readouterr().err
-    plan = json.loads(capsys.readouterr().out)["plan"]
+    plan = json.loads(capsys.readouterr().out)["run"]["plan"]
     probes = {p["url"]: p for p in plan["probes"]}
     xrd = local_grid.endpoints["t1a-xrd1"]
     good = next(u for u in probes if u.endswith("/dry/") and u != dead

@@ -17,7 +17,8 @@ from gridxfer.units import fmt_bytes
 def render(result: Any, as_json: bool) -> None:
     plan = result.plan
     if as_json:
-        click.echo(json.dumps(redact_obj(result.to_dict()), indent=2, sort_keys=True,
+        from gridxfer.cli import jsonshape         # the run shape, its plan under run.plan
+        click.echo(json.dumps(redact_obj(jsonshape.run(result, None)), indent=2, sort_keys=True,
                               default=str))
     else:
         _text(result, plan)

@@ -15,7 +15,7 @@ Every kind has the same top-level keys; what only one kind has sits under its ow
     filters       {tier, endpoint, failed, since} (status/report filters; null when unset)
     job_metadata  FTS3's job_metadata from the campaign file, or null
     run           {dry_run, seconds, mean_rate, recovered, cleaned, paused, edited,
-                   reloaded}                                                    (kind run)
+                   reloaded, plan (--dry-run: pairs, tiers, probes)}            (kind run)
     status        {links, excluded, tape}                                       (kind status)
     report        {seconds, rate, links, endpoints, histogram, share, tape, png} (kind report)
 
@@ -93,7 +93,8 @@ def run(result: Any, st: Any | None) -> dict[str, Any]:
     extra = {"dry_run": result.dry_run, "seconds": result.seconds,
              "mean_rate": result.mean_rate, "recovered": result.recovered,
              "cleaned": result.cleaned, "paused": result.paused or None,
-             "edited": result.edited, "reloaded": result.reloaded}
+             "edited": result.edited, "reloaded": result.reloaded,
+             "plan": asdict(result.plan) if getattr(result, "plan", None) else None}
     if st is None:
         from gridxfer.campaign.report.filters import Filters
         from gridxfer.campaign.report.status import CampaignStatus
