@@ -178,6 +178,9 @@ def test_an_expiring_token_file_is_refreshed_mid_campaign_without_a_failed_file(
     assert db.execute("SELECT count(*) FROM attempts WHERE status != 'ok'").fetchone()[0] == 0
     kinds = [r[0] for r in db.execute("SELECT kind FROM events WHERE kind LIKE 'tier_%'")]
     assert kinds == ["tier_paused", "tier_resumed"]
+    # one clear line while it waits (stderr), one when it goes on; no failed file
+    assert res.stderr.count("tier T2 paused: no usable token for the destination") == 1, res.stderr
+    assert "expires in" in res.stderr and "tier T2 resumed" in res.stderr
     for name, data in FILES.items():
         assert on_disk(grid, f"{d}/{name}").read_bytes() == data
 

@@ -23,6 +23,7 @@ No message here contains a token (``auth.tokens`` never puts one in its messages
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +36,7 @@ from gridxfer.campaign.spec.model import CampaignSpec, TokenSpec
 from gridxfer.movers.base import TokenPair
 from gridxfer.movers.urls import url_path
 
+log = logging.getLogger(__name__)
 TOKEN_SCHEMES = frozenset({"davs", "https", "http", "root", "roots", "xroot", "xroots"})
 ASSUMED_RATE = 10e6         # bytes/s per transfer, until the link has measured one
 FACTOR = 2.0                # the expected duration, times this
@@ -185,10 +187,12 @@ class TokenGate:
             self.paused[tier] = Paused(before.since if before else now, g.pause,
                                        now + self.RECHECK)
             if before is None:
+                log.warning("%s", g.pause)          # the one message of this pause
                 return g, [("tier_paused", {"tier": tier, "reason": g.pause})]
             return g, []
         if before is not None:
             del self.paused[tier]
+            log.warning("tier %s resumed: a fresh token after %.0f s", tier, now - before.since)
             return g, [("tier_resumed", {"tier": tier, "paused_for": round(now - before.since, 3)})]
         return g, []
 

@@ -157,7 +157,8 @@ def ops_for(url: str, token: str | None) -> Ops:
 
 class DavsMover(HttpOps):
     """file/root/gsiftp/ftp <-> davs/https streamed; davs/https -> davs/https streamed or
-    HTTP-TPC (``third_party``). Metadata through ``mover_for`` uses no token of its own."""
+    HTTP-TPC (``third_party``). Metadata through ``mover_for`` has no token of its own: it
+    uses this thread's (``movers.tokens``: a campaign's source listing, an attempt's clean-up)."""
 
     name = "davs"
     schemes, pairs, tpc_pairs = routes.DAVS.schemes, routes.DAVS.pairs, routes.DAVS.tpc_pairs
