@@ -3,7 +3,8 @@
 ``LiveProgress`` is an observer (called about once a second by the scheduler) that
 redraws a rich table: files done/total, bytes, aggregate and per-link rate, ETA and
 failures, then the endpoints out of rotation and why, and the tiers whose whole pool is
-down (``pooldown.py``); it fits the terminal's width (``columns.py``: whole columns go,
+down (``pooldown.py``), the files copied to a tape-backed tier still waiting for
+tape; it fits the terminal's width (``columns.py``: whole columns go,
 never a figure). Not on a terminal it prints one line every ``GRIDXFER_PROGRESS_EVERY``.
 Used as a context manager around the run. ``--quiet`` does not create it.
 """
@@ -88,6 +89,11 @@ def health_lines(snap: StatsSnapshot,
                 else f"its files fail within {left} (on_pool_down: fail)")
         out.append((f"pool of {d.tier} down since {fmt_duration(max(0.0, snap.now - d.since))}"
                     f": {todo}", "bold red"))
+    if snap.files_archiving:
+        oldest = (f", the oldest for {fmt_duration(snap.tape_oldest)}"
+                  if snap.tape_oldest is not None else "")
+        out.append((f"tape: {snap.files_archiving} files copied, waiting for tape{oldest}",
+                    "cyan"))
     return out
 
 

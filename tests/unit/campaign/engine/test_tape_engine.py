@@ -330,3 +330,23 @@ def test_stage_requests_go_out_in_a_window_not_all_at_once(gridxfer_home, monkey
     sizes = [n for kind, n in storage.requests if kind == "bring_online"]
     assert sum(sizes) == 20 and len(sizes) > 1, sizes
     assert 1 < storage.peak_offline <= 6                # never more than the window waiting
+
+
+def test_the_live_view_shows_files_waiting_for_tape(gridxfer_home):
+    from gridxfer.cli.progress import health_lines
+    spec = make_spec()
+    conn = plan(spec, 4)
+    storage = Storage(auto=False)
+    seen = []
+    stop = threading.Event()
+
+    def observe(snap):
+        seen.append((snap.files_archiving, snap.tape_oldest,
+                     [line for line, _ in health_lines(snap)]))
+        if snap.files_archiving == 4 and snap.tape_oldest is not None and snap.tape_oldest > 0:
+            stop.set()
+    run(conn, spec, storage, stop=stop, observers=[observe])
+    n, oldest, lines = seen[-1]
+    assert n == 4 and oldest > 0
+    assert any(line.startswith("tape: 4 files copied, waiting for tape, the oldest for ")
+               for line in lines), lines
