@@ -7,8 +7,9 @@ follows the WLCG discovery rules, and goes without a token (anonymous or X.509) 
 they find none. Before a transfer starts (``Credentials.grant``):
 
 - **lifetime**: the token must outlive the transfer: ``MARGIN + FACTOR x size / rate``
-  seconds (``rate``: the link's measured per-transfer rate, ``ASSUMED_RATE`` before it
-  has one), at most the campaign's ``timeout``. A token that would expire sooner is read
+  seconds (``rate``: the endpoint's measured per-transfer rate, EWMA, where the
+  dispatcher has it at hand; ``ASSUMED_RATE`` otherwise), at most the campaign's
+  ``timeout``. A token that would expire sooner is read
   again (a file that changed, a command run again); still too short, and the grant says
   *pause*: the tier's files wait (``Scheduler``), nothing is failed. A source that gives
   no token at all (a missing file, an unset variable, a failing command) pauses too.
@@ -180,8 +181,8 @@ class TokenGate:
         return p is not None and now < p.recheck
 
     def grant(self, tier: str, endpoint: str, src_url: str, dst_url: str, size: int | None,
-              now: float) -> tuple[Grant, list[tuple[str, dict]]]:
-        g = self.creds.grant(tier, endpoint, src_url, dst_url, size)
+              now: float, rate: float | None = None) -> tuple[Grant, list[tuple[str, dict]]]:
+        g = self.creds.grant(tier, endpoint, src_url, dst_url, size, rate)
         before = self.paused.get(tier)
         if g.pause is not None:
             self.paused[tier] = Paused(before.since if before else now, g.pause,

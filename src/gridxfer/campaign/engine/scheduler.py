@@ -245,7 +245,8 @@ class Scheduler:
                 if ep in probes:
                     eligible = [u for u in eligible if u != ep]
                 dst = names.join_url(ep, name, check=False)   # checked in attempt.py
-                grant, ev = self.tokens.grant(tier, ep, src, dst, size, now)
+                rate = stats[ep].ewma_rate if ep in stats else None    # bytes/s per transfer
+                grant, ev = self.tokens.grant(tier, ep, src, dst, size, now, rate)
                 self._batch.events.extend(ev)
                 if grant.pause is not None:     # the tier waits for a fresh token
                     self._feed.retry_later(tier, 0.0, row)

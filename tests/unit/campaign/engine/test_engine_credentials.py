@@ -115,6 +115,12 @@ def test_a_big_file_needs_a_longer_lived_token(tmp_path):
     g = creds(sp, env=env).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, big)
     assert g.pause and "needed" in g.pause
     assert needed_seconds(big, None, 3600) == MARGIN + 200
+    # a slow endpoint (its measured rate) needs a longer-lived token for the same file
+    small = int(ASSUMED_RATE * 10)                   # 20 s at the assumed rate, 200 s at 1/10
+    assert creds(sp, env=env).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST,
+                                    small).pause is None
+    assert creds(sp, env=env).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, small,
+                                    rate=ASSUMED_RATE / 10).pause
     assert needed_seconds(10**15, None, 600) == 600 + MARGIN    # never beyond the timeout
 
 
