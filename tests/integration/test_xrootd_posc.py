@@ -299,16 +299,22 @@ def test_small_files_are_verified_by_reading_them_back(xrd, tmp_path, monkeypatc
 def test_a_read_back_that_differs_fails_and_leaves_nothing(xrd, tmp_path, monkeypatch, damage):
     """The server's file is damaged on disk between the last write and the read-back: the
     upload is a (retryable) CHECKSUM error and the final name is removed."""
-    from gridxfer.movers.xrootd import upload as xrdupload
-    real = xrdupload.stored_copy
+    from gridxfer.movers.xrootd import pipeline
+    real = pipeline._stored
+    reads = []
 
-    def damaged(handle, sent, stall, what):
+    def damaged(reply, n, params, wait, what):
+        reply.wait(wait, params, what)
         path = xrd.disk("bad/f.dat")
         body = path.read_bytes()
-        path.write_bytes(bytes([body[0] ^ 1]) + body[1:] if damage == "flip" else body[:-1])
-        return real(handle, sent, stall, what)
+        if not reads:               # once: a differing read-back is asked again
+            path.write_bytes(bytes([body[0] ^ 1]) + body[1:] if damage == "flip" else body[:-1])
+        reads.append(n)
+        again = pipeline.Reply()
+        again(reply.status, path.read_bytes(), None)
+        return real(again, n, params, wait, what)
 
-    monkeypatch.setattr(xrdupload, "stored_copy", damaged)
+    monkeypatch.setattr(pipeline, "_stored", damaged)
     src, _ = local(tmp_path, os.urandom(4096))
     with pytest.raises(TransferError) as err:
         upload(src, xrd.url("bad/f.dat"), verify="both")

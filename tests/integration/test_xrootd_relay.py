@@ -15,7 +15,7 @@ import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
-from gridxfer.movers.xrootd import relay as xrdrelay
+from gridxfer.movers.xrootd import pipeline, relay as xrdrelay
 from gridxfer.movers.xrootd.env import client as xrd
 from gridxfer.movers.xrootd.mover import XRootDMover
 from gridxfer.testbed import localgrid
@@ -143,7 +143,7 @@ def test_wrong_expected_checksum_leaves_nothing(pair):
 def test_a_read_back_that_differs_fails_and_leaves_nothing(pair, monkeypatch, damage):
     """The server's file is damaged on disk after the write, before the read-back: a
     (retryable) CHECKSUM error, and the unclosed POSC file is gone."""
-    real = xrdrelay._stored
+    real = pipeline._stored
     dst = pair.dst("bad.dat")
     reads = []
 
@@ -154,11 +154,11 @@ def test_a_read_back_that_differs_fails_and_leaves_nothing(pair, monkeypatch, da
         if not reads:               # once: the relay reads back a second time
             path.write_bytes(bytes([body[0] ^ 1]) + body[1:] if damage == "flip" else body[:-1])
         reads.append(n)
-        again = xrdrelay._Reply()
+        again = pipeline.Reply()
         again(reply.status, path.read_bytes(), None)
         return real(again, n, params, wait, what)
 
-    monkeypatch.setattr(xrdrelay, "_stored", damaged)
+    monkeypatch.setattr(pipeline, "_stored", damaged)
     with pytest.raises(TransferError) as err:
         copy(pair.put("bad.dat", os.urandom(4096)), dst, verify="both")
     assert err.value.error_class is ErrorClass.CHECKSUM and err.value.retryable

@@ -34,9 +34,6 @@ files, replace, a server that ignores POSC) takes the general path.
 """
 from __future__ import annotations
 
-import ctypes
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +45,7 @@ from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.xrootd.authz import xurl
 from gridxfer.movers.xrootd.env import client as xrd
+from gridxfer.movers.xrootd.pipeline import Reply, bundled_close, finish, send
 from gridxfer.movers.xrootd.upload import FLAGS, Upload, _discard, _probe_posc
 from gridxfer.movers.xrootd.watch import stall_timeout
 
@@ -56,49 +54,6 @@ RELAY_MAX = 4 << 20             # bytes: one write request, held in memory once
 
 class TooLarge(Exception):
     """The source is larger than RELAY_MAX: take the general path (nothing was written)."""
-
-
-class _Reply:
-    """The answer to one asynchronous XrdCl request."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.status: Any = None
-        self.response: Any = None
-
-    def __call__(self, status: Any, response: Any, _hosts: Any) -> None:
-        self.status, self.response = status, response
-        self.done.set()
-
-    def wait(self, timeout: float, params: TransferParams, what: str) -> Any:
-        """The reply's status; TIMEOUT after ``timeout`` s, CANCELLED on cancel."""
-        end = time.monotonic() + timeout
-        while not self.done.wait(0.25):
-            if params.cancel is not None and params.cancel.is_set():
-                raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled")
-            if time.monotonic() > end:
-                raise TransferError(ErrorClass.TIMEOUT, f"{what}: no reply in {timeout:.0f} s")
-        return self.status
-
-
-def bundled_close(handle: Any) -> None:
-    """Let ``handle`` send ``close`` while requests are in flight (XrdCl refuses it with
-    "Invalid operation" otherwise: FileStateHandler::Close, property ``BundledClose``).
-    The 5.5.3 binding returns ``True`` without a reference of its own (CPython aborts with
-    "deallocating True" after enough calls): one is given back for each call (an extra
-    reference to ``True`` or ``False`` is harmless where the binding is fixed)."""
-    answer = handle.set_property("BundledClose", "true")
-    if isinstance(answer, bool):
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(answer))
-
-
-def _send(call: Any, *args: Any, **kw: Any) -> _Reply:
-    """Start an asynchronous request; a refusal to queue it is answered at once."""
-    reply = _Reply()
-    status = call(*args, callback=reply, **kw)
-    if status is not None and not status.ok:
-        reply(status, None, None)
-    return reply
 
 
 @dataclass(frozen=True)
@@ -141,7 +96,7 @@ def _read_source(f: Any, size: int, src: str, stall: float, what: str) -> _Sourc
     return _Source(data, normalise_adler32(adler32(data)))
 
 
-def _abandon(opened: _Reply, handle: Any, dst: str, params: TransferParams,
+def _abandon(opened: Reply, handle: Any, dst: str, params: TransferParams,
              wait: float, what: str) -> None:
     """The copy failed before it wrote: remove the destination if its open succeeded."""
     try:
@@ -168,7 +123,7 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
     f, size = _open_source(src, stall)         # missing, unreadable, too large: dst untouched
     handle = xrd.File()
     bundled_close(handle)
-    opened = _send(handle.open, xurl(dst), FLAGS, timeout=tmo)   # in flight during the read
+    opened = send(handle.open, xurl(dst), FLAGS, timeout=tmo)   # in flight during the read
     try:
         source = _read_source(f, size, src, stall, what)
     except BaseException:
@@ -177,53 +132,17 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
     status = opened.wait(wait + 5, params, what)
     if not status.ok:
         raise transfer_error(status, what, side="destination")
-    closed = False
     try:
         _probe_posc(dst)
         if expected and source.adler32 != expected:     # nothing written yet
             raise TransferError(ErrorClass.CHECKSUM,
                                 f"{src}: source adler32 {source.adler32} != expected {expected}")
-        data, n = source.data, len(source.data)
-        wrote = _send(handle.write, data, 0, n, timeout=tmo) if n else None
-        if not read_back:
-            closing = _send(handle.close, timeout=tmo)
-            if wrote is not None and not wrote.wait(wait + 5, params, what).ok:
-                raise transfer_error(wrote.status, what, side="destination")
-            closed = True
-            if not closing.wait(wait + 5, params, what).ok:
-                raise transfer_error(closing.status, what, side="destination")
-            stored = None
-        else:
-            back = _send(handle.read, 0, n + 1, timeout=tmo)
-            if wrote is not None and not wrote.wait(wait + 5, params, what).ok:
-                raise transfer_error(wrote.status, what, side="destination")
-            stored = _stored(back, n, params, wait, what)
-            if stored != source.adler32:        # read before the write ended? ask again
-                again = _send(handle.read, 0, n + 1, timeout=tmo)
-                stored = _stored(again, n, params, wait, what)
-            if stored is None:
-                raise TransferError(ErrorClass.CHECKSUM, f"{what}: the server holds a "
-                                    f"different number of bytes than the {n} sent")
-            if stored != source.adler32:
-                raise TransferError(ErrorClass.CHECKSUM, f"{what}: adler32 {stored} read back "
-                                    f"!= source {source.adler32}")
-            closed = True
-            status, _ = handle.close(timeout=tmo)
-            if not status.ok:
-                raise transfer_error(status, what, side="destination")
+        stored = finish(handle, source.data, source.adler32, read_back=read_back,
+                        params=params, wait=wait, what=what)
+        n = len(source.data)
         if progress is not None:
             progress(n, n)
         return Upload(bytes=n, adler32=source.adler32, stored_adler32=stored)
     except BaseException:
-        _discard(handle, dst, closed)
+        _discard(handle, dst, closed=False)     # a close sent or not: rm, then close
         raise
-
-
-def _stored(reply: _Reply, n: int, params: TransferParams, wait: float,
-            what: str) -> str | None:
-    """adler32 of what a read-back returned; None if it is not ``n`` bytes long."""
-    status = reply.wait(wait + 5, params, what)
-    if not status.ok:
-        raise transfer_error(status, what, side="destination")
-    data = reply.response or b""
-    return normalise_adler32(adler32(data)) if len(data) == n else None

@@ -17,6 +17,8 @@ against xrdcp's one open/write/close (bench.smallfiles: 0.18-0.27x xrdcp). This 
 * after ``close``: the size is the byte count the server acknowledged; with verify
   destination/both the server's adler32 is compared with the one computed while sending
   (and the catalogue's). Any failure after the open removes the final name.
+* a file of one write request (at most ``CHUNK``) ends in one flight: write and close
+  back to back, or write and the read-back below, then close (pipeline.py);
 * files of at most ``READ_BACK_MAX`` bytes are verified by reading them back through the
   still-open handle (one ``kXR_read``, answered from the server's file) instead of a checksum
   query: the same end-to-end check (the server returns what it stored), one round trip,
@@ -40,7 +42,7 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from collections.abc import Callable
 
 from gridxfer.movers.xrootd.env import client as xrd
@@ -53,6 +55,7 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.xrootd.pipeline import bundled_close, finish
 from gridxfer.movers.xrootd.watch import stall_timeout, stop_reason
 
 _posc: dict[str, bool] = {}     # server -> does it keep an open file POSC-pending?
@@ -193,6 +196,8 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
             login, release = own_channel()
             target = with_user(dst, login)
         handle = xrd.File()
+        if size <= CHUNK:           # one write: write and close (or read-back) in one flight
+            bundled_close(handle)
         status, _ = handle.open(xurl(target), FLAGS,
                                 timeout=max(1, int(min(stall, params.timeout))))
         if not status.ok:
@@ -200,12 +205,13 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
         closed = False
         try:
             _probe_posc(dst)
+            if size <= CHUNK:
+                return _one_flight(handle, fd, size, params, progress, stall, what,
+                                   read_back=read_back and size <= READ_BACK_MAX)
             try:
                 sent = _send(handle, fd, size, params, progress, deadline, stall, what)
             except OSError as exc:
                 raise transfer_error(exc, f"file://{path}") from None
-            if read_back and sent.bytes <= READ_BACK_MAX:
-                sent = stored_copy(handle, sent, stall, what)
             status, _ = handle.close(timeout=int(stall))
             closed = True
             if not status.ok:
@@ -220,17 +226,25 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
             release()
 
 
-def stored_copy(handle, sent: Upload, stall: float, what: str) -> Upload:
-    """``sent`` with the adler32 of what the server now holds: read ``sent.bytes + 1``
-    through ``handle`` (a longer or shorter file is a CHECKSUM error)."""
-    status, data = handle.read(0, sent.bytes + 1, timeout=int(stall))
-    if not status.ok:
-        raise transfer_error(status, what, side="destination")
-    data = data or b""
-    if len(data) != sent.bytes:
-        raise TransferError(ErrorClass.CHECKSUM, f"{what}: the server holds {len(data)} bytes, "
-                            f"{sent.bytes} were sent")
-    return replace(sent, stored_adler32=normalise_adler32(adler32(data)))
+def _one_flight(handle: xrd.File, fd: int, size: int, params: TransferParams,
+                progress: ProgressFn | None, stall: float, what: str, *,
+                read_back: bool) -> Upload:
+    """A file of one write request: read it, then write + close (or write + read-back,
+    close) pipelined (pipeline.finish): one round trip after the open, two to verify."""
+    try:
+        data = os.read(fd, size + 1)    # not CHUNK + 1: a 4 MiB buffer per file costs mmap
+    except OSError as exc:
+        raise transfer_error(exc, what) from None
+    if len(data) != size:
+        raise TransferError(ErrorClass.CHECKSUM, f"{what}: read {len(data)} bytes of "
+                            f"{size} (source changed during the copy)")
+    sent = normalise_adler32(adler32(data))
+    wait = max(1.0, min(stall, params.timeout))
+    stored = finish(handle, data, sent, read_back=read_back, params=params, wait=wait,
+                    what=what)
+    if progress is not None:
+        progress(size, size)
+    return Upload(bytes=size, adler32=sent, stored_adler32=stored)
 
 
 def posc_honoured(url: str) -> bool:
