@@ -62,3 +62,23 @@ def test_idle_window(gridxfer_home):
     r = run_check("throughput", *base, "--idle", "ok")
     assert r.returncode == 0 and r.stdout.startswith("THROUGHPUT OK - no transfers")
     assert run_check("throughput", *base, "--idle", "unknown").returncode == 3
+
+
+def test_per_endpoint_labels_are_short_stable_names(gridxfer_home):
+    """Issue 22h: loopback endpoints with ephemeral ports (long URLs sharing their first 19
+    characters) get short, unique labels: their journalled names, not cut URLs."""
+    from gridxfer.campaign.journal import names, store
+    now = time.time()
+    (gridxfer_home / "campaigns").mkdir()
+    urls = ["root://127.0.0.1:41463//data/long/path/to/the/campaign/area/",
+            "root://127.0.0.1:55375//data/long/path/to/the/campaign/area/",
+            "davs://127.0.0.1:41464/data/long/path/to/the/campaign/area/"]
+    path = make_journal(gridxfer_home / "campaigns" / "c3.sqlite",
+                        [a for u in urls for a in steady_attempts(now - 300, now, 10 * MB, u)])
+    conn = store.connect(path)
+    store.set_meta(conn, [names.meta_item({urls[0]: "t1a-xrd1"})])
+    conn.close()
+    r = run_check("throughput", "-C", "c3", "--per-endpoint", "--baseline", "none")
+    labels = sorted(k for k in perf(r.stdout) if k.startswith("ep_"))
+    assert labels == ["ep_127.0.0.1:41464_MBps", "ep_127.0.0.1:55375_MBps",
+                      "ep_t1a-xrd1_MBps"], r.stdout
