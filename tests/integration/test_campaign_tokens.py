@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 FILES = {f"f{i}.dat": os.urandom(200_000 + i) for i in range(4)}
 # endpoint names of one server (its data in t2-tok1's directory): root:// with ztn, davs://
 PROTOCOLS = {"root": "t2-tok1", "davs": "t2-davs1"}
+CHECKS = Path(__file__).resolve().parents[2] / "checks"
 
 
 @pytest.fixture(scope="module")
@@ -228,16 +229,24 @@ def test_no_token_in_any_output_state_file_argument_or_environment(grid, issuer,
                         ("campaign", "status", name, "--json"), ("campaign", "report", name),
                         ("campaign", "status", name, "--links")):
                 outputs.append(gridxfer(env, *cmd))
+            # Nagios status line, perfdata and a Prometheus textfile, per endpoint
+            outputs.append(subprocess.run(
+                [sys.executable, str(CHECKS / "check_gridxfer_throughput"), "-C", name,
+                 "-W", "1h", "--per-endpoint", "-v", "--baseline", "none",
+                 "--prom-file", str(home / f"{name}.prom")],
+                capture_output=True, text=True, env=env, timeout=60))
     finally:
         stop.set()
         for t in scanners:
             t.join(5)
-    assert outputs[0].returncode == 0 and outputs[10].returncode == 0, outputs[10].stderr
-    for bad in (outputs[5], outputs[15]):
+    assert outputs[0].returncode == 0 and outputs[12].returncode == 0, outputs[12].stderr
+    assert "|" in outputs[5].stdout and (home / "grep-ok.prom").exists(), outputs[5]
+    for bad in (outputs[6], outputs[18]):
         assert bad.returncode == 3 and "auth" in bad.stdout + bad.stderr
     texts = [o.stdout + o.stderr for o in outputs]
     files = [p for p in (*home.rglob("*"), *tmp_path.glob("*.log")) if p.is_file()]
     assert len([p for p in files if p.suffix == ".sqlite"]) == 4
+    assert len([p for p in files if p.suffix == ".prom"]) == 4
     for sig in sigs:
         assert not any(sig in t for t in texts)
         leaked = [str(p) for p in files if sig.encode() in p.read_bytes()]
