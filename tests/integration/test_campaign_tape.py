@@ -14,6 +14,7 @@ root:// TapeOps (movers/xrootd/tape.py). Small files, fast drives: each test in 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -24,11 +25,14 @@ from pathlib import Path
 
 import pytest
 
-from gridxfer.campaign import runner
-from gridxfer.movers import capabilities_of, mover_for
-from gridxfer.movers.tape import Residency
-from gridxfer.testbed.gridspec import ServerSpec
-from gridxfer.testbed.tapexrd import TapeSpec
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "monitoring"))
+from monfixtures import run_check  # noqa: E402
+
+from gridxfer.campaign import runner  # noqa: E402
+from gridxfer.movers import capabilities_of, mover_for  # noqa: E402
+from gridxfer.movers.tape import Residency  # noqa: E402
+from gridxfer.testbed.gridspec import ServerSpec  # noqa: E402
+from gridxfer.testbed.tapexrd import TapeSpec  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +94,11 @@ def residency(urls: list[str]) -> dict[str, Residency]:
     return {u: s.residency for u, s in tape.archive_status(urls).items()}
 
 
+def perf(out: str) -> dict[str, float]:
+    return {m[0].strip("'"): float(m[1]) for m in re.findall(r"(\S+)=([-\d.]+)",
+                                                                out.split("|")[1])}
+
+
 def cta_sessions(ep) -> str:
     return Path(ep.tape_log).read_text() if Path(ep.tape_log).exists() else ""
 
@@ -113,6 +122,15 @@ def test_a_campaign_to_a_tape_tier_completes_only_after_migration(make_grid, gri
     urls = [base + n for n in data]
     assert set(residency(urls).values()) == {Residency.ON_TAPE}
     assert 'mountType="ArchiveForUser"' in cta_sessions(ep)
+    # the buffer check reads the same truth from the campaign's journal (what reached tape)
+    # as from the drives' CTA log: the same tape outflow, and the campaign's inflow
+    common = ["-p", ep.data_dir, "--inflow-campaign", "totape", "--tier", "T1", "-W", "15m"]
+    by_journal = perf(run_check("buffer", *common, "--outflow-campaign", "totape").stdout)
+    by_log = perf(run_check("buffer", *common, "--cta", ep.tape_log, "--min-volume", "0").stdout)
+    total = sum(len(d) for d in data.values())
+    assert by_journal["outflow_MBps"] == pytest.approx(total / 900 / 1e6, rel=0.01, abs=1e-3)
+    assert by_journal["outflow_MBps"] == pytest.approx(by_log["outflow_MBps"], abs=1e-3)
+    assert by_journal["inflow_MBps"] == pytest.approx(total / 900 / 1e6, rel=0.01, abs=1e-3)
 
 
 def test_files_not_migrated_in_time_fail_archive_timeout(make_grid, gridxfer_home, tmp_path):
