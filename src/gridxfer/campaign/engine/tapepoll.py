@@ -7,8 +7,11 @@ journal, the accounting or the feed: those stay the dispatcher's (ARCHITECTURE.m
 
 Every request is bulk, as FTS3 does it: the URLs of one storage endpoint, at most
 ``movers.tape.MAX_BULK`` (200) per request, never one request per file. Each URL is
-polled on its own backoff (``FIRST_POLL`` after it arrives, doubling up to
-``MAX_POLL``), and the URLs due at the same time go together; a URL past its deadline
+polled on its own backoff (``FIRST_POLL`` after it arrives, doubling up to a cap), and the
+URLs due at the same time go together. The cap follows the backlog: a request costs the
+same for 1 file as for 200, so a small backlog is asked every ``MIN_GAP`` seconds (a file
+is seen on tape soon after it is), a large one no more than ``POLL_BUDGET`` file answers
+a second, and never less often than every ``MAX_POLL``. A URL past its deadline
 is asked once more before it fails, so a file is never failed on a stale answer, and a
 file is declared on tape only on the storage's own answer.
 
@@ -36,6 +39,8 @@ from gridxfer.redact import redact
 MAX_BULK = 200               # files per request (FTS3); movers.tape.MAX_BULK
 FIRST_POLL = 1.0             # s after a file arrives, its first poll
 MAX_POLL = 60.0              # s: the longest gap between two polls of one file
+MIN_GAP = 2.0                # s: the cap for a small backlog
+POLL_BUDGET = 2000.0         # file answers per second (10 requests of 200) for a large one
 
 TapeFor = Callable[[str], Any]      # url -> the storage's TapeOps, or None (cannot ask)
 
@@ -262,7 +267,7 @@ class TapePoller:
                 if now >= w.deadline:
                     over.append(u)
                 else:
-                    w.gap = min(MAX_POLL, w.gap * 2)
+                    w.gap = min(self._cap(), w.gap * 2)
                     w.due = min(now + w.gap, max(w.deadline, now + 0.05))
         for u in over:
             w = table[u]
@@ -270,6 +275,11 @@ class TapePoller:
             self._failed(table, [u], "staging_failed" if staging else "archive_failed",
                          ErrorClass.STAGING if staging else ErrorClass.ARCHIVE_TIMEOUT,
                          f"{what} by the deadline ({w.last})")
+
+    def _cap(self) -> float:
+        """The longest gap between two polls of a file now (under the lock)."""
+        backlog = len(self._archive) + len(self._stage)
+        return min(MAX_POLL, max(MIN_GAP, backlog / POLL_BUDGET))
 
     def _failed(self, table: dict[str, _Watch], urls: Sequence[str], kind: str,
                 ec: ErrorClass, message: str) -> None:

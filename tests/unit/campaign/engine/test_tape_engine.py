@@ -8,6 +8,7 @@ per request); a tape source is copied only once online; staging failures are cla
 copies nothing twice; recovery after a kill does not declare a verified copy on tape."""
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass
@@ -350,3 +351,36 @@ def test_the_live_view_shows_files_waiting_for_tape(gridxfer_home):
     assert n == 4 and oldest > 0
     assert any(line.startswith("tape: 4 files copied, waiting for tape, the oldest for ")
                for line in lines), lines
+
+
+class _NeverOnTape:
+    def __init__(self):
+        self.polls: list[float] = []
+        self.clock = 0.0
+
+    def archive_status(self, urls):
+        self.polls.append(self.clock)
+        return {u: State(u, "disk_only") for u in urls}
+
+
+def _poll_gaps(n_files, seconds, monkeypatch, budget=None):
+    from gridxfer.campaign.engine import tapepoll
+    if budget is not None:
+        monkeypatch.setattr(tapepoll, "POLL_BUDGET", budget)
+    tape = _NeverOnTape()
+    p = tapepoll.TapePoller(lambda url: tape, clock=lambda: tape.clock, first_poll=1.0)
+    for i in range(n_files):
+        p.archive(f"{TAPE}f{i}", 10**6)
+    while tape.clock < seconds:
+        tape.clock += 0.25
+        p.poll_once()
+    return [b - a for a, b in itertools.pairwise(tape.polls)]
+
+
+def test_a_small_backlog_is_asked_every_few_seconds_a_large_one_within_a_budget(monkeypatch):
+    from gridxfer.campaign.engine import tapepoll
+    gaps = _poll_gaps(10, 120, monkeypatch)
+    assert max(gaps) <= tapepoll.MIN_GAP                  # seen on tape soon after it is
+    gaps = _poll_gaps(10, 300, monkeypatch, budget=0.5)   # 10 files at 0.5/s: every 20 s
+    assert gaps[:5] == [2.0, 4.0, 8.0, 16.0, 20.0] and max(gaps) == 20.0
+    assert len(gaps) < 25                                 # not one poll per round
