@@ -75,7 +75,9 @@ def meta_item(names: Mapping[str, str]) -> tuple[str, str]:
 
 
 def read(conn: sqlite3.Connection) -> dict[str, str]:
-    """The journal's names, plus a name for any endpoint of its rows it has none for."""
+    """The journal's names; a journal planned before names were journalled gets a name for
+    each endpoint of its rows (one scan; with the map there is none: ``status`` stays on
+    its indexes, ``name_of`` names a URL the map lacks)."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
     stored: dict[str, str] = {}
     if row is not None:
@@ -86,6 +88,8 @@ def read(conn: sqlite3.Connection) -> dict[str, str]:
         if isinstance(raw, dict):
             stored = {str(k): str(v) for k, v in raw.items()
                       if isinstance(v, str) and NAME_RE.fullmatch(v) or _is_form(str(k), v)}
+    if row is not None and stored:
+        return stored           # planned with the map: its pool's URLs are every endpoint
     seen = [r[0] for r in conn.execute(
         "SELECT DISTINCT endpoint FROM files WHERE endpoint IS NOT NULL "
         "UNION SELECT DISTINCT endpoint FROM attempts")]

@@ -113,7 +113,7 @@ def _read_status(conn, path: Path, links: bool, names: dict[str, str],
                          for e in current_exclusions(conn))
     failed = tuple(dict(r) for r in conn.execute(
         "SELECT name, tier, endpoint, error_class, error_msg, attempts, updated FROM files "
-        "WHERE state = 'failed' ORDER BY id LIMIT ?", (FAILED_SHOWN,)))
+        "WHERE state = 'failed' LIMIT ?", (FAILED_SHOWN,)))   # index order: no sort
     return CampaignStatus(meta.get("name", path.stem), str(path), state, files, nbytes, tiers,
                           _float(meta.get("created")), _float(meta.get("updated")), link_rows,
                           excluded, tape=tape_report(conn, time.time()),
