@@ -2,7 +2,7 @@
 
     python -m bench            every benchmark, in the configurations BENCHMARKS.md reports
     python -m bench NAME ...   those only (bulk, bulk-wan, smallfiles, smallfiles-wan, scale,
-                               blackhole, emulator),
+                               blackhole, emulator, tape),
                                each with its suite arguments
     python -m bench --list     the suite: each entry's command line
     python -m bench --summary  the latest record of each entry's goals (from bench/results/),
@@ -46,6 +46,7 @@ SUITE = (
     Entry("smallfiles-wan", "smallfiles", ("--wan", "--rounds", "3"), needs_netns=True),
     Entry("scale", "scale"),
     Entry("emulator", "emulator", needs_netns=True),
+    Entry("tape", "tape"),
 )
 
 
