@@ -5,8 +5,11 @@
 2. Source data (>= 1 GB of random files) is written into the T0 XRootD server.
 3. ``gridxfer campaign run`` moves it to two T1 tiers over root://, gsiftp:// and
    ftp://, and to a third tier over davs:// with a bearer token (minted by the testbed's
-   issuer into a 0600 file the campaign file names; never printed), with live progress;
-   the report and a PNG timeline follow.
+   issuer into a 0600 file the campaign file names; never printed), and to a tape-backed
+   tier (``archive:``: a file is done once XRootD says it is on tape; EMULATED drives
+   behind xrootd's prepare plugin, docs/tape.md), with live progress; the report (with
+   the tape figures) and a PNG timeline follow, then XRootD's answer for the files on tape
+   and ``check_gridxfer_tape`` on the drives' CTA log.
 4. A sample of destination files is checked with independent tools
    (``xrdfs query checksum`` for root://, ``xrdadler32`` on the stored file otherwise).
 5. ``gridxfer testbed down`` tears everything down, even on failure or Ctrl-C.
@@ -47,16 +50,19 @@ class Layout:
     source: str                    # an XRootD endpoint name
     tiers: dict[str, tuple[tuple[str, ...], int, int]]   # tier -> (pool, streams, max_active)
     token_tiers: tuple[str, ...] = ()   # tiers whose endpoints want a bearer token
+    tape_tier: str = ""            # a tier of ``tiers`` whose pool is tape-backed (archive:)
 
 
 LOCAL = Layout(None, "t0-xrd", {
     "T1A": (("t1a-xrd1", "t1a-xrd2", "t1a-gsiftp"), 4, 6),
     "T1B": (("t1b-xrd", "t1b-ftp"), 2, 4),
-    "T2-DAVS": (("t2-davs1", "t2-davs2"), 1, 4)}, ("T2-DAVS",))
+    "T2-DAVS": (("t2-davs1", "t2-davs2"), 1, 4),
+    "T1T": (("t1-tape",), 1, 4)}, ("T2-DAVS",), tape_tier="T1T")
 NETNS = Layout(TOPOLOGY, "t0-se01-xrd", {
     "T1-A": (("t1a-se01-xrd", "t1a-se02-xrd", "t1a-se01-gsiftp"), 4, 6),
     "T1-B": (("t1b-se01-xrd", "t1b-se01-gsiftp"), 4, 4),
-    "T1-B-DAVS": (("t1b-se02-davs",), 1, 4)}, ("T1-B-DAVS",))
+    "T1-B-DAVS": (("t1b-se02-davs",), 1, 4),
+    "T1-B-TAPE": (("t1b-tape01-xrd",), 1, 4)}, ("T1-B-DAVS",), tape_tier="T1-B-TAPE")
 TOKEN_FILE = "bearer-token"          # in OUT, 0600: the davs tier's token (never printed)
 TOKEN_SCOPES = ("storage.read:/", "storage.modify:/")    # modify: a failed copy's clean-up
 TOKEN_BASE = "/data"                 # the testbed servers' SciTokens base_path
@@ -114,9 +120,10 @@ def write_token(path: Path) -> None:
 
 def write_campaign(path: Path, layout: Layout, token: Path | None = None) -> None:
     def token_line(tier: str) -> str:
+        archive = "    archive: {timeout: 30m}\n" if tier == layout.tape_tier else ""
         if token is None or tier not in layout.token_tiers:
-            return ""
-        return f"    token: {{file: {token}, base: {TOKEN_BASE}}}\n"
+            return archive
+        return f"    token: {{file: {token}, base: {TOKEN_BASE}}}\n{archive}"
 
     tiers = "".join(f"""\
   - tier: {tier}
@@ -192,6 +199,36 @@ def verify_sample(inv, layout: Layout) -> int:
     return bad
 
 
+def tape_check(inv, layout: Layout) -> None:
+    """What reached tape: XRootD's own answer for the files of the tape tier, and the Nagios
+    tape check on the EMULATED drives' CTA log."""
+    from gridxfer.campaign.journal import store as journal
+    from gridxfer.movers import capabilities_of, mover_for
+    name = layout.tiers[layout.tape_tier][0][0]
+    ep = inv.endpoints[name]
+    conn = journal.connect(journal.journal_path(CAMPAIGN), readonly=True)
+    try:
+        urls = [r[0] for r in conn.execute("SELECT dst_url FROM files WHERE tier=? AND "
+                                           "state='done'", (layout.tape_tier,))]
+    finally:
+        conn.close()
+    say(f"On tape at {name}: XRootD's query prepare for the {len(urls)} files of "
+        f"{layout.tape_tier}")
+    tape = capabilities_of(mover_for(ep.url)).tape
+    if tape is not None and urls:
+        counts: dict[str, int] = {}
+        for st in tape.archive_status(urls).values():
+            counts[st.residency.value] = counts.get(st.residency.value, 0) + 1
+        print("  " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+    say(f"check_gridxfer_tape on the drives' log {ep.tape_log} (EMULATED tape)")
+    check = Path(__file__).resolve().parents[3] / "checks" / "check_gridxfer_tape"
+    argv = [sys.executable, str(check), "--cta", ep.tape_log, "-W", "1h", "--min-volume", "0",
+            "-w", "60:", "-c", "40:"]
+    print("$ " + shlex.join(["check_gridxfer_tape", *argv[2:]]), flush=True)
+    proc = subprocess.run(argv, text=True, capture_output=True)
+    print(proc.stdout.strip() or proc.stderr.strip(), f"\n  (exit {proc.returncode})")
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     os.environ["GRIDXFER_HOME"] = str(OUT / "home")
@@ -236,6 +273,9 @@ def main() -> int:
         png = OUT / "demo-timeline.png"
         gridxfer("campaign", "report", CAMPAIGN, "--png", str(png))
         print(f"\nPNG timeline: {png}")
+
+        if layout.tape_tier:
+            tape_check(inv, layout)
 
         say("Independent check of a sample (xrdfs query checksum / xrdadler32)")
         bad = verify_sample(inv, layout)

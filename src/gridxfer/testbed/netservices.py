@@ -14,6 +14,7 @@ the servers run as the unprivileged ``gridxfer`` user.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -61,6 +62,8 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
     """Start every host's services; write and return the netns Inventory."""
     from gridxfer.testbed.gridftp import start_gridftp
     from gridxfer.testbed.localgrid import client_env
+    from gridxfer.testbed.procs import read_pidfiles
+    from gridxfer.testbed.tapexrd import TapeSpec, start_tape_xrootd
     from gridxfer.testbed.xrootd import ensure_user, start_xrootd
 
     wanted = [h for h in topo.hosts if h.services]
@@ -75,7 +78,7 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
         _save(st)
         user = ensure_user()
         gsi = None
-        if any("gridftp" in h.services or "xrootd" in h.services for h in wanted):
+        if any({"gridftp", "xrootd", "xrootd-tape"} & set(h.services) for h in wanted):
             gsi = ca_mod.make_test_ca(base / "ca", local_user=user)
             env = client_env(gsi)
             extra["gsi"] = dataclasses.asdict(gsi)
@@ -89,14 +92,21 @@ def start_services(topo: Topology, st: dict[str, Any], notify: Callable[[str], N
         for host in wanted:
             ns = st["hosts"][host.name]["netns"]
             prefix = wrap(ns)
-            if "xrootd" in host.services:
-                # davs:// beside root:// (XrdHttp over TLS, HTTP-TPC), anonymous
-                ep = start_xrootd(f"{host.name}-xrd", base / host.name / "xrd", port=XROOTD_PORT,
-                                  bind=host.address, wrap=prefix, tier=host.tier,
-                                  security=_tls(gsi, host.address, host.name, host.auth,
-                                                issuer_dir, user),
-                                  davs_name=f"{host.name}-davs")
+            if "xrootd" in host.services or "xrootd-tape" in host.services:
+                # davs:// beside root:// (XrdHttp over TLS, HTTP-TPC), anonymous; xrootd-tape:
+                # tape-backed (EMULATED drives behind xrootd's prepare plugin)
+                start = (start_xrootd if "xrootd" in host.services else
+                         functools.partial(start_tape_xrootd, tape=TapeSpec()))
+                ep = start(f"{host.name}-xrd", base / host.name / "xrd", port=XROOTD_PORT,
+                           bind=host.address, wrap=prefix, tier=host.tier,
+                           security=_tls(gsi, host.address, host.name, host.auth,
+                                         issuer_dir, user),
+                           davs_name=f"{host.name}-davs")
                 endpoints[ep.name] = dataclasses.replace(ep, host=ns)
+                if ep.tape_backed:      # its drives run outside the namespace: stop them too
+                    for proc in read_pidfiles(base / host.name / "xrd" / "run"):
+                        if "gridxfer.testbed.tape" in proc.get("argv", []):
+                            st["pids"][f"{host.name}-tape"] = int(proc["pid"])
             if "gridftp" in host.services and gsi is not None:
                 cert, key = ca_mod.host_cert(gsi, host.address, dns=[host.name], ips=[host.address])
                 ep = start_gridftp(f"{host.name}-gsiftp", base / host.name / "gsiftp", gsi=gsi,

@@ -33,7 +33,7 @@ from gridxfer.units import parse_bitrate, parse_duration
 BENCH_NET = ipaddress.IPv4Network("198.18.0.0/15")
 ROUTER_ADDR = ipaddress.IPv4Address("198.18.0.1")
 ROLES = ("storage", "client")
-SERVICES = ("xrootd", "gridftp", "sshd")
+SERVICES = ("xrootd", "xrootd-tape", "gridftp", "sshd")   # xrootd-tape: testbed/tapexrd
 RESERVED = ("router", "probe")         # namespace names the grid uses itself
 DEFAULT_SERVICES = {"storage": ("xrootd", "gridftp"), "client": ()}
 _NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,23}")
@@ -221,7 +221,8 @@ def parse(text: str, path: str = "<topology>") -> Topology:
         tiers.append(Tier(tname, str(subnet), tuple(hosts)))
     links = _links(ctx, doc, {t.name for t in tiers})
     controller = doc.get("controller", tiers[0].name)
-    if controller is not None and controller not in {t.name for t in tiers}:
+    if controller is not None and (not isinstance(controller, str)
+                                   or controller not in {t.name for t in tiers}):
         raise ctx.err(f"unknown tier {controller!r}", doc, "controller")
     return Topology(name, controller, tuple(tiers), links, source=path)
 
@@ -244,6 +245,8 @@ def _host(ctx: _Ctx, rh: Any, hw: str, parent: Any, tier: str, subnet: ipaddress
         raise ctx.err(f"must be a list of {', '.join(SERVICES)}", rh, f"{hw}.services")
     if len(set(services)) != len(services):
         raise ctx.err("duplicate service", rh, f"{hw}.services")
+    if {"xrootd", "xrootd-tape"} <= set(services):
+        raise ctx.err("xrootd and xrootd-tape share a port: one per host", rh, f"{hw}.services")
     try:
         addr = ipaddress.ip_address(str(rh.get("address") or subnet.network_address + 10 + index))
     except ValueError as exc:

@@ -41,3 +41,17 @@ def test_failed_server_query_falls_back_to_xrdadler32_on_the_servers_file(tmp_pa
 def test_without_a_local_file_a_failed_query_stops_the_demo(quick_xrdcl):
     with pytest.raises(SystemExit, match="independent check failed"):
         demo.independent_checksum(_Inv(None), "root://127.0.0.1:1//data/run0001.root")
+
+
+@pytest.mark.parametrize("layout", [demo.LOCAL, demo.NETNS])
+def test_the_demo_campaign_has_one_tape_tier_with_archive(layout, tmp_path):
+    assert layout.tape_tier in layout.tiers
+    path = tmp_path / "c.yaml"
+    demo.write_campaign(path, layout, tmp_path / "token")
+    text = path.read_text()
+    assert text.count("archive: {timeout: 30m}") == 1
+    pool = layout.tiers[layout.tape_tier][0]
+    block = text.split(f"tier: {layout.tape_tier}\n", 1)[1]
+    assert block.splitlines()[0].strip() == f"pool: [{', '.join(pool)}]"
+    assert "archive:" in block.split("  - tier:", 1)[0]
+    assert "token:" not in block.split("  - tier:", 1)[0]

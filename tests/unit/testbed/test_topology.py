@@ -30,7 +30,7 @@ links:
 def test_example_sc_topology():
     topo = load(EXAMPLES / "topology-sc.yaml")
     assert [t.name for t in topo.tiers] == ["T0", "T1-A", "T1-B"]
-    assert [len(t.hosts) for t in topo.tiers] == [1, 2, 2]
+    assert [len(t.hosts) for t in topo.tiers] == [1, 2, 3]
     assert [h.name for h in topo.hosts if h.auth == "token"] == ["t1b-se02"]
     slow = [h for h in topo.hosts if h.rate_bps]
     assert [h.name for h in slow] == ["t1a-se02"]
@@ -41,7 +41,8 @@ def test_example_sc_topology():
     assert topo.controller == "T0"
     for h in topo.hosts:
         assert ipaddress.ip_address(h.address) in BENCH_NET
-        assert h.services[:2] == ("xrootd", "gridftp")
+        assert h.services[:2] == ("xrootd", "gridftp") or h.services == ("xrootd-tape",)
+    assert [h.name for h in topo.hosts if h.services == ("xrootd-tape",)] == ["t1b-tape01"]
     assert topo.host("t0-se01").services == ("xrootd", "gridftp", "sshd")
 
 
