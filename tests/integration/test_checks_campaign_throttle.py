@@ -46,7 +46,9 @@ def test_throughput_check_ok_then_critical_within_one_window(make_grid, tmp_path
     from gridxfer.testbed.procs import terminate, tree
     inv = make_grid([ServerSpec("src", "xrootd", "T0"),
                      ServerSpec("dst", "xrootd", "T1", throttle=10e6)])
-    for i in range(40):
+    # 320 MB: at least 32 s at the normal 10 MB/s, so the campaign outlasts the steady
+    # phase however slowly the checks run on a loaded machine (CI once saw 160 MB end first)
+    for i in range(80):
         put_local(inv, "src", f"thr/f{i:03d}.dat", os.urandom(4_000_000))
     spec = tmp_path / "thr.yaml"
     spec.write_text(f"""\
@@ -62,7 +64,7 @@ timeout: 300s
     cmd_file = tmp_path / "nagios.cmd"
     env = dict(os.environ, GRIDXFER_HOME=str(gridxfer_home))
     camp = subprocess.Popen([sys.executable, "-m", "gridxfer", "campaign", "run", "--quiet",
-                             "--alert-cmd-file", str(cmd_file), "--alert-floor", "5MB/s",
+                             "--alert-cmd-file", str(cmd_file), "--alert-floor", "3MB/s",
                              "--alert-window", f"{WINDOW:g}s", str(spec)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     restarted = None
@@ -72,12 +74,13 @@ timeout: 300s
             """One check run; the timeline keeps when it *started* (what its window ends
             at): how long a check takes under load is not the check's latency."""
             started = time.time()
-            r = run_check("throughput", "-C", "thr", "-W", f"{WINDOW:g}s", "-w", "8:", "-c",
-                          "5:", "--baseline", "none", env=env)
+            r = run_check("throughput", "-C", "thr", "-W", f"{WINDOW:g}s", "-w", "4:", "-c",
+                          "3:", "--baseline", "none", env=env)
             timeline.append((started, r.returncode, r.stdout.strip()))
             return r.returncode
 
-        # steady phase: the check must settle on OK (>= 8 MB/s over the last 10 s)
+        # steady phase: the check must settle on OK (>= 4 MB/s over the last 10 s; the
+        # server allows 10, the throttled one 1: both bounds far from what load can do)
         deadline, ok_streak = time.time() + 60, 0
         while ok_streak < 3 and time.time() < deadline:
             assert camp.poll() is None, camp.stdout.read()
@@ -99,8 +102,8 @@ timeout: 300s
         late = [(t - t_throttle, rc) for t, rc, _ in timeline
                 if t_throttle + WINDOW + 1.0 <= t < t_crit]
         assert not late, (late, t_crit - t_throttle, timeline)
-        assert re.match(r"THROUGHPUT CRITICAL - throughput [0-4]\.\d+ MB/s", timeline[-1][2])
-        # the campaign's own passive alert (rate below 5 MB/s for a whole 10 s window)
+        assert re.match(r"THROUGHPUT CRITICAL - throughput [0-2]\.\d+ MB/s", timeline[-1][2])
+        # the campaign's own passive alert (rate below 3 MB/s for a whole 10 s window)
         deadline = time.time() + 3 * WINDOW
         while time.time() < deadline and ";2;" not in (cmd_file.read_text()
                                                         if cmd_file.exists() else ""):

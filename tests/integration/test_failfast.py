@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.campaign import runner
+from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.cli.progress import health_lines
 from gridxfer.cli.main import main
 
@@ -120,13 +121,16 @@ def test_dead_and_live_pool_completes_and_shows_the_exclusion(local_grid, gridxf
         data = local_grid.local_path(r["dst_url"]).read_bytes()
         assert f"{zlib.adler32(data) & 0xFFFFFFFF:08x}" == expected[r["name"]]
     assert any(e["url"] == dead and "last: connection" in e["reason"] for _, e in excluded)
-    lines = [line for s in snaps for line, _ in health_lines(s)]
-    assert any(line.startswith(f"excluded T1 {dead}: circuit open: 1 failure in a row "
+    with journal(gridxfer_home, "mixed") as conn:
+        names = endpoint_names.read(conn)      # the one name every view shows (issue 22)
+    assert names[dead] != names[live]
+    lines = [line for s in snaps for line, _ in health_lines(s, names)]
+    assert any(line.startswith(f"excluded T1 {names[dead]}: circuit open: 1 failure in a row "
                                "(last: connection)") for line in lines), lines
     capsys.readouterr()
     assert main(["campaign", "report", "mixed"]) == 0
     report = capsys.readouterr().out
-    assert dead[:34] in report and "BLACK HOLE" not in report, report
+    assert names[dead] in report and "BLACK HOLE" not in report, report
 
 
 def test_wait_fails_at_its_bound(gridxfer_home, tmp_path):
