@@ -28,6 +28,7 @@ from gridxfer.campaign.engine.factories import default_ops_factory
 # problems: the destination is "missing", or differs in "size" or "checksum"; "unchecked":
 # the destination or the source could not be read (nothing is fixed for it)
 DIFFERENT = ("missing", "size", "checksum")
+BATCH = 1000        # done files read from the journal at a time
 
 
 @dataclass(frozen=True)
@@ -77,23 +78,27 @@ def verify_campaign(name: str, *, fix: bool = False, checkers: int = 4,
         try:
             from gridxfer.campaign.runner import _journal_spec, prepare_environment
             prepare_environment(_journal_spec(path, journal.get_meta(conn)))
-            rows = conn.execute(
+            cursor = conn.execute(
                 "SELECT id, name, tier, src_url, dst_url, size, checksum FROM files "
                 "WHERE state = 'done'" + (" AND tier = ?" if tier else "") + " ORDER BY id",
-                (tier,) if tier else ()).fetchall()
+                (tier,) if tier else ())
+            found: list[VerifyIssue] = []
+            checked = 0
             with ThreadPoolExecutor(max_workers=checkers,
                                     thread_name_prefix="gridxfer-verify") as pool:
-                found = [i for i in pool.map(lambda r: _check(r, ops_for), rows) if i]
+                while rows := cursor.fetchmany(BATCH):      # memory bounded by the batch
+                    checked += len(rows)
+                    found += [i for i in pool.map(lambda r: _check(r, ops_for), rows) if i]
             requeued = removed = 0
             if fix:
                 removed = _remove_bad_copies(found, ops_for)
-                requeued = _requeue(conn, found, checked=len(rows), removed=removed)
+                requeued = _requeue(conn, found, checked=checked, removed=removed)
         finally:
             conn.close()
     finally:
         if lock is not None:
             lock.release()
-    return VerifyResult(name, len(rows), len(rows) - len(found), tuple(found), requeued, removed)
+    return VerifyResult(name, checked, checked - len(found), tuple(found), requeued, removed)
 
 
 def _check(row: sqlite3.Row, ops_for: Callable[[str], Any]) -> VerifyIssue | None:
