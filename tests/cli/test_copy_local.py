@@ -23,7 +23,8 @@ def test_json_quiet_and_several_sources(tmp_path, gridxfer_home, capsys):
          (True, 20_000, f"{zlib.adler32(b.read_bytes()):08x}")]
     assert main(["copy", "-q", str(a), str(b), str(out) + "/"]) == 1     # both exist
     cap = capsys.readouterr()
-    assert cap.out == "" and cap.err.count("error: exists:") == 2 and "all 2 copies failed" in cap.err
+    assert cap.out == "" and cap.err.count("error: exists:") == 2
+    assert "all 2 copies failed" in cap.err
     assert main(["copy", "-q", "-f", str(a), str(tmp_path / "missing"), str(out)]) == 3
     assert "source_missing" in capsys.readouterr().err
     assert sorted(os.listdir(out)) == ["a.dat", "b.dat"]
