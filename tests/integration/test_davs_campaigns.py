@@ -163,3 +163,46 @@ timeout: 120s
     assert res.returncode == 0, f"exit {res.returncode}: {res.stdout}{res.stderr}"
     rows = assert_complete(inv, home, name, expected)
     assert all(r["dst_url"].startswith("davs://") for r in rows)
+
+
+@pytest.mark.slow
+def test_a_stalled_tpc_is_retried_and_the_campaign_completes(make_grid, tmp_path):
+    """xrootd#1303: the TPC's source stops (SIGSTOP) for longer than the stall timeout;
+    the attempt is cancelled as a stall (timeout), retried once the source is back, and the
+    file arrives whole. The stop outlasts the timeout plus a marker interval, so the stall
+    fires whatever the moment the stop lands."""
+    inv = make_grid([ServerSpec("slow", "xrootd", "T0", throttle=4e6),
+                     ServerSpec("dst", "xrootd", "T1")])
+    home = tmp_path / "grid0"
+    name = "c-stall-davs"
+    expected = seed(inv, "slow", name, [40 << 20])
+    spec = tmp_path / "c.yaml"
+    spec.write_text(f"""\
+campaign: {name}
+source: {{url: "slow-davs/{name}/", files: {{glob: "*.dat"}}}}
+destinations:
+  - tier: T1
+    pool: ["dst-davs/{name}/"]
+third_party: true
+retries: {{max: 3, backoff: 0.2s}}
+timeout: 300s
+""")
+    env = {**os.environ, "GRIDXFER_HOME": str(home), "GRIDXFER_HTTP_STALL_TIMEOUT": "8"}
+    proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_attempt(proc, home / "campaigns" / f"{name}.sqlite")
+    server = inv.endpoints["slow"].pid
+    time.sleep(2)
+    os.kill(server, signal.SIGSTOP)
+    try:
+        time.sleep(20)
+    finally:
+        os.kill(server, signal.SIGCONT)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out + err
+    assert_complete(inv, home, name, expected)
+    with sqlite3.connect(home / "campaigns" / f"{name}.sqlite") as conn:
+        tries = conn.execute("SELECT status, error_class, error_msg FROM attempts "
+                             "ORDER BY id").fetchall()
+    assert tries[-1][0] == "ok" and len(tries) >= 2, tries
+    assert tries[0][1] == "timeout" and "stalled" in tries[0][2], tries
