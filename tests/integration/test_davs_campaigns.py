@@ -186,7 +186,10 @@ destinations:
 third_party: true
 retries: {{max: 3, backoff: 0.2s}}
 timeout: 300s
+circuit_breaker: {{cooldown: 2s, max_cooldown: 4s}}
+on_pool_down: {{wait: 180s}}
 """)
+    # the stall opens the one endpoint's circuit (a pool that is down): its files wait
     env = {**os.environ, "GRIDXFER_HOME": str(home), "GRIDXFER_HTTP_STALL_TIMEOUT": "8"}
     proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -199,10 +202,10 @@ timeout: 300s
     finally:
         os.kill(server, signal.SIGCONT)
     out, err = proc.communicate(timeout=240)
-    assert proc.returncode == 0, out + err
-    assert_complete(inv, home, name, expected)
     with sqlite3.connect(home / "campaigns" / f"{name}.sqlite") as conn:
-        tries = conn.execute("SELECT status, error_class, error_msg FROM attempts "
-                             "ORDER BY id").fetchall()
+        tries = conn.execute("SELECT status, error_class, error_msg, started, ended "
+                             "FROM attempts ORDER BY id").fetchall()
+    assert proc.returncode == 0, (out + err, tries)
+    assert_complete(inv, home, name, expected)
     assert tries[-1][0] == "ok" and len(tries) >= 2, tries
     assert tries[0][1] == "timeout" and "stalled" in tries[0][2], tries
