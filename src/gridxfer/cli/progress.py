@@ -29,7 +29,7 @@ from gridxfer.campaign.journal.names import name_of
 
 def head_parts(snap: StatsSnapshot, name: str) -> list[str]:
     eta = fmt_duration(snap.eta) if snap.eta is not None else "-"
-    return [name, f"files {snap.files_done}/{snap.files_total}", f"failed {snap.files_failed}",
+    return [f"{name} files {snap.files_done}/{snap.files_total}", f"failed {snap.files_failed}",
             f"active {snap.files_active}",
             f"bytes {fmt_bytes(snap.bytes_done)}/{fmt_bytes(snap.bytes_total)}",
             f"rate {fmt_rate(snap.rate)}", f"ETA {eta}", f"elapsed {fmt_duration(snap.elapsed)}"]

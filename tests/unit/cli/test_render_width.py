@@ -88,7 +88,7 @@ def test_not_a_terminal_prints_a_line_every_interval():
     lines = buf.getvalue().splitlines()
     # at 0, 30 and 61, and the last snapshot (75) when the run ends
     assert [re.search(r"files (\d+)/", ln).group(1) for ln in lines] == ["0", "90", "183", "225"]
-    assert all(ln.startswith("c9  files ") and "T1-CNAF-DISK 61/40000 25.2 MB/s" in lines[2]
+    assert all(ln.startswith("c9 files ") and "T1-CNAF-DISK 61/40000 25.2 MB/s" in lines[2]
                for ln in lines)
 
 
