@@ -116,3 +116,12 @@ def test_a_tape_tier_the_protocol_cannot_ask_is_refused(tree, capsys):
     assert "cannot report whether a file is on tape" in err, err
     assert main(["campaign", "run", "--quiet", str(spec)]) == 2       # as the run does
     assert "cannot report whether a file is on tape" in capsys.readouterr().err
+
+
+def test_files_per_activity_with_shares(tree, capsys):
+    files = "[f0.dat, {name: f1.dat, activity: Express}, {name: f2.dat, activity: Express}]"
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n',
+                 "activity_shares: {Express: 3, default: 1}\n", files=files)
+    assert main(["campaign", "run", "--dry-run", "--no-probe", str(spec)]) == 0
+    assert "  tier A (priority 3, 1 endpoint): 3 files (Express 2, default 1), 3.00 KB\n" \
+        in capsys.readouterr().out

@@ -23,6 +23,7 @@ from gridxfer.movers import names, tokens as movers_tokens
 from gridxfer.movers.base import TransferParams, capabilities_of
 from gridxfer.redact import redact
 from gridxfer.campaign.engine.credentials import Credentials
+from gridxfer.campaign.engine.shares import ActivityShares
 from gridxfer.campaign.engine.factories import (default_mover_factory, default_ops_factory,
                                                 tape_factory_for)
 from gridxfer.campaign.engine.tapeflow import _check_capable as check_tape
@@ -52,6 +53,7 @@ class TierPlan:
     files: int
     bytes: int
     bad_names: int              # refused names: a run plans them failed (bad_name)
+    activities: tuple[tuple[str, int], ...] = ()    # files per activity, with shares set
 
 
 @dataclass(frozen=True)
@@ -82,16 +84,22 @@ def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int
     # the run's own refusal: tape-backed where the protocol cannot ask (exit 2)
     check_tape(spec, tape_factory_for(ops_factory or default_ops_factory))
     tiers = by_priority(spec.destinations)
+    shares = ActivityShares(spec)
+    per_activity: dict[str, int] = {}
     n = size = bad = 0
     first: list[DatasetEntry] = []
     for e in entries:
         n, size = n + 1, size + e.size
         bad += e.bad is not None
+        if shares.active:
+            act = shares.of(e.name)
+            per_activity[act] = per_activity.get(act, 0) + 1
         if len(first) < pairs:
             first.append(e)
     shown = tuple((t.name, e.src_url, names.join_url(t.pool[0], e.name, check=False))
                   for e in first for t in tiers)[:pairs]
-    plans = tuple(TierPlan(t.name, t.priority, len(t.pool), n, size, bad) for t in tiers)
+    acts = tuple(sorted(per_activity.items()))
+    plans = tuple(TierPlan(t.name, t.priority, len(t.pool), n, size, bad, acts) for t in tiers)
     probes: tuple[Probe, ...] = ()
     if probe:
         probes = _probe_all(spec, size, ops_factory or default_ops_factory,

@@ -34,8 +34,11 @@ def _text(r: Any, plan: Any) -> None:
           f"{fmt_bytes(r.bytes_total)} ({len(plan.tiers)} tiers)")
     for t in plan.tiers:
         bad = f", {t.bad_names} with names refused (they would fail)" if t.bad_names else ""
+        acts = (" (" + ", ".join(f"{a} {k}" for a, k in t.activities) + ")"
+                if t.activities else "")
         _echo(f"  tier {t.tier} (priority {t.priority}, {t.endpoints} endpoint"
-              f"{'s' if t.endpoints != 1 else ''}): {t.files} files, {fmt_bytes(t.bytes)}{bad}")
+              f"{'s' if t.endpoints != 1 else ''}): {t.files} files{acts}, "
+              f"{fmt_bytes(t.bytes)}{bad}")
     if plan.pairs:
         _echo(f"first {len(plan.pairs)} transfers (in dispatch order; a pool's selector "
               f"picks the endpoint, the first is shown):")
