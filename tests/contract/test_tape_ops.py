@@ -32,7 +32,8 @@ def tape_grid(tmp_path_factory, grid_ca):
     from gridxfer.testbed import localgrid
     from tests.conftest import _gridxfer_home_env
     home = tmp_path_factory.mktemp("tapehome")
-    spec = localgrid.LocalGridSpec(servers=(ServerSpec("t1-tape", "xrootd", "T1", tape=FAST),),
+    spec = localgrid.LocalGridSpec(servers=(ServerSpec("t1-tape", "xrootd", "T1", tape=FAST),
+                                            ServerSpec("t1-disk", "xrootd", "T1")),
                                    gsi=grid_ca, owner_pid=os.getpid())
     with _gridxfer_home_env(home):
         inv = localgrid.up(dataclasses.replace(spec))
@@ -118,3 +119,11 @@ def test_status_of_200_files_takes_few_requests_not_one_per_file(tape_grid, tape
     assert set(got) == set(urls) == set(again)
     assert all(s.residency is Residency.DISK_ONLY for s in got.values())
     assert second - first < 40 and third - second <= 12, (second - first, third - second)
+
+
+def test_a_server_without_a_tape_back_end_is_one_clear_error(tape_grid, tape):
+    url = tape_grid.endpoints["t1-disk"].url + "f.dat"
+    with pytest.raises(TransferError) as err:
+        tape.archive_status([url])
+    assert "\n" not in str(err.value) and "t1-disk" not in str(err.value)
+    print(err.value)

@@ -76,3 +76,39 @@ def test_files_reach_tape_and_the_tape_check_reads_the_drives_log(make_grid, tmp
     assert r2.returncode == 0 and "read or label session(s) not counted" in r2.stdout
     assert {k: after[k] for k in ("sessions", "volume_MBps", "write_MBps")} == \
         {k: volume[k] for k in ("sessions", "volume_MBps", "write_MBps")}
+
+
+def test_the_buffer_check_and_the_tape_check_read_the_same_bytes(make_grid):
+    """With purge, a file leaves the disk buffer when it reaches tape: the buffer check's
+    fill drops by exactly what the drives' log says went to tape."""
+    held = TapeSpec(drives=2, rate=8 * MB, mount=0.2, position=0.02, min_age=3600,
+                    max_session=2, purge=True)
+    inv = make_grid([ServerSpec("t1-tape", "xrootd", "T1T", tape=held)])
+    ep = inv.endpoints["t1-tape"]
+    data, log = Path(ep.data_dir), Path(ep.tape_log)
+    urls = []
+    for i in range(6):
+        f = data / "buf" / f"f{i}.dat"
+        f.parent.mkdir(exist_ok=True)
+        f.write_bytes(os.urandom(2 * MB))
+        urls.append(ep.url + f"buf/f{i}.dat")
+    buffer_args = ("-p", str(data), "--capacity", "1GB", "--inflow", "0", "--cta", str(log),
+                   "-W", "100s", "--min-volume", "0")
+
+    def perf(r):
+        return {k: float(v) for k, v in re.findall(r"(\S+)=([-\d.]+)", r.stdout.split("|")[1])}
+
+    before = perf(run_check("buffer", *buffer_args))
+    assert before["used_GB"] * 1e9 == pytest.approx(12 * MB, rel=1e-3)
+    for f in (data / "buf").iterdir():            # held by min_age until now
+        os.utime(f, (time.time() - 7200, time.time() - 7200))
+    tape = capabilities_of(mover_for(ep.url)).tape
+    got = until(lambda: tape.archive_status(urls),
+                lambda a: all(s.on_tape and not s.online for s in a.values()))
+    assert all(s.on_tape and not s.online for s in got.values()), got       # purged
+    writes = until(lambda: [s for s in sessions(log) if s.write],
+                   lambda w: sum(s.bytes for s in w) >= 12 * MB)
+    after = perf(run_check("buffer", *buffer_args))
+    assert after["used_GB"] == 0
+    assert sum(s.bytes for s in writes) == 12 * MB
+    assert after["outflow_MBps"] * 100 * MB == pytest.approx(12 * MB, rel=0.01)

@@ -101,6 +101,7 @@ class EmulatedTape:
     def start(self) -> EmulatedTape:
         self.cfg.buffer.mkdir(parents=True, exist_ok=True)
         self.cfg.log.parent.mkdir(parents=True, exist_ok=True)
+        self.cfg.log.touch()        # as cta-taped's log exists from its start, before a session
         for i in range(self.cfg.drives):
             t = threading.Thread(target=self._drive, args=(i,), daemon=True,
                                  name=f"emulated-tape-{i}")
