@@ -283,3 +283,26 @@ third_party: {str(proto != "root").lower()}
     db = sqlite3.connect(tmp_path / "home" / "campaigns" / f"tok-{proto}.sqlite")
     modes = {r[0] for r in db.execute("SELECT mode FROM attempts")}
     assert all("tpc" in m for m in modes) if proto != "root" else modes, modes
+
+
+def test_a_proxy_tier_and_a_token_tier_in_one_campaign(grid, issuer, source, tmp_path):
+    """X.509 keeps working beside tokens: roots:// with GSI (the test proxy, as the client
+    environment names it) and davs:// with a token file, in one campaign."""
+    tok = tmp_path / "tok"
+    write_token(tok, tok_mod.mint(issuer, ["storage.modify:/mix", "storage.read:/mix"]))
+    spec = tmp_path / "mix.yaml"
+    spec.write_text(f"""campaign: tok-mix
+source: {{url: "file://{source}/", files: {{glob: "*.dat"}}}}
+destinations:
+  - tier: GSI
+    pool: ["{grid.resolve('t2-gsi/mix/')}"]
+  - tier: TOKEN
+    pool: ["{grid.resolve('t2-davs1/mix/')}"]
+    token: {{file: {tok}, base: /data}}
+""")
+    assert grid.resolve("t2-gsi/mix/").startswith("roots://")
+    res = gridxfer(env_for(grid, tmp_path / "home"), "campaign", "run", str(spec), "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    for name, data in FILES.items():
+        assert (Path(grid.endpoints["t2-gsi"].data_dir) / "mix" / name).read_bytes() == data
+        assert on_disk(grid, f"mix/{name}").read_bytes() == data

@@ -9,7 +9,10 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from gridxfer.errors import UsageError
 
 TEMP_MARK = ".gxpart-"
-SCHEME_ALIASES = {"xroot": "root", "": "file", "gridftp": "gsiftp"}
+# roots/xroots: XRootD over TLS from the first byte (GSI or ztn servers): the same mover;
+# XrdCl reads the scheme from the URL itself, which is kept as written
+SCHEME_ALIASES = {"xroot": "root", "roots": "root", "xroots": "root", "": "file",
+                  "gridftp": "gsiftp"}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")     # urlsplit's rule: up to the first ':'
 
 
