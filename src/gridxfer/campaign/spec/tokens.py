@@ -29,6 +29,7 @@ from pathlib import Path
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from gridxfer import limits, units
+from gridxfer.redact import redact
 from gridxfer.campaign.spec.model import TokenSpec
 from gridxfer.campaign.spec.nodes import Checker
 
@@ -102,6 +103,9 @@ def _argv(c: Checker, node: Node, where: str) -> tuple[str, ...]:
             raise c.fail(node, where, f"cannot split the command line: {exc}") from None
     if not argv:
         raise c.fail(node, where, "the command is empty")
+    if any(redact(a) != a for a in argv):       # a token (or key) on the command line
+        raise c.fail(node, where, "the command line carries a credential: it would be stored "
+                                  "in the journal and seen in the process list; " + NOT_HERE)
     if shutil.which(argv[0]) is None:
         raise c.fail(node, where, f"no such command: {argv[0]!r}")
     return tuple(argv)
