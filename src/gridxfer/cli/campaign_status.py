@@ -95,6 +95,8 @@ def render_status(st, as_json: bool, links: bool) -> None:
                f"{fmt_bytes(sum(st.bytes.values()))}")
     for tier, by in sorted(st.tiers.items()):
         _echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    for p in st.paused:                         # waiting for a token (engine/credentials)
+        _echo(f"  {printable(p['reason'])}")
     if st.tape is not None:
         from gridxfer.campaign.report.tape import render as render_tape
         for line in render_tape(st.tape):

@@ -3,6 +3,7 @@ files), the list of campaigns, and whether a live process runs it (holds its loc
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import time
@@ -39,6 +40,7 @@ class CampaignStatus:
     filters: Filters = NO_FILTERS            # what the counts were narrowed to
     started: float | None = None            # the first attempt's start
     ended: float | None = None              # the last attempt's end
+    paused: tuple[dict, ...] = ()           # tiers waiting for a token: {tier, reason}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,7 +121,28 @@ def _read_status(conn, path: Path, links: bool, names: dict[str, str],
                           excluded, tape=tape_report(conn, time.time()),
                           cancelled=journal.count_cancelled(conn), failed_files=failed,
                           names=names, filters=filters, started=_first(conn),
-                          ended=conn.execute("SELECT max(ended) FROM attempts").fetchone()[0])
+                          ended=conn.execute("SELECT max(ended) FROM attempts").fetchone()[0],
+                          paused=paused_tiers(conn))
+
+
+def paused_tiers(conn) -> tuple[dict, ...]:
+    """The tiers the last run left waiting for a token (``tier_paused`` without a later
+    ``tier_resumed``, since its ``started`` event): {tier, reason}."""
+    start = conn.execute("SELECT max(id) FROM events WHERE kind = 'started'").fetchone()[0]
+    out: dict[str, dict] = {}
+    for kind, detail in conn.execute(
+            "SELECT kind, detail FROM events WHERE kind IN ('tier_paused', 'tier_resumed') "
+            "AND id > ? ORDER BY id", (start or 0,)):
+        try:
+            d = json.loads(detail)
+        except ValueError:
+            continue
+        tier = str(d.get("tier", "?"))
+        if kind == "tier_paused":
+            out[tier] = {"tier": tier, "reason": str(d.get("reason", ""))}
+        else:
+            out.pop(tier, None)
+    return tuple(out.values())
 
 
 def _first(conn) -> float | None:

@@ -12,6 +12,7 @@ import jwt
 
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.report.status import campaign_status
 from gridxfer.campaign.spec.model import TokenSpec
 from tests.unit.campaign.engine.test_scheduler import FakeMover, make_spec, plan, run, states
 
@@ -109,6 +110,9 @@ def test_a_tier_waiting_only_for_a_token_stops_resumable_after_token_wait(
     assert states(conn) == {"pending": 3}
     reason = conn.execute("SELECT detail FROM events WHERE kind='token_wait_over'").fetchone()[0]
     assert "expires in" in reason and str(f) in reason
+    paused = campaign_status(spec.name).paused       # `campaign status` says why
+    assert [p["tier"] for p in paused] == ["T0"] and "expires in" in paused[0]["reason"]
     write(f, mint("storage.create:/"))                 # the resume reads the file again
     _, res = run(conn, spec, mover)
     assert res.state == "done" and states(conn) == {"done": 3}
+    assert campaign_status(spec.name).paused == ()
