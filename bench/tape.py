@@ -6,8 +6,9 @@
 On the embedded local grid: ONE tape-backed XRootD (testbed/tapexrd.py: xrootd's prepare
 plugin over the EMULATED drives, ``--drives`` x ``--rate`` with ``--mount`` per mount and
 0.5 s positioning per file; a file is migrated once unmodified for 1 s). The source files
-are sparse (no disk read time); their copies on the server are real bytes. A campaign
-copies them there with ``archive: {timeout: 2h}``: a file is done only once XRootD's
+are sparse (no disk read time); their copies on the server are real bytes: --files x
+--size free under $GRIDXFER_TESTBED_DIR (default /tmp; 16 GB by default), for about 6 min.
+A campaign copies them there with ``archive: {timeout: 2h}``: a file is done only once XRootD's
 ``query prepare`` says it is on tape (movers/xrootd/tape.py, polled in bulk by the
 campaign's tape poller).
 
