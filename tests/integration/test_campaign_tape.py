@@ -259,3 +259,21 @@ def test_tape_falling_behind_alerts_through_the_passive_path_then_ends_ok(make_g
     assert 2 in codes, tape                                   # then a file waited > 3 s
     assert codes[-1] == 0 and "campaign ended" in tape[-1], tape
     assert "archive_backlog=" in tape[0] and "tape_wait_s=" in tape[0]
+
+
+def test_archive_on_a_disk_only_xrootd_is_refused_in_one_line_before_any_copy(make_grid,
+                                                                              gridxfer_home,
+                                                                              tmp_path):
+    inv = make_grid([ServerSpec("plain", "xrootd", "T1")])             # no prepare plugin
+    ep = inv.endpoints["plain"]
+    sources(tmp_path, n=2)
+    spec = campaign(tmp_path, "notape", f"file://{tmp_path}/src/", ep.url + "nt/",
+                    files='{glob: "*.dat"}', archive="    archive: {timeout: 1h}\n")
+    env = dict(os.environ, GRIDXFER_HOME=str(gridxfer_home))
+    res = subprocess.run([sys.executable, "-m", "gridxfer", "campaign", "run", "--quiet",
+                          str(spec)], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "does not answer tape queries" in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (Path(ep.data_dir) / "nt").exists() or not any((Path(ep.data_dir) / "nt").iterdir())

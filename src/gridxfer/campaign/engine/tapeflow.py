@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from gridxfer.errors import UsageError
+from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.redact import redact
 from gridxfer.campaign.accounting.stats import Accounting
 from gridxfer.campaign.engine.feed import PendingFeed
@@ -34,15 +34,25 @@ STAGE_WINDOW = 1000          # source files waiting to be online at once (bring_
 
 def _check_capable(spec: CampaignSpec, tape_for: TapeFor) -> None:
     """Refuse, before anything is copied, a tape-backed tier or a staged source whose
-    protocol cannot say whether a file is on tape (one line, exit 2)."""
+    protocol cannot say whether a file is on tape, or whose server does not answer tape
+    queries (a plain disk xrootd: "Prepare requestid owned by an unknown server"), in one
+    line (exit 2). A server that is down or slow now is not refused: the poller retries."""
     where = [(f"destinations tier {t.name} (archive)", url) for t in spec.destinations
              if t.archive_timeout is not None for url in t.pool]
     if spec.source.bring_online is not None:
         where.append(("source (bring_online)", spec.source.url))
     for what, url in where:
-        if tape_for(url) is None:
+        tape = tape_for(url)
+        if tape is None:
             raise UsageError(f"{what}: {redact(url)} cannot report whether a file is on tape "
                              f"(its protocol has no tape operations; root:// has)")
+        probe = url.rstrip("/") + "/.gridxfer-tape-probe"
+        try:
+            tape.archive_status([probe])
+        except TransferError as exc:
+            if exc.error_class not in (ErrorClass.CONNECTION, ErrorClass.TIMEOUT):
+                raise UsageError(f"{what}: {redact(url)} does not answer tape queries, is it "
+                                 f"tape-backed? ({redact(str(exc))})") from None
 
 
 class TapeFlow:

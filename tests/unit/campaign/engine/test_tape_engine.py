@@ -384,3 +384,27 @@ def test_a_small_backlog_is_asked_every_few_seconds_a_large_one_within_a_budget(
     gaps = _poll_gaps(10, 300, monkeypatch, budget=0.5)   # 10 files at 0.5/s: every 20 s
     assert gaps[:5] == [2.0, 4.0, 8.0, 16.0, 20.0] and max(gaps) == 20.0
     assert len(gaps) < 25                                 # not one poll per round
+
+
+@pytest.mark.parametrize("ec, refused", [(ErrorClass.OTHER, True), (ErrorClass.PERMISSION, True),
+                                         (ErrorClass.CONNECTION, False)])
+def test_a_server_that_does_not_answer_tape_queries_is_refused_before_any_copy(
+        gridxfer_home, ec, refused):
+    from gridxfer.errors import UsageError
+
+    class Disk(Storage):
+        def archive_status(self, urls):
+            raise TransferError(ec, "[3000] Prepare requestid owned by an unknown server")
+    spec = make_spec()
+    conn = plan(spec, 2)
+    storage = Disk()
+    make = lambda: scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: storage,  # noqa: E731
+                                       tape_factory=lambda url: storage)
+    if refused:
+        with pytest.raises(UsageError) as err:
+            make()
+        assert "does not answer tape queries, is it tape-backed?" in str(err.value)
+        assert "\n" not in str(err.value)
+    else:
+        make()                              # down now: the poller will ask again
+    assert storage.copies == []
