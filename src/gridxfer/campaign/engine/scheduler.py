@@ -152,7 +152,7 @@ class Scheduler:
         """Workers exit on a sentinel and are joined (a thread still inside XrdCl/gfal2 at
         interpreter exit can abort the process); policies with ``close()`` are closed."""
         self._pool.close()
-        self.tape.close()
+        self.tape.close(1.0 if self.hurry.is_set() else 10.0)
         for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
             close = getattr(obj, "close", None)
             if callable(close):

@@ -196,6 +196,7 @@ class TapeFlow:
             del self._pinned[src_url]
             self.poller.release(src_url, pin[0])
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the poller (a second Ctrl-C waits ``timeout`` for a request in flight)."""
         if self.poller is not None:
-            self.poller.close()
+            self.poller.close(timeout)

@@ -408,3 +408,30 @@ def test_a_server_that_does_not_answer_tape_queries_is_refused_before_any_copy(
     else:
         make()                              # down now: the poller will ask again
     assert storage.copies == []
+
+
+def test_a_second_ctrl_c_does_not_wait_for_a_tape_request_in_flight(gridxfer_home):
+    """Under ``hurry`` the scheduler closes the tape flow with 1 s: close(timeout) returns
+    while a request to a storage that does not answer is still in flight."""
+    inside, release = threading.Event(), threading.Event()
+
+    class Hung(Storage):
+        def archive_status(self, urls):
+            if urls[0].endswith("gridxfer-tape-probe"):
+                return {}
+            inside.set()
+            release.wait(30)
+            return super().archive_status(urls)
+    spec = make_spec()
+    conn = plan(spec, 1)
+    tape = Hung()
+    s = scheduler.Scheduler(conn, spec, mover_factory=lambda a, b, c: tape,
+                            tape_factory=lambda url: tape, tape_first_poll=0.0)
+    s.tape.load(time.time())
+    s.tape.copied(1, "T1", f"{TAPE}f0", 100, time.time())
+    assert inside.wait(10)
+    s.tape.close(0.05)
+    poller = s.tape.poller
+    assert poller is not None and poller._thread is not None and poller._thread.is_alive()
+    release.set()
+    poller._thread.join(10)
