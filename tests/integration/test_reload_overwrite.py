@@ -48,5 +48,5 @@ timeout: 60s
 
     assert main(["campaign", "resume", "--json", "--retry-failed", "--reload", "reload-x"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["reloaded"] is True and res["files_failed"] == 0
+    assert res["run"]["reloaded"] is True and res["files"]["failed"] == 0
     assert {n: adler32(dst_dir / n) for n in expected} == expected
