@@ -3,9 +3,9 @@
 ``attach`` gives the arguments of every command their candidates, by what they name:
 campaign names (``campaign resume|status|report|cancel|verify NAME``), sysctl profile names
 (``tune ... PROFILE``), testbed inventory names (``copy SRC DST``, ``testbed exec HOST``),
-and a campaign's endpoint names (``--endpoint`` of ``status``/``report``). Candidates come
-from the same places the commands read; any error while completing offers nothing (a
-shell must never see a traceback).
+and a campaign's endpoint and tier names (``--endpoint``, ``--tier`` of ``status`` and
+``report``). Candidates come from the same places the commands read; any error while
+completing offers nothing (a shell must never see a traceback).
 """
 from __future__ import annotations
 
@@ -67,11 +67,28 @@ def endpoints(ctx: click.Context) -> list[str]:
     return sorted(out)
 
 
+def tiers(ctx: click.Context) -> list[str]:
+    """The tiers of the campaign named on the command line (else of every campaign)."""
+    from gridxfer.campaign.journal import store
+    name = ctx.params.get("name")
+    paths = [store.journal_path(str(name))] if name else store.list_journals()
+    out: set[str] = set()
+    for path in paths:
+        conn = store.connect(path, readonly=True)
+        try:
+            out.update(store.tally(conn))
+        finally:
+            conn.close()
+    return sorted(out)
+
+
 # (group, command or "*", parameter name) -> candidates
 RULES: dict[tuple[str, str, str], Callable[[click.Context], list[str]]] = {
     ("campaign", "*", "name"): campaigns,
     ("campaign", "status", "endpoint"): endpoints,
     ("campaign", "report", "endpoint"): endpoints,
+    ("campaign", "status", "tier"): tiers,
+    ("campaign", "report", "tier"): tiers,
     ("tune", "*", "profile"): profiles,
     ("", "copy", "args"): inventory,
     ("testbed", "exec", "host"): hosts,

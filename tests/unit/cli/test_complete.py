@@ -33,6 +33,7 @@ def test_campaign_and_endpoint_names(gridxfer_home):
     assert _complete("campaign status sc-", gridxfer_home) == ["sc-t0-t1", "sc-t0-t2"]
     assert _complete("campaign resume ", gridxfer_home) == ["other", "sc-t0-t1", "sc-t0-t2"]
     assert _complete("campaign report sc-t0-t1 --endpoint cn", gridxfer_home) == ["cnaf-se01"]
+    assert _complete("campaign status other --tier ", gridxfer_home) == ["T1"]
     assert _complete("campaign sta", gridxfer_home) == ["status"]
 
 

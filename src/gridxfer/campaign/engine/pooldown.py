@@ -26,6 +26,7 @@ files, reason}.
 """
 from __future__ import annotations
 
+import logging
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ from gridxfer.campaign.engine.ledger import Batch
 from gridxfer.campaign.policy.selection import Exclusion, ExclusionPolicy
 from gridxfer.campaign.spec.model import RetrySpec, TierSpec
 from gridxfer.campaign.accounting.stats import Accounting
+
+log = logging.getLogger(__name__)
 
 HOLD_BATCH = 4096           # due files charged per tier and scheduler loop
 MESSAGE_MAX = 500           # characters of a file's error message
@@ -84,8 +87,10 @@ class PoolHealth:
         events += [("readmitted", exclusions_mod.exclusion_event(tier, None, u)) for u in removed]
         for e in added:
             self._since[(tier, e.url)] = now
+            log.info("excluded %s %s: %s", tier, e.url, e.reason)
         for u in removed:
             self._since.pop((tier, u), None)
+            log.info("readmitted %s %s", tier, u)
         self._excluded[tier] = {e.url: e for e in excl}
         if not ok and excl and all(e.until is None for e in excl):
             ok = list(pool)     # nothing will ever come back: let the files fail on their own
