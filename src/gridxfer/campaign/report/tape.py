@@ -88,21 +88,33 @@ def _tier(conn: sqlite3.Connection, tier: str, timeout: float, now: float) -> Ti
     backlog, bbytes, first_wait = conn.execute(
         "SELECT count(*), total(size), min(copied) FROM files WHERE state='archiving' AND tier=?",
         (tier,)).fetchone()
-    waits = [r[0] for r in conn.execute(
-        "SELECT on_tape - copied FROM files WHERE state='done' AND tier=? AND on_tape IS NOT NULL "
-        "ORDER BY 1", (tier,))]
     n, nbytes, t0, t1 = conn.execute(
-        "SELECT count(*), total(size), min(copied), max(on_tape) FROM files "
-        "WHERE state='done' AND tier=? AND on_tape IS NOT NULL", (tier,)).fetchone()
-    recent = conn.execute("SELECT total(size) FROM files WHERE state='done' AND tier=? AND "
-                          "on_tape > ?", (tier, now - RECENT)).fetchone()[0]
+        f"SELECT count(*), total(size), min(copied), max(on_tape) FROM files WHERE {_ON_TAPE}",
+        (tier,)).fetchone()
+    recent = conn.execute(f"SELECT total(size) FROM files WHERE {_ON_TAPE} AND on_tape > ?",
+                          (tier, now - RECENT)).fetchone()[0]
     failed = conn.execute("SELECT count(*) FROM files WHERE state='failed' AND tier=? AND "
                           "error_class='archive_timeout'", (tier,)).fetchone()[0]
     span = (t1 - t0) if t0 is not None and t1 is not None else 0.0
     return TierTape(tier, timeout, backlog, int(bbytes),
                     max(0.0, now - first_wait) if first_wait is not None else None,
-                    n, int(nbytes), failed, spread(waits),
+                    n, int(nbytes), failed, _time_to_tape(conn, tier, n),
                     nbytes / span if span > 0 else 0.0, recent / RECENT)
+
+
+_ON_TAPE = "state = 'done' AND on_tape IS NOT NULL AND tier = ?"   # migrate.TAPE_INDEXES
+
+
+def _time_to_tape(conn: sqlite3.Connection, tier: str, n: int) -> Spread | None:
+    """Nearest-rank percentiles read from the index on time to tape (no sort, no scan)."""
+    if not n:
+        return None
+
+    def at(rank: int) -> float:
+        return float(conn.execute(
+            f"SELECT on_tape - copied FROM files WHERE {_ON_TAPE} ORDER BY on_tape - copied "
+            "LIMIT 1 OFFSET ?", (tier, rank)).fetchone()[0])
+    return Spread(n, at(math.ceil(0.5 * n) - 1), at(math.ceil(0.9 * n) - 1), at(n - 1))
 
 
 def _staging(conn: sqlite3.Connection) -> Staging:

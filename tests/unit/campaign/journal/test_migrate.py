@@ -57,3 +57,20 @@ def test_a_fresh_journal_has_the_tape_states(gridxfer_home):
     assert migrate.has_tape(conn)
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name='files'").fetchone()[0]
     assert migrate.STATES in sql
+
+
+def test_the_tape_figures_are_read_from_indexes_not_a_scan(gridxfer_home):
+    path = journal.journal_path("idx")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _old_journal(path)
+    conn = journal.connect(path)                       # an older journal gets them too
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"files_on_tape", "files_to_tape"} <= names
+    from gridxfer.campaign.report import tape
+    for sql in (f"SELECT on_tape - copied FROM files WHERE {tape._ON_TAPE} "
+                "ORDER BY on_tape - copied LIMIT 1 OFFSET 3",
+                f"SELECT total(size) FROM files WHERE {tape._ON_TAPE} AND on_tape > 5"):
+        plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, ("T1",)))
+        assert "USING INDEX files_to_tape" in plan or "USING COVERING INDEX" in plan \
+            or "USING INDEX files_on_tape" in plan, plan
+        assert "SCAN files" not in plan, plan
