@@ -172,11 +172,15 @@ def _render_result(r, as_json: bool) -> None:
         from gridxfer.campaign.report.status import campaign_status
         _echo_json(jsonshape.run(r, None if r.dry_run else campaign_status(r.name)))
         return
+    from gridxfer.cli.columns import summary, terminal_width
     verb = "would transfer" if r.dry_run else r.state
-    _echo(f"campaign {r.name}: {verb}: {r.files_done}/{r.files_total} files done, "
-               f"{r.files_failed} failed, {fmt_bytes(r.bytes_done)} of {fmt_bytes(r.bytes_total)}"
-               + ("" if r.dry_run else f" in {fmt_duration(r.seconds)} ({fmt_rate(r.mean_rate)})")
-               + (f", {r.recovered} recovered after a crash" if r.recovered else ""))
+    for line in summary(
+            f"campaign {r.name}: {verb}: {r.files_done}/{r.files_total} files done, "
+            f"{r.files_failed} failed, {fmt_bytes(r.bytes_done)} of {fmt_bytes(r.bytes_total)}"
+            + ("" if r.dry_run else f" in {fmt_duration(r.seconds)} ({fmt_rate(r.mean_rate)})")
+            + (f", {r.recovered} recovered after a crash" if r.recovered else ""),
+            terminal_width()):
+        _echo(line)
     if r.cleaned is not None:
         _echo(f"cleanup: {r.cleaned} temporary or partial files left by earlier runs "
                    f"removed")

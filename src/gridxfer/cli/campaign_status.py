@@ -89,10 +89,12 @@ def render_status(st, as_json: bool, links: bool) -> None:
     f = st.files
     if st.filters:
         _echo(f"(only {_described(st.filters)})")
-    _echo(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
-               f"{f.get('failed', 0)} failed, {f.get('active', 0)} in flight, "
-               f"{f.get('pending', 0)} pending; {fmt_bytes(st.bytes.get('done', 0))} of "
-               f"{fmt_bytes(sum(st.bytes.values()))}")
+    from gridxfer.cli.columns import summary, terminal_width
+    for line in summary(f"campaign {st.name}: {st.state}: {f.get('done', 0)}/{total} done, "
+                        f"{f.get('failed', 0)} failed, {f.get('active', 0)} in flight, "
+                        f"{f.get('pending', 0)} pending, {fmt_bytes(st.bytes.get('done', 0))} "
+                        f"of {fmt_bytes(sum(st.bytes.values()))}", terminal_width()):
+        _echo(line)
     for tier, by in sorted(st.tiers.items()):
         _echo(f"  {tier}: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
     for p in st.paused:                         # waiting for a token (engine/credentials)

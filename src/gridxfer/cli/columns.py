@@ -10,6 +10,9 @@ breaking between parts only.
 """
 from __future__ import annotations
 
+import re
+import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,3 +80,22 @@ def lines(parts: Sequence[str], width: int, sep: str = "  ") -> list[str]:
     if cur:
         out.append(cur)
     return out
+
+
+def terminal_width() -> int | None:
+    """stdout's width on a terminal; None for a pipe or a file (lines stay whole there, for
+    grep and scripts)."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size().columns if tty else None
+
+
+def summary(text: str, width: int | None) -> list[str]:
+    """A summary line broken after a ``,``, ``:`` or ``;`` (between figures) to fit ``width``;
+    continuation lines indented. One line when ``width`` is None or it fits."""
+    if width is None or len(text) <= width:
+        return [text]
+    out = lines(re.split(r"(?<=[,:;]) ", text), width, sep=" ")
+    return out[:1] + ["  " + ln for ln in out[1:]]

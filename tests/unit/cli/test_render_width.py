@@ -99,3 +99,31 @@ def test_progress_every_from_the_environment(monkeypatch):
     from gridxfer.errors import UsageError
     with pytest.raises(UsageError):
         progress.progress_every()
+
+
+def test_summary_lines_break_between_figures_only():
+    from gridxfer.cli.columns import summary
+    text = ("campaign sc-t0-t1-reprocessing-2026: partial: 1234567/1300000 files done, "
+            "65433 failed, 1234.57 TB of 1300.00 TB in 72h03m12s (4761.9 MB/s), "
+            "12 recovered after a crash")
+    assert summary(text, None) == [text]                  # a pipe: one line, for grep
+    out = summary(text, 80)
+    assert len(out) > 1 and all(len(line) <= 80 for line in out), out
+    assert " ".join(" ".join(out).split()) == text        # nothing lost, nothing cut
+    for figure in ("1234567/1300000", "1234.57 TB", "(4761.9 MB/s),", "72h03m12s"):
+        assert any(figure in line for line in out), (figure, out)
+
+
+def test_status_summary_fits_a_terminal(monkeypatch, capsys, gridxfer_home):
+    from gridxfer.campaign.journal import store
+    from gridxfer.cli import columns
+    from gridxfer.cli.main import main
+    conn = store.connect(store.journal_path("a-rather-long-campaign-name-2026"), create=True)
+    store.plan(conn, {"name": "a-rather-long-campaign-name-2026", "state": "running"},
+               [(f"f{i}", f"root://s//f{i}", 10**9, "T1", None) for i in range(3)])
+    conn.close()
+    monkeypatch.setattr(columns, "terminal_width", lambda: 60)
+    assert main(["campaign", "status", "a-rather-long-campaign-name-2026"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 60 for line in out), out
+    assert any("3.00 GB" in line for line in out), out
