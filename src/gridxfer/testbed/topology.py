@@ -296,7 +296,7 @@ def _links(ctx: _Ctx, doc: _LDict, tier_names: set[str]) -> tuple[Link, ...]:
             raise ctx.err(str(exc), rl, f"{lw}.rtt") from None
         try:
             loss = _parse_loss(rl.get("loss", 0))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:     # OverflowError: an int past float
             raise ctx.err(f"bad loss {rl.get('loss')!r}: {exc} (try 0.01%)", rl,
                           f"{lw}.loss") from None
         links.append(Link(str(between[0]), str(between[1]), rate, rtt, loss))
