@@ -62,8 +62,9 @@ def _gfal_parallel(argv: list[str], urls: list[str], dest: str, active: int,
     outs = [(p.wait(), p.stdout.read() if p.stdout else "") for p in procs]
     secs = sw.seconds
     bad = [o for rc, o in outs if rc != 0]
-    if bad:
-        raise BenchError(f"gfal-copy failed: {bad[0].strip()[-300:]}")
+    if bad:     # the error line, not the progress lines before it (the note keeps 160 chars)
+        lines = [ln for ln in bad[0].splitlines() if "rror" in ln] or bad[0].splitlines()
+        raise BenchError(f"gfal-copy failed: {(lines or [''])[-1].strip()[-300:]}")
     return secs
 
 
