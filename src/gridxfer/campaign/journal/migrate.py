@@ -31,14 +31,22 @@ CREATE INDEX IF NOT EXISTS files_on_tape ON files (tier, on_tape, copied, size)
 CREATE INDEX IF NOT EXISTS files_to_tape ON files (tier, on_tape - copied)
     WHERE state = 'done' AND on_tape IS NOT NULL;
 """
+INDEX_NAMES = frozenset({"files_on_tape", "files_to_tape"})
 OLD_STATES = "('pending','active','done','failed')"
 STATES = "('pending','staging','active','archiving','done','failed')"
 TAPE_COLUMNS = ("stage_requested", "staged", "copied", "on_tape")
 
 
 def upgrade(conn: sqlite3.Connection) -> None:
-    """Bring the journal behind ``conn`` (autocommit, writable) to the current schema."""
-    if not has_tape(conn) or OLD_STATES in _states_sql(conn):
+    """Bring the journal behind ``conn`` (autocommit, writable) to the current schema.
+    Nothing is written unless something is missing (``store.connect`` has refused a
+    damaged journal before: ``check.intact``)."""
+    columns = not has_tape(conn) or OLD_STATES in _states_sql(conn)
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    indexes = not INDEX_NAMES.issubset(have)
+    if not (columns or indexes):
+        return
+    if columns:
         _columns_and_states(conn)
     conn.executescript(TAPE_INDEXES)
 

@@ -150,6 +150,8 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
                                    isolation_level=None)
             if fresh:       # SQLite gives -wal and -shm the same mode
                 os.chmod(path, shared_mode(path.parent))
+            else:           # damaged anywhere: refused before anything is written
+                journalcheck.intact(conn)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)

@@ -2,6 +2,7 @@
 its rows; a fresh one has everything from the start."""
 from __future__ import annotations
 
+import gc
 import sqlite3
 
 import pytest
@@ -74,3 +75,31 @@ def test_the_tape_figures_are_read_from_indexes_not_a_scan(gridxfer_home):
         assert "USING INDEX files_to_tape" in plan or "USING COVERING INDEX" in plan \
             or "USING INDEX files_on_tape" in plan, plan
         assert "SCAN files" not in plan, plan
+
+
+def test_a_damaged_journal_is_refused_not_migrated(gridxfer_home):
+    from gridxfer.errors import UsageError
+    path = journal.journal_path("dmg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA page_size=1024")
+    conn.execute("PRAGMA journal_mode=WAL")           # as every gridxfer journal
+    conn.executescript(OLD_SCHEMA)
+    conn.executemany("INSERT INTO files (name, src_url, size, tier) VALUES (?, ?, 1, 'T1')",
+                     [(f"f{i}" * 20, f"root://h//f{i}" * 10) for i in range(400)])
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name='files_tally'"
+                        ).fetchone()[0]
+    conn.close()
+    data = bytearray(path.read_bytes())
+    page = 1024 * (root - 1)
+    data[page + 8:page + 1024] = b"\xff" * (1024 - 8)      # an index page's cells, garbled
+    path.write_bytes(bytes(data))
+    before = path.read_bytes()
+    with pytest.raises(UsageError) as err:
+        journal.connect(path)
+    assert "malformed" in str(err.value)
+    del err
+    gc.collect()                                            # the failed connection closed
+    wal = path.with_name(path.name + "-wal")
+    assert path.read_bytes() == before                      # not migrated, not written
+    assert not wal.exists() or wal.stat().st_size == 0
