@@ -299,7 +299,8 @@ def test_small_files_are_verified_by_reading_them_back(xrd, tmp_path, monkeypatc
 def test_a_read_back_that_differs_fails_and_leaves_nothing(xrd, tmp_path, monkeypatch, damage):
     """The server's file is damaged on disk between the last write and the read-back: the
     upload is a (retryable) CHECKSUM error and the final name is removed."""
-    from gridxfer.movers.xrootd import pipeline
+    from gridxfer.movers.xrootd import pipeline, upload as xrdupload
+    monkeypatch.setattr(xrdupload, "far", lambda server: True)     # the pipelined path
     real = pipeline._stored
     reads = []
 

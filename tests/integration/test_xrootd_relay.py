@@ -43,8 +43,12 @@ class Pair:
         return self.grid.local_path(url)
 
 
-@pytest.fixture
-def pair(local_grid) -> Pair:
+@pytest.fixture(params=["pipelined", "one-by-one"])
+def pair(local_grid, request, monkeypatch) -> Pair:
+    """Both ways of talking to a server: requests in flight together (a far server) and
+    one at a time (a near one: pipeline.far); loopback servers are near once measured."""
+    far = request.param == "pipelined"
+    monkeypatch.setattr(xrdrelay, "far", lambda server: far)
     return Pair(local_grid)
 
 
@@ -142,7 +146,9 @@ def test_wrong_expected_checksum_leaves_nothing(pair):
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
 def test_a_read_back_that_differs_fails_and_leaves_nothing(pair, monkeypatch, damage):
     """The server's file is damaged on disk after the write, before the read-back: a
-    (retryable) CHECKSUM error, and the unclosed POSC file is gone."""
+    (retryable) CHECKSUM error, and the unclosed POSC file is gone. (The pipelined path:
+    one-by-one reads back once, after the write's reply.)"""
+    monkeypatch.setattr(xrdrelay, "far", lambda server: True)
     real = pipeline._stored
     dst = pair.dst("bad.dat")
     reads = []

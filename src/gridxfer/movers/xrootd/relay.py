@@ -11,7 +11,8 @@ instead, and the destination sees:
   an existing file fails the open with EXISTS, nothing is touched; missing directories are
   made; the server keeps the file only if ``close`` succeeds). It is sent once the source
   is open (a missing or too large source never touches the destination) and is in flight
-  while the source is read (one read, its size from the open's cached stat, close);
+  while the source is read (its size from the open's cached stat, then read and close
+  in one flight);
 * flight 2: ``write`` and ``close`` back to back (XRootD answers a connection's requests
   in order; nothing of the close depends on the write's reply except its success, and a
   failed write makes the close fail too). Without checksums that is all: 2 round trips.
@@ -34,6 +35,7 @@ files, replace, a server that ignores POSC) takes the general path.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +47,8 @@ from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.xrootd.authz import xurl
 from gridxfer.movers.xrootd.env import client as xrd
-from gridxfer.movers.xrootd.pipeline import Reply, bundled_close, finish, send
+from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.xrootd.pipeline import Reply, bundled_close, far, finish, observe, send
 from gridxfer.movers.xrootd.upload import FLAGS, Upload, _discard, _probe_posc
 from gridxfer.movers.xrootd.watch import stall_timeout
 
@@ -66,9 +69,13 @@ def _open_source(src: str, stall: float) -> tuple[Any, int]:
     """The open source and its size (the open's cached stat: no request of its own);
     TooLarge, with the file closed, if it has more than RELAY_MAX bytes."""
     f = xrd.File()
+    if far(server_of(src)):
+        bundled_close(f)            # its read and close go in one flight (_read_source)
+    opened_at = time.monotonic()
     status, _ = f.open(xurl(src), OpenFlags.READ, timeout=max(1, int(stall)))
     if not status.ok:
         raise transfer_error(status, src)
+    observe(server_of(src), time.monotonic() - opened_at)
     try:
         status, info = f.stat(timeout=max(1, int(stall)))
         if not status.ok:
@@ -81,18 +88,30 @@ def _open_source(src: str, stall: float) -> tuple[Any, int]:
     return f, int(info.size)
 
 
-def _read_source(f: Any, size: int, src: str, stall: float, what: str) -> _Source:
-    """All ``size`` bytes of the open source ``f`` (one read), which is then closed."""
-    try:
-        status, data = f.read(0, size + 1, timeout=max(1, int(stall)))
-        if not status.ok:
-            raise transfer_error(status, src)
-        data = data or b""
-        if len(data) != size:
-            raise TransferError(ErrorClass.CHECKSUM, f"{what}: read {len(data)} bytes of "
-                                f"{size} (source changed during the copy)")
-    finally:
-        f.close(timeout=max(1, int(stall)))
+def _read_source(f: Any, size: int, src: str, params: TransferParams, stall: float,
+                 what: str) -> _Source:
+    """All ``size`` bytes of the open source ``f`` (one read), then closed: read and close
+    back to back where the source is far (pipeline.far), one after the other where near."""
+    tmo = max(1, int(stall))
+    if not far(server_of(src)):
+        try:
+            status, data = f.read(0, size + 1, timeout=tmo)
+        finally:
+            f.close(timeout=tmo)
+    else:
+        read = send(f.read, 0, size + 1, timeout=tmo)
+        closing = send(f.close, timeout=tmo)
+        try:
+            status = read.wait(stall + 5, params, what)
+            data = read.response
+        finally:
+            closing.done.wait(stall + 5)    # a failed close of a file read in full is harmless
+    if not status.ok:
+        raise transfer_error(status, src)
+    data = data or b""
+    if len(data) != size:
+        raise TransferError(ErrorClass.CHECKSUM, f"{what}: read {len(data)} bytes of "
+                            f"{size} (source changed during the copy)")
     return _Source(data, normalise_adler32(adler32(data)))
 
 
@@ -122,14 +141,24 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
     tmo = max(1, int(wait))
     f, size = _open_source(src, stall)         # missing, unreadable, too large: dst untouched
     handle = xrd.File()
-    bundled_close(handle)
-    opened = send(handle.open, xurl(dst), FLAGS, timeout=tmo)   # in flight during the read
+    pipelined = far(server_of(dst))     # a near destination: one request at a time
+    if pipelined:
+        bundled_close(handle)
+    if pipelined:
+        opened = send(handle.open, xurl(dst), FLAGS, timeout=tmo)   # in flight during the read
     try:
-        source = _read_source(f, size, src, stall, what)
+        source = _read_source(f, size, src, params, stall, what)
     except BaseException:
-        _abandon(opened, handle, dst, params, wait, what)
+        if pipelined:
+            _abandon(opened, handle, dst, params, wait, what)
         raise
-    status = opened.wait(wait + 5, params, what)
+    if pipelined:
+        status = opened.wait(wait + 5, params, what)
+        observe(server_of(dst), opened.seconds)
+    else:
+        opened_at = time.monotonic()
+        status, _ = handle.open(xurl(dst), FLAGS, timeout=tmo)
+        observe(server_of(dst), time.monotonic() - opened_at)
     if not status.ok:
         raise transfer_error(status, what, side="destination")
     try:
@@ -138,7 +167,7 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
             raise TransferError(ErrorClass.CHECKSUM,
                                 f"{src}: source adler32 {source.adler32} != expected {expected}")
         stored = finish(handle, source.data, source.adler32, read_back=read_back,
-                        params=params, wait=wait, what=what)
+                        params=params, wait=wait, what=what, pipelined=pipelined)
         n = len(source.data)
         if progress is not None:
             progress(n, n)

@@ -55,7 +55,7 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
-from gridxfer.movers.xrootd.pipeline import bundled_close, finish
+from gridxfer.movers.xrootd.pipeline import bundled_close, far, finish, observe
 from gridxfer.movers.xrootd.watch import stall_timeout, stop_reason
 
 _posc: dict[str, bool] = {}     # server -> does it keep an open file POSC-pending?
@@ -196,17 +196,21 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
             login, release = own_channel()
             target = with_user(dst, login)
         handle = xrd.File()
-        if size <= CHUNK:           # one write: write and close (or read-back) in one flight
+        pipelined = size <= CHUNK and far(server_of(dst))
+        if pipelined:               # one write: write and close (or read-back) in one flight
             bundled_close(handle)
+        opened_at = time.monotonic()
         status, _ = handle.open(xurl(target), FLAGS,
                                 timeout=max(1, int(min(stall, params.timeout))))
         if not status.ok:
             raise transfer_error(status, what, side="destination")
+        observe(server_of(dst), time.monotonic() - opened_at)
         closed = False
         try:
             _probe_posc(dst)
             if size <= CHUNK:
                 return _one_flight(handle, fd, size, params, progress, stall, what,
+                                   pipelined=pipelined,
                                    read_back=read_back and size <= READ_BACK_MAX)
             try:
                 sent = _send(handle, fd, size, params, progress, deadline, stall, what)
@@ -227,7 +231,7 @@ def posc_upload(path: str, dst: str, params: TransferParams, progress: ProgressF
 
 
 def _one_flight(handle: xrd.File, fd: int, size: int, params: TransferParams,
-                progress: ProgressFn | None, stall: float, what: str, *,
+                progress: ProgressFn | None, stall: float, what: str, *, pipelined: bool,
                 read_back: bool) -> Upload:
     """A file of one write request: read it, then write + close (or write + read-back,
     close) pipelined (pipeline.finish): one round trip after the open, two to verify."""
@@ -241,7 +245,7 @@ def _one_flight(handle: xrd.File, fd: int, size: int, params: TransferParams,
     sent = normalise_adler32(adler32(data))
     wait = max(1.0, min(stall, params.timeout))
     stored = finish(handle, data, sent, read_back=read_back, params=params, wait=wait,
-                    what=what)
+                    what=what, pipelined=pipelined)
     if progress is not None:
         progress(size, size)
     return Upload(bytes=size, adler32=sent, stored_adler32=stored)
