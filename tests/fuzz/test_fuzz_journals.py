@@ -67,7 +67,8 @@ def _variants(good: Path, rnd: random.Random) -> dict[str, bytes | None]:
         out[f"flip{k}"] = byte_flip(rnd, data)
     for name in ("foreign", "foreign-meta", "no-spec", "spec-notjson", "spec-list", "spec-types",
                  "spec-deep", "pid-unicode", "pid-huge", "no-files-table", "state-weird",
-                 "created-nan", "spec-missing-keys"):
+                 "created-nan", "spec-missing-keys", "size-text", "size-negative",
+                 "size-real", "attempts-text", "not-before-text"):
         out[name] = None
     return out
 
@@ -92,6 +93,11 @@ SQL = {
     "no-files-table": ["DROP TABLE files"],
     "state-weird": ["UPDATE meta SET value = '\u2603\n\x1b[2J' WHERE key = 'state'"],
     "created-nan": ["UPDATE meta SET value = 'nan' WHERE key = 'created'"],
+    "size-text": ["UPDATE files SET size = 'abc' WHERE id = 1"],
+    "size-negative": ["UPDATE files SET size = -5 WHERE id = 2"],
+    "size-real": ["UPDATE files SET size = 1.5 WHERE id = 3"],
+    "attempts-text": ["UPDATE files SET attempts = 'x' WHERE id = 1"],
+    "not-before-text": ["UPDATE files SET not_before = 'soon' WHERE id = 1"],
 }
 
 
@@ -147,9 +153,11 @@ def test_resume_refuses_damaged_and_foreign_journals_and_writes_nothing(good_jou
         problem = judge_gx(o, {0, 2, 3}, (str(path),))
         if problem is None and o.code == 2 and _digest(path) != before:
             problem = "refused, yet the file was changed"
-        if problem is None and name in ("empty", "nul", "text", "garbage", "foreign",
+        if (problem is None and name in ("empty", "nul", "text", "garbage", "foreign",
                                         "foreign-meta", "no-spec", "spec-notjson", "spec-deep",
-                                        "no-files-table") and o.code != 2:
+                                        "no-files-table", "size-text", "size-negative",
+                                        "size-real", "attempts-text", "not-before-text")
+                and o.code != 2):
             problem = "must be refused (exit 2)"
         if name.startswith("foreign") and _digest(path) != before:
             problem = "gridxfer wrote into a foreign SQLite file"

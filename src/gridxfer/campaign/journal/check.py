@@ -120,6 +120,28 @@ def intact(conn: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError(f"database disk image is malformed ({verdict})")
 
 
+# Numeric columns of ``files`` that the scheduler does arithmetic on: SQLite keeps any text
+# put there (column affinity converts only what looks like a number).
+_NUMBERS = ("typeof(size) != 'integer' OR size < 0 OR typeof(attempts) != 'integer'"
+            " OR typeof(not_before) NOT IN ('integer', 'real')"
+            " OR typeof(updated) NOT IN ('integer', 'real')")
+
+
+def numbers(conn: sqlite3.Connection) -> None:
+    """Refuse a journal whose ``files`` rows hold text (or a negative size) where the run
+    computes with numbers: one line naming the row, not a TypeError deep in a run."""
+    row = conn.execute("SELECT id, size, attempts, not_before, updated FROM files WHERE "
+                       f"{_NUMBERS} LIMIT 1").fetchone()
+    if row is not None:
+        cols = ("size", "attempts", "not_before", "updated")
+        col, value = next(((c, v) for c, v in zip(cols, row[1:], strict=True)
+                           if not isinstance(v, (int, float))
+                           or (c in ("size", "attempts") and (not isinstance(v, int) or v < 0))),
+                          ("size", row[1]))
+        raise sqlite3.DatabaseError(f"files row {row[0]}: {col} {str(value)[:40]!r} is not "
+                                    "a valid number")
+
+
 def error(path: Path | str, exc: sqlite3.Error | UnicodeDecodeError) -> GridxferError:
     """One line for a SQLite error on journal ``path``, exit 1 or 2 as the module says."""
     text = " ".join(str(exc).split()) or type(exc).__name__

@@ -152,6 +152,7 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
                 os.chmod(path, shared_mode(path.parent))
             else:           # damaged anywhere: refused before anything is written
                 journalcheck.intact(conn)
+                journalcheck.numbers(conn)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)
