@@ -46,6 +46,25 @@ from gridxfer.cli.main import main
 main()
 """
 
+# The CLI with a planner that waits for $GXTEST_GATE before listing the source (it
+# touches $GXTEST_GATE.planning first): the plan's transaction is open, the journal exists.
+PLAN_GATED = r"""
+import os, time
+from gridxfer.campaign import runner
+
+real = runner._entries
+
+def gated(spec):
+    open(os.environ["GXTEST_GATE"] + ".planning", "w").close()
+    while not os.path.exists(os.environ["GXTEST_GATE"]):
+        time.sleep(0.02)
+    yield from real(spec)
+
+runner._entries = gated
+from gridxfer.cli.main import main
+main()
+"""
+
 
 @pytest.fixture
 def camp(gridxfer_home, tmp_path):
@@ -79,8 +98,8 @@ def _reap(request):
             p.wait()
 
 
-def start(camp, *args, gated=True) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", GATED] if gated else [sys.executable, "-m", "gridxfer"]
+def start(camp, *args, gated=True, code=GATED) -> subprocess.Popen:
+    cmd = [sys.executable, "-c", code] if gated else [sys.executable, "-m", "gridxfer"]
     p = subprocess.Popen([*cmd, "campaign", *args], env=camp["env"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     camp["procs"].append(p)
@@ -197,6 +216,41 @@ def test_cancel_stops_the_runner_resumably(camp):
     assert query(camp["db"], "SELECT count(*) FROM files WHERE state <> 'pending'") == [(0,)]
     camp["gate"].touch()
     res = gx(camp, "resume", "--quiet", "c1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    all_copied(camp)
+
+
+def planning(camp) -> subprocess.Popen:
+    """A `campaign run` stopped inside its plan (journal created, nothing committed)."""
+    a = start(camp, "run", "--quiet", str(camp["spec"]), code=PLAN_GATED)
+    marker = Path(f"{camp['gate']}.planning")
+    wait_for("the plan to start", lambda: marker.exists() and camp["db"].exists(), a)
+    return a
+
+
+def test_cancel_while_planning_then_run_again_just_works(camp):
+    """`cancel` during the plan stops the runner; the journal it leaves holds no plan:
+    `resume` says in one line what to do, and `run FILE` again just runs (no --replace)."""
+    a = planning(camp)
+    res = gx(camp, "cancel", "c1")
+    assert res.returncode == 0 and f"stopped pid {a.pid}" in res.stdout, res.stdout + res.stderr
+    a.communicate(timeout=60)
+    res = gx(camp, "resume", "--quiet", "c1")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "stopped while planning" in res.stderr and "campaign run FILE" in res.stderr
+    res = gx(camp, "run", "--quiet", str(camp["spec"]))
+    assert res.returncode == 0, res.stdout + res.stderr
+    all_copied(camp)
+    assert query(camp["db"], "SELECT count(*) FROM events WHERE kind='planned'") == [(1,)]
+
+
+def test_ctrl_c_while_planning_keeps_no_journal(camp):
+    a = planning(camp)
+    a.send_signal(signal.SIGINT)
+    out, err = a.communicate(timeout=60)
+    assert a.returncode == 4 and "Traceback" not in err, out + err
+    assert not camp["db"].exists()
+    res = gx(camp, "run", "--quiet", str(camp["spec"]))
     assert res.returncode == 0, res.stdout + res.stderr
     all_copied(camp)
 

@@ -174,6 +174,9 @@ def journal_file(meta: dict[str, str]) -> str | None:
 
 def journal_spec(path: Path, meta: dict[str, str]) -> CampaignSpec:
     """The campaign spec stored in a journal, or one line saying why there is none."""
+    if not meta:                        # stopped while planning: check.unplanned
+        raise JournalUnusable(f"{path}: the campaign was stopped while planning, nothing "
+                              f"was planned; `gridxfer campaign run FILE` starts it again")
     if "spec" not in meta:
         raise JournalUnusable(f"{path}: the journal holds no campaign spec; "
                               f"start it again with `gridxfer campaign run FILE --replace`")

@@ -32,6 +32,7 @@ from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.movers import tokens as movers_tokens
+from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
@@ -171,7 +172,7 @@ def _may_plan(spec: CampaignSpec, replace: bool) -> Path:
     the same name without --replace (a dry run refuses the same)."""
     _refuse_credentials(spec)
     path = journal.journal_path(spec.name)
-    if path.exists() and not replace:
+    if path.exists() and not replace and not journalcheck.unplanned(path):
         raise UsageError(f"campaign {spec.name!r} already has a journal ({path}); "
                          f"use `gridxfer campaign resume {spec.name}` or --replace")
     return path

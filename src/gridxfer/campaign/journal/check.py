@@ -120,6 +120,23 @@ def intact(conn: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError(f"database disk image is malformed ({verdict})")
 
 
+def unplanned(path: Path) -> bool:
+    """A journal that a run created and was stopped in while planning (SIGTERM from
+    `campaign cancel`, kill -9, a crash): the tables are there, but the plan's one
+    transaction never committed, so no meta and no file. Nothing in it is worth keeping;
+    anything else (damaged, foreign, half-edited) is not this."""
+    try:
+        verify(path)
+        conn = sqlite3.connect(ro_uri(path), uri=True, timeout=30)
+        try:
+            return (conn.execute("SELECT count(*) FROM meta").fetchone()[0] == 0
+                    and conn.execute("SELECT count(*) FROM files").fetchone()[0] == 0)
+        finally:
+            conn.close()
+    except (GridxferError, sqlite3.Error, UnicodeDecodeError):
+        return False
+
+
 # Numeric columns of ``files`` that the scheduler does arithmetic on: SQLite keeps any text
 # put there (column affinity converts only what looks like a number).
 _NUMBERS = ("typeof(size) != 'integer' OR size < 0 OR typeof(attempts) != 'integer'"
