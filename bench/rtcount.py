@@ -22,13 +22,18 @@ the emulated link, 20 ms, while a client's burst leaves within microseconds).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import signal
 import socket
 import struct
+import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 ETH_P_ALL = 0x0003
 HANDSHAKE_TAIL = struct.pack("!II", 4, 2012)     # bytes 12..20 of the client's handshake
@@ -128,6 +133,24 @@ def feed(tally: Tally, frame: bytes, port: int) -> None:
         flow = tally.flows.get((ip[16:20], dport))
         if flow is not None:
             flow.last_from_client = False
+
+
+@contextlib.contextmanager
+def counting(ns: str, port: int, out: Path):
+    """bench.rtcount inside ``ns`` for the duration of the block; the tally is in ``out``."""
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{repo}:{repo / 'src'}"}
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "bench.rtcount",
+                             "--port", str(port), "--out", str(out)], env=env, cwd=str(repo),
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        if proc.stdout is None or proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("bench.rtcount did not start")
+        yield
+    finally:
+        time.sleep(0.5)             # the last replies (close) are on their way
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def main(argv: list[str]) -> int:

@@ -31,7 +31,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from gridxfer.units import fmt_bytes, parse_size
@@ -39,7 +38,8 @@ from gridxfer.units import fmt_bytes, parse_size
 from bench.common import (PYTHON, BenchError, Result, best_of, check_copies, command_line,
                           empty_dir, env_vars, gridxfer_run, make_files, md_table, run_timed,
                           shm_parent)
-from bench.record import REPO, Goal, write_record
+from bench.record import Goal, write_record
+from bench.rtcount import counting
 
 TOOLS = ("gx-32", "gx-auto", "xrdcp-8", "xrdcp-32")
 SETS = {"4KB": 2000, "1MB": 500}
@@ -120,23 +120,6 @@ def run_tool(tool: str, work: Path, src_url: str, names: list[str], dst_url: str
     if checksum:
         argv += ["--cksum", "adler32"]
     return run_timed(argv + [dst_url])
-
-
-@contextlib.contextmanager
-def counting(ns: str, port: int, out: Path):
-    """bench.rtcount inside ``ns`` for the duration of the block; the tally is in ``out``."""
-    env = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'src'}"}
-    proc = subprocess.Popen(["ip", "netns", "exec", ns, PYTHON, "-m", "bench.rtcount",
-                             "--port", str(port), "--out", str(out)], env=env, cwd=str(REPO),
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        if proc.stdout is None or proc.stdout.readline().strip() != "ready":
-            raise BenchError("bench.rtcount did not start")
-        yield
-    finally:
-        time.sleep(0.5)             # the last replies (close) are on their way
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def probe(tool: str, work: Path, src, dst, user: str, ns: str, files: int,
