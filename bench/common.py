@@ -30,6 +30,25 @@ from bench.record import REPO, Goal
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 
 
+def child_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a child process that must run THIS checkout's gridxfer and bench:
+    REPO/src and REPO first on PYTHONPATH (a fresh clone has no install, and an installed
+    venv's gridxfer may be another tree's), then the PYTHONPATH there was."""
+    env = dict(os.environ if base is None else base)
+    paths = [str(REPO / "src"), str(REPO),
+             *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env.update(extra)
+    return env
+
+
+def gridxfer_cmd() -> list[str]:
+    """The command that starts this checkout's CLI (with ``child_env``): ``python -m
+    gridxfer``, not a console script beside PYTHON (absent in a fresh clone, or another
+    tree's in an installed venv)."""
+    return [PYTHON, "-m", "gridxfer"]
+
+
 class BenchError(RuntimeError):
     """A benchmark step failed (a peer or gridxfer exited non-zero, a tool is missing)."""
 
@@ -248,8 +267,8 @@ def write_campaign(path: Path, name: str, src_url: str, pool: Sequence[str], *, 
 def gridxfer_run(spec: Path, *, env: dict[str, str] | None = None) -> float:
     """`gridxfer campaign run SPEC --quiet` in a fresh process (the user's path); seconds."""
     precompile()
-    gx = str(Path(PYTHON).parent / "gridxfer")
-    return run_timed([gx, "campaign", "run", str(spec), "--quiet", "--replace"], env=env)
+    return run_timed([*gridxfer_cmd(), "campaign", "run", str(spec), "--quiet", "--replace"],
+                     env=child_env(env))
 
 
 def check_copies(directory: Path, count: int, size: int) -> None:

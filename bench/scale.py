@@ -26,8 +26,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from bench.common import (PYTHON, REPO, BenchError, Stopwatch, command_line, md_table,
-                          peak_rss, precompile)
+from bench.common import (PYTHON, REPO, BenchError, Stopwatch, child_env, command_line,
+                          gridxfer_cmd, md_table, peak_rss, precompile)
 from bench.record import Goal, write_record
 
 FILE_SIZE = 1 << 20
@@ -158,10 +158,10 @@ def _cli_seconds(env: dict, *args: str, repeat: int = 3) -> float:
     """Best of ``repeat`` wall times of a gridxfer CLI call (fresh process each time)."""
     best = float("inf")
     precompile()
-    gx = str(Path(PYTHON).parent / "gridxfer")
     for _ in range(repeat):
         sw = Stopwatch()
-        proc = subprocess.run([gx, *args], env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([*gridxfer_cmd(), *args], env=env, capture_output=True, text=True,
+                              timeout=600)
         if proc.returncode not in (0, 3, 4):
             raise BenchError(f"gridxfer {' '.join(args)}: exit {proc.returncode}: "
                              f"{proc.stderr.strip()[-400:]}")
@@ -182,7 +182,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="gridxfer-bench-scale-"))
-    env = {**os.environ, "GRIDXFER_HOME": str(work / "home"), "PYTHONPATH": str(REPO)}
+    env = child_env(GRIDXFER_HOME=str(work / "home"))
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
         env["BENCH_PROFILE_DIR"] = str(Path(args.profile).resolve())

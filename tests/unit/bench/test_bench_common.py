@@ -1,6 +1,7 @@
 """bench.common: tables, goals, campaign files, data, copies check, best-of rounds."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -178,3 +179,24 @@ def test_make_bench_suite_arguments_are_accepted_by_each_benchmark(monkeypatch, 
             importlib.import_module(f"bench.{entry.module}").main(list(entry.argv))
     assert main(["no-such-bench"]) == 2
     assert "choose from" in capsys.readouterr().err
+
+
+def test_children_run_this_checkout_installed_or_not(tmp_path):
+    """bench.scale's children (and gridxfer_run's) import gridxfer and bench from this
+    checkout wherever they start: REPO/src and REPO lead PYTHONPATH (was PYTHONPATH=REPO
+    only: no gridxfer at all in a fresh clone, the venv's installed tree in a worktree)."""
+    import subprocess
+    from bench.common import PYTHON, child_env, gridxfer_cmd
+    from bench.record import REPO
+    env = child_env({"PYTHONPATH": "/elsewhere", "PATH": os.environ.get("PATH", "")})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(REPO / "src"), str(REPO), "/elsewhere"]
+    out = subprocess.run([PYTHON, "-c", "import gridxfer, bench; print(gridxfer.__file__); "
+                          "print(bench.__file__)"], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    gx, bench = out.stdout.split()
+    assert gx == str(REPO / "src" / "gridxfer" / "__init__.py")
+    assert bench == str(REPO / "bench" / "__init__.py")
+    res = subprocess.run([*gridxfer_cmd(), "--version"], env=child_env(), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
