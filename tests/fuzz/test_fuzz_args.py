@@ -28,16 +28,6 @@ WEIRD = NUMBERS + ["", " ", "-", "x" * 5000, "\udcff", "a\nb", "\u2603", "../../
 ALWAYS = ["\u00b2", ".inf", "nan", "9" * 400, "1e400", "a\nb", "\udcff"]   # in every slot
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    h = tmp_path / "gxhome"
-    h.mkdir()
-    monkeypatch.setenv("GRIDXFER_HOME", str(h))
-    monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(tmp_path / "sysctl.d"))
-    monkeypatch.chdir(tmp_path)
-    return h
-
-
 def _gx_cases(tmp: Path, rnd: random.Random) -> list[tuple[list[str], set[int]]]:
     spec = tmp / "c.yaml"
     (tmp / "src").mkdir(exist_ok=True)

@@ -21,16 +21,6 @@ EXAMPLES = ROOT / "examples"
 PROFILES = ROOT / "sysctl-profiles"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    h = tmp_path / "gxhome"
-    h.mkdir()
-    monkeypatch.setenv("GRIDXFER_HOME", str(h))
-    monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(tmp_path / "sysctl.d"))
-    monkeypatch.chdir(tmp_path)
-    return h
-
-
 def _local_campaigns(tmp: Path) -> dict[str, bytes]:
     """The campaign examples, with their remote sources pointed at a local directory (a
     dry run then lists nothing remote), plus a local file:// campaign."""

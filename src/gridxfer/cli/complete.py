@@ -9,7 +9,8 @@ completing offers nothing (a shell must never see a traceback).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterable
 
 import click
 
@@ -51,24 +52,10 @@ def hosts(ctx: click.Context) -> list[str]:
     return ["local", *sorted(inv.endpoints)]
 
 
-def endpoints(ctx: click.Context) -> list[str]:
-    """The endpoint names of the campaign named on the command line (click does not parse
-    it while an option waits for its value: then those of every campaign)."""
-    from gridxfer.campaign.journal import names, store
-    name = ctx.params.get("name")
-    paths = [store.journal_path(str(name))] if name else store.list_journals()
-    out: set[str] = set()
-    for path in paths:
-        conn = store.connect(path, readonly=True)
-        try:
-            out.update(names.read(conn).values())
-        finally:
-            conn.close()
-    return sorted(out)
-
-
-def tiers(ctx: click.Context) -> list[str]:
-    """The tiers of the campaign named on the command line (else of every campaign)."""
+def _from_journals(ctx: click.Context, read: Callable[[sqlite3.Connection], Iterable[str]]
+                   ) -> list[str]:
+    """``read`` of the journal of the campaign named on the command line (click does not
+    parse it while an option waits for its value: then of every campaign), merged."""
     from gridxfer.campaign.journal import store
     name = ctx.params.get("name")
     paths = [store.journal_path(str(name))] if name else store.list_journals()
@@ -76,10 +63,22 @@ def tiers(ctx: click.Context) -> list[str]:
     for path in paths:
         conn = store.connect(path, readonly=True)
         try:
-            out.update(store.tally(conn))
+            out.update(read(conn))
         finally:
             conn.close()
     return sorted(out)
+
+
+def endpoints(ctx: click.Context) -> list[str]:
+    """The endpoint names of the campaign named on the command line (else of every one)."""
+    from gridxfer.campaign.journal import names
+    return _from_journals(ctx, lambda conn: names.read(conn).values())
+
+
+def tiers(ctx: click.Context) -> list[str]:
+    """The tiers of the campaign named on the command line (else of every campaign)."""
+    from gridxfer.campaign.journal import store
+    return _from_journals(ctx, store.tally)
 
 
 # (group, command or "*", parameter name) -> candidates
