@@ -22,8 +22,10 @@ gfal2 falls back on ``BEARER_TOKEN`` (and X.509 for anonymous servers).
 """
 from __future__ import annotations
 
+import re
 import stat as pystat
 import threading
+import time
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -40,6 +42,9 @@ from gridxfer.movers.integrity import LocalOps, Ops, verified_copy
 from gridxfer.movers.urls import scheme_of
 
 HTTP = routes.HTTP
+CHECKSUM_TRIES = 3                  # a checksum answered with HTTP 5xx is asked again
+CHECKSUM_BACKOFF = 0.5              # s, doubled each time
+_SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
 _local = threading.local()
 _g = names.gfal_url
 
@@ -111,12 +116,19 @@ class HttpOps:
         return sorted(out, key=lambda e: e.url)
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
-        """The server's adler32 (XrdHttp: ``Want-Digest``), 8 lowercase hex digits."""
+        """The server's adler32 (XrdHttp: ``Want-Digest``), 8 lowercase hex digits. A 5xx
+        answer is asked again (XrdHttp 5.5.3 answers 500 to a checksum under load, as
+        xrootd's [3012]: gfal-copy lost 2 of 3 bench rounds to it), then it is the error."""
         require_adler32(algorithm)
-        try:
-            return normalise_adler32(self._ctx(url).checksum(url, "adler32"))
-        except gfal2.GError as exc:
-            raise transfer_error(exc, url) from None
+        for attempt in range(CHECKSUM_TRIES):
+            try:
+                return normalise_adler32(self._ctx(url).checksum(url, "adler32"))
+            except gfal2.GError as exc:
+                if attempt + 1 < CHECKSUM_TRIES and _SERVER_ERROR.search(str(exc.message)):
+                    time.sleep(CHECKSUM_BACKOFF * 2 ** attempt)
+                    continue
+                raise transfer_error(exc, url) from None
+        raise AssertionError("unreachable")
 
     def unlink(self, url: str) -> None:
         try:
