@@ -71,12 +71,21 @@ TOKEN_BASE = "/data"                 # the testbed servers' SciTokens base_path
 def choose_layout() -> Layout:
     if os.environ.get("GRIDXFER_DEMO_LOCAL") == "1" or os.geteuid() != 0 or not TOPOLOGY.exists():
         return LOCAL
-    probe = subprocess.run(["ip", "netns", "add", "gx-demo-probe"], capture_output=True)
+    name = probe_ns()
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True)
     if probe.returncode != 0:
         print("demo: no CAP_NET_ADMIN here; using the loopback grid")
         return LOCAL
-    subprocess.run(["ip", "netns", "del", "gx-demo-probe"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
     return NETNS
+
+
+def probe_ns() -> str:
+    """The namespace made to learn whether this process may make namespaces: under
+    ``$GRIDXFER_NS_TAG`` like every testbed name, and this process's own (two demos or
+    tests at once never take each other's probe for a missing capability)."""
+    from gridxfer.testbed.netgrid import ns_name
+    return ns_name("demo", f"probe{os.getpid()}")
 
 
 def say(text: str) -> None:
