@@ -200,6 +200,38 @@ def test_unknown_key_appends_one_line_and_keeps_the_rest(host, tmp_path, capsys)
     assert main(argv) == 0 and kh.read_text() == text           # known now, nothing added
 
 
+def test_system_known_hosts_is_read_after_the_users(host, tmp_path):
+    """As ssh(1): the user's file, then the system's (/etc/ssh/ssh_known_hosts by default),
+    one set: a key known only there is accepted, a wrong or @revoked one there refused
+    naming that file; an accepted unknown key goes to the user's file, never the system's."""
+    ns, sshd = host
+    t, b64 = server_key(sshd)
+    ot, o64 = other_key(sshd)
+    name = f"[{sshd.address}]:{sshd.port}"
+    user, system = tmp_path / "known_hosts", tmp_path / "ssh_known_hosts"
+    user.write_text("# nothing for this host\n")
+
+    def target(**kw):
+        return ssh_target(sshd, known_hosts=str(user),
+                          global_known_hosts=[tmp_path / "missing", system], **kw)
+
+    system.write_text(f"{name} {t} {b64}\n")
+    with target() as tg:
+        assert tg.run(["true"]).ok
+    system.write_text(f"# site\n{name} {ot} {o64}\n")
+    with pytest.raises(HostKeyRefused, match=f"does not match {system}:2"):
+        target().run(["true"])
+    user.write_text(f"{name} {t} {b64}\n")
+    system.write_text(f"@revoked * {t} {b64}\n")
+    with pytest.raises(HostKeyRefused, match=f"@revoked in {system}:1"):
+        target().run(["true"])
+    user.write_text("")
+    system.write_text("# empty\n")
+    with target(accept_unknown_host_key=True) as tg:
+        assert tg.run(["true"]).ok
+    assert system.read_text() == "# empty\n" and len(user.read_text().splitlines()) == 1
+
+
 def test_the_key_type_known_hosts_has_is_negotiated_first(host):
     """The server has ed25519 and ecdsa keys; known_hosts only the ecdsa one (as ssh(1) would
     ask for it): that key is used, not refused as unknown."""

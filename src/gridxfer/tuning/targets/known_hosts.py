@@ -16,6 +16,9 @@ know. This module only reads the file and appends to it:
 - a key accepted with ``--accept-unknown-host-key`` is appended as one line, hashed when
   ssh(1)'s own configuration says ``HashKnownHosts yes`` (``ssh -G``), every other byte of
   the file kept.
+- the user's file (or files) first, then the system's (``SYSTEM_FILES``, OpenSSH's default
+  ``GlobalKnownHostsFile``), all read as one set, as ssh(1)'s ``check_host_key`` does; a
+  system file that is missing or unreadable is skipped, and nothing is ever written there.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from pathlib import Path
 from gridxfer.tuning.targets.local import run_local
 
 REVOKED, CERT_AUTHORITY = "@revoked", "@cert-authority"
+SYSTEM_FILES = (Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known_hosts2"))
 KNOWN, CHANGED, UNKNOWN, REVOKED_KEY = "known", "changed", "unknown", "revoked"
 
 
@@ -41,6 +45,7 @@ class Entry:
     key_type: str
     blob: bytes
     line: int
+    path: str = ""              # the file it came from
 
     def names(self, name: str) -> bool:
         return matches(self.hosts, name)
@@ -50,7 +55,7 @@ class Entry:
 class Verdict:
     status: str                 # KNOWN, CHANGED, UNKNOWN or REVOKED_KEY
     entry: Entry | None = None  # the line that decided (revoked / changed)
-    ca_lines: tuple[int, ...] = ()   # @cert-authority lines naming the host (ignored)
+    ca: tuple[Entry, ...] = ()  # @cert-authority lines naming the host (ignored)
 
 
 def host_name(host: str, port: int) -> str:
@@ -89,7 +94,7 @@ def matches(hosts: str, name: str) -> bool:
     return found
 
 
-def parse(text: str) -> list[Entry]:
+def parse(text: str, path: str = "") -> list[Entry]:
     entries = []
     for no, raw in enumerate(text.splitlines(), 1):
         fields = raw.split()
@@ -106,15 +111,27 @@ def parse(text: str) -> list[Entry]:
             blob = base64.b64decode(fields[2], validate=True)
         except (binascii.Error, ValueError):
             continue
-        entries.append(Entry(marker, fields[0], fields[1], blob, no))
+        entries.append(Entry(marker, fields[0], fields[1], blob, no, path))
     return entries
 
 
 def load(path: Path) -> list[Entry]:
     try:
-        return parse(path.read_bytes().decode("utf-8", "surrogateescape"))
+        return parse(path.read_bytes().decode("utf-8", "surrogateescape"), str(path))
     except FileNotFoundError:
         return []
+
+
+def load_all(user: list[Path], system: list[Path]) -> list[Entry]:
+    """The user's files (an unreadable one raises OSError), then the system's (skipped when
+    they cannot be read, as ssh(1) does)."""
+    entries = [e for path in user for e in load(path)]
+    for path in system:
+        try:
+            entries += load(path)
+        except OSError:
+            continue
+    return entries
 
 
 def check(entries: list[Entry], name: str, key_type: str, blob: bytes) -> Verdict:
@@ -122,7 +139,7 @@ def check(entries: list[Entry], name: str, key_type: str, blob: bytes) -> Verdic
     if revoked:
         return Verdict(REVOKED_KEY, revoked)
     mine = [e for e in entries if e.marker is None and e.names(name)]
-    ca = tuple(e.line for e in entries if e.marker == CERT_AUTHORITY and e.names(name))
+    ca = tuple(e for e in entries if e.marker == CERT_AUTHORITY and e.names(name))
     if any(e.blob == blob for e in mine):
         return Verdict(KNOWN)
     same_type = next((e for e in mine if e.key_type == key_type), None)

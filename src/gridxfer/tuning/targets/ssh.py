@@ -34,10 +34,18 @@ class SshTarget(CommandTarget):
     def __init__(self, host: str, *, user: str | None = None, port: int = 22,
                  key_filename: str | None = None, known_hosts: str | None = None,
                  accept_unknown_host_key: bool = False, sudo: bool | None = None,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 15.0,
+                 global_known_hosts: Sequence[str | Path] | None = None) -> None:
         self.host, self.user, self.port = host, user, port
         self.key_filename = key_filename
-        self.known_hosts = Path(known_hosts or Path.home() / ".ssh" / "known_hosts")
+        # OpenSSH's defaults: UserKnownHostsFile, then GlobalKnownHostsFile (known_hosts.py);
+        # an accepted key goes to the first user file
+        home = Path.home() / ".ssh"
+        self.user_known_hosts = ([Path(known_hosts)] if known_hosts else
+                                 [home / "known_hosts", home / "known_hosts2"])
+        self.known_hosts = self.user_known_hosts[0]
+        self.global_known_hosts = [Path(p) for p in (kh.SYSTEM_FILES if global_known_hosts is None
+                                                     else global_known_hosts)]
         self.accept_unknown = accept_unknown_host_key
         self.timeout = timeout
         self._sudo = sudo
@@ -52,9 +60,9 @@ class SshTarget(CommandTarget):
         import paramiko
 
         try:
-            entries = kh.load(self.known_hosts)
+            entries = kh.load_all(self.user_known_hosts, self.global_known_hosts)
         except OSError as exc:
-            raise TargetError(f"{self.label}: cannot read {self.known_hosts}: "
+            raise TargetError(f"{self.label}: cannot read {exc.filename or self.known_hosts}: "
                               f"{exc.strerror or exc}") from None
         name = kh.host_name(self.host, self.port)
         client = paramiko.SSHClient()                  # paramiko itself is given no host keys:
@@ -140,24 +148,27 @@ class _Policy:
     def missing_host_key(self, client, hostname, key) -> None:
         t, blob = self.target, key.asbytes()
         verdict = kh.check(self.entries, self.name, key.get_name(), blob)
-        where = t.known_hosts
         if verdict.status == kh.KNOWN:
             return
-        line = verdict.entry.line if verdict.entry is not None else "?"
+        e = verdict.entry
+        at = f"{e.path or t.known_hosts}:{e.line}" if e is not None else ""
         if verdict.status == kh.REVOKED_KEY:
             raise HostKeyRevoked(f"{t.label}: host key {key.get_name()} {kh.fingerprint(blob)} is "
-                                 f"marked @revoked in {where}:{line}; refusing")
+                                 f"marked @revoked in {at}; refusing")
         if verdict.status == kh.CHANGED:
-            raise HostKeyRefused(f"{t.label}: host key does not match "
-                                 f"{where}:{line}; refusing (possible "
+            raise HostKeyRefused(f"{t.label}: host key does not match {at}; refusing (possible "
                                  "man-in-the-middle)")
-        ca = (f" ({where}:{verdict.ca_lines[0]} is a @cert-authority line, ignored: paramiko "
-              "cannot verify host certificates)") if verdict.ca_lines else ""
+        ca = (f" ({verdict.ca[0].path or t.known_hosts}:{verdict.ca[0].line} is a "
+              "@cert-authority line, ignored: paramiko cannot verify host certificates)"
+              if verdict.ca else "")
         if not t.accept_unknown:
+            read = [str(p) for p in t.user_known_hosts] + [
+                str(p) for p in t.global_known_hosts if p.exists()]
             raise HostKeyRefused(
                 f"{t.label}: unknown host key {key.get_name()} {kh.fingerprint(blob)} (not in "
-                f"{where}){ca}; refusing. Check it, add it to known_hosts, or pass "
+                f"{', '.join(read)}){ca}; refusing. Check it, add it to known_hosts, or pass "
                 "--accept-unknown-host-key")
+        where = t.known_hosts                   # the user's first file, as ssh(1)
         try:
             kh.append(where, self.name, key.get_name(), blob,
                       hashed=kh.ssh_hashes_known_hosts(t.host, t.port))
