@@ -306,3 +306,26 @@ destinations:
     for name, data in FILES.items():
         assert (Path(grid.endpoints["t2-gsi"].data_dir) / "mix" / name).read_bytes() == data
         assert on_disk(grid, f"mix/{name}").read_bytes() == data
+
+
+@pytest.mark.parametrize("proto", sorted(PROTOCOLS))
+def test_resume_removes_a_leftover_temporary_file_on_a_token_server(grid, issuer, source,
+                                                                    tmp_path, proto):
+    """What a killed run left (a journalled temporary name) is removed by `resume`, with the
+    endpoint's token: a token server refuses the clean-up without one."""
+    tok = tmp_path / "tok"
+    d = f"left-{proto}"
+    write_token(tok, tok_mod.mint(issuer, [f"storage.modify:/{d}", f"storage.read:/{d}"]))
+    spec = campaign_file(tmp_path, d, source, grid.resolve(f"{PROTOCOLS[proto]}/{d}/"), str(tok))
+    env = env_for(grid, tmp_path / "home")
+    assert gridxfer(env, "campaign", "run", str(spec), "--quiet").returncode == 0
+    localgrid.put_local(grid, "t2-tok1", f"{d}/.f0.dat.gxpart-dead1", b"partial")
+    left = grid.resolve(f"{PROTOCOLS[proto]}/{d}/.f0.dat.gxpart-dead1")
+    db = sqlite3.connect(tmp_path / "home" / "campaigns" / f"{d}.sqlite")
+    with db:
+        db.execute("UPDATE attempts SET tmp_url = ? WHERE id = (SELECT min(id) FROM attempts)",
+                   (left,))
+    db.close()
+    res = gridxfer(env, "campaign", "resume", d, "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not on_disk(grid, f"{d}/.f0.dat.gxpart-dead1").exists()

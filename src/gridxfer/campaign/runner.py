@@ -193,7 +193,8 @@ def _sweep_old(path: Path) -> None:
         return
     try:
         spec = _journal_spec(path, journal.get_meta(conn))
-        sweep(conn, spec)
+        with movers_tokens.using_hosts(Credentials(spec).by_host()):
+            sweep(conn, spec)
     except (GridxferError, sqlite3.Error):
         pass
     finally:
@@ -264,7 +265,8 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
             if reload and edited is not None:
                 spec = reload_mod.apply(conn, name, edited)
             prepare_environment(spec)
-            swept = sweep(conn, spec, mover_factory, ops_factory)
+            with movers_tokens.using_hosts(Credentials(spec).by_host()):   # token servers
+                swept = sweep(conn, spec, mover_factory, ops_factory)
             again = 0
             if retry_failed or retry_cancelled:
                 again = conn.execute(

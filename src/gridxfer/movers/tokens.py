@@ -46,6 +46,17 @@ def using(tokens: TokenPair | None, src: str, dst: str) -> Iterator[dict[str, st
         _local.tokens = before
 
 
+@contextmanager
+def using_hosts(by_host: dict[str, str]) -> Iterator[dict[str, str]]:
+    """``using`` for any number of servers (host:port -> token): a resume's clean-up."""
+    before = getattr(_local, "tokens", None)
+    _local.tokens = dict(by_host)
+    try:
+        yield _local.tokens
+    finally:
+        _local.tokens = before
+
+
 def token_for(url: str) -> str | None:
     """This thread's token for ``url``'s server, if any."""
     tokens: dict[str, str] | None = getattr(_local, "tokens", None)

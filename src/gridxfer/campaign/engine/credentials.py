@@ -35,6 +35,7 @@ from gridxfer.auth.sources import (CommandSource, DiscoverySource, EnvSource, Fi
 from gridxfer.auth.tokens import Operation, ScopeError, Token, TokenError, check_scope
 from gridxfer.campaign.spec.model import CampaignSpec, TokenSpec
 from gridxfer.movers.base import TokenPair
+from gridxfer.movers.tokens import host_of
 from gridxfer.movers.urls import url_path
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,23 @@ class Credentials:
             return None
         tok = self._token(self.spec.source.token, 0.0)
         return TokenPair(src=tok.value) if tok is not None else None
+
+    def by_host(self) -> dict[str, str]:
+        """Every endpoint's token (the source's, each pool entry's) by host:port, for a
+        resume's clean-up of what a killed run left; a side without one is left out."""
+        out: dict[str, str] = {}
+        sides = [(self.spec.source.url, self.spec.source.token)]
+        sides += [(ep, t.token_for(ep)) for t in self.spec.destinations for ep in t.pool]
+        for url, ts in sides:
+            if url.partition(":")[0].lower() not in TOKEN_SCHEMES:
+                continue
+            try:
+                tok = self._token(ts, 0.0)
+            except TokenError:
+                continue
+            if tok is not None:
+                out.setdefault(host_of(url), tok.value)
+        return out
 
     def _token(self, ts: TokenSpec | None, need: float) -> Token | None:
         """The token of ``ts`` valid for ``need`` seconds; None when the implicit discovery
