@@ -127,9 +127,12 @@ def test_a_campaign_to_a_tape_tier_completes_only_after_migration(make_grid, gri
     got = rows(gridxfer_home, "totape")
     for r in got:
         assert r["state"] == "done" and r["checksum"] == adler(data[r["name"]])
-        # the drives take a file once unmodified for MIN_AGE; copied is taken after the
-        # file was closed (so after its last change): on tape cannot come sooner
-        assert r["on_tape"] - r["copied"] >= MIN_AGE - 0.5, dict(r)
+        # the drives take a file once unmodified for MIN_AGE: the journal's on_tape (when
+        # the storage first said so) cannot come sooner than that after the file's last
+        # write (both clocks are this host's; 0.05 s for the filesystem's timestamps)
+        mtime = inv.local_path(base + r["name"]).stat().st_mtime
+        assert r["on_tape"] >= mtime + MIN_AGE - 0.05, (dict(r), mtime)
+        assert r["on_tape"] > r["copied"]
     urls = [base + n for n in data]
     assert set(residency(urls).values()) == {Residency.ON_TAPE}
     assert 'mountType="ArchiveForUser"' in cta_sessions(ep)
@@ -265,8 +268,10 @@ def test_tape_falling_behind_alerts_through_the_passive_path_then_ends_ok(make_g
     lines = cmd.read_text().splitlines()
     tape = [ln for ln in lines if ";t1-buffer;gridxfer_tape;" in ln]
     codes = [int(ln.split(";")[3]) for ln in tape]
-    assert codes[0] == 1 and "3 files waiting for tape (> 2)" in tape[0], tape   # backlog
-    assert 2 in codes, tape                                   # then a file waited > 3 s
+    # the backlog bound (WARNING) and then the wait bound (CRITICAL); on a slow machine
+    # both may be over before the first result: then CRITICAL names both
+    assert codes[0] in (1, 2) and "3 files waiting for tape (> 2)" in tape[0], tape
+    assert 2 in codes and "(> 3.0s)" in tape[codes.index(2)], tape
     assert codes[-1] == 0 and "campaign ended" in tape[-1], tape
     assert "archive_backlog=" in tape[0] and "tape_wait_s=" in tape[0]
 
