@@ -185,7 +185,19 @@ def test_bulk_requests_hold_at_most_200_files_and_are_few(gridxfer_home):
     assert res.files_done == 450
     sizes = [n for kind, n in storage.requests if kind == "archive"]
     assert max(sizes) <= 200
-    assert len(sizes) < 450 / 4          # bulk: not one request per file
+
+
+def test_files_due_together_go_in_requests_of_200():
+    from gridxfer.campaign.engine import tapepoll
+    tape = _NeverOnTape()
+    p = tapepoll.TapePoller(lambda url: tape, clock=lambda: tape.clock, first_poll=1.0)
+    sizes = []
+    tape.archive_status = lambda urls: sizes.append(len(urls)) or {}   # type: ignore
+    for i in range(450):
+        p.archive(f"{TAPE}f{i}", 10**6)
+    tape.clock = 1.0
+    p.poll_once()
+    assert sorted(sizes) == [50, 200, 200]          # bulk: 3 requests, not 450
 
 
 def test_not_on_tape_by_the_deadline_fails_archive_timeout_and_is_never_done(gridxfer_home):
