@@ -2,11 +2,11 @@
 for a staged source: the archive backlog, the time to tape (copy verified -> the storage
 said "on tape") as a distribution, the tape rate, and the staging figures.
 
-Read by ``campaign status`` and ``report`` (and ``--json``), the PNG's tape curve, and the
-Nagios checks (``tape_flow``: the inflow to a tape tier's disk buffer and its outflow to
-tape). Times are the journal's: ``copied`` when the copy and its checksum ended,
-``on_tape`` when the poller first saw the file on tape, so a time to tape is exact to the
-poll interval (1 s growing to 60 s per file: ``engine/tapepoll.py``). A journal no
+Read by ``campaign status`` and ``report`` (and ``--json``) and the PNG's tape curves (the
+Nagios buffer check reads the same columns: ``monitoring/sources/journal.window_to_tape``).
+Times are the journal's: ``copied`` when the copy and its checksum ended, ``on_tape`` when
+the poller first saw the file on tape, so a time to tape is exact to the poll gap (at most
+2 s for a small backlog, up to 60 s for a large one: ``engine/tapepoll.py``). A journal no
 runner of this version opened has no tape columns: every function returns nothing.
 """
 from __future__ import annotations
