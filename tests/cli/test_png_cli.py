@@ -49,3 +49,12 @@ def test_png_data_and_integer_session_axis(local, capsys):
     assert any("excluded" in x and "a: circuit open" in x for x in texts), texts
     assert main(["campaign", "report", "c1", "--png", str(local / "t.png")]) == 0
     assert (local / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_png_headline_counts_tape(gridxfer_home):
+    """A tape-backed tier: the headline says how many files are on tape and archiving."""
+    from tests.unit.campaign.report.test_tape_report import _journal
+    _journal().close()
+    d = png_data("tr")
+    assert "tape: 6 on tape, 2 archiving, 1 failed" in d.headline, d.headline
+    draw(d)

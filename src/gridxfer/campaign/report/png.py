@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ class PngData:
     interrupts: tuple[float, ...]     # seconds since the first attempt
     resumes: tuple[float, ...]
     timeline: dict[str, Any]
+    tape: Any = None              # report/tape.TapeReport of tape-backed tiers, or None
 
     @property
     def headline(self) -> str:
@@ -58,6 +60,11 @@ class PngData:
                f"{self.retries} retries")
         out += f"; {len(self.exclusions)} exclusions" if self.exclusions else ""
         out += f"; {len(self.interrupts)} interrupts" if self.interrupts else ""
+        if self.tape is not None and self.tape.tiers:
+            on = sum(t.on_tape for t in self.tape.tiers)
+            back = sum(t.backlog for t in self.tape.tiers)
+            lost = sum(t.failed for t in self.tape.tiers)
+            out += f"; tape: {on} on tape, {back} archiving" + (f", {lost} failed" if lost else "")
         return redact(out)
 
 
@@ -104,9 +111,11 @@ def _read(conn: Any, name: str, names: dict[str, str], tl: dict[str, Any],
                                         float(ts) - t0, why))
     out["out"] += [Exclusion(endpoint_names.name_of(names, k[1]), s, None, why)
                    for k, (s, why) in open_.items()]
+    from gridxfer.campaign.report.tape import tape_report
     return PngData(name, meta.get("state", "?"), total, count["done"], count["failed"],
                    int(retries), tuple(sorted(out["out"], key=lambda e: e.start)),
-                   tuple(out["interrupted"]), tuple(out["resumed"]), tl)
+                   tuple(out["interrupted"]), tuple(out["resumed"]), tl,
+                   tape_report(conn, time.time()))
 
 
 def _detail(text: str) -> dict[str, Any]:
