@@ -10,7 +10,7 @@ APT_PACKAGES := xrootd-server xrootd-client python3-xrootd \
 	gfal2 gfal2-plugin-file gfal2-plugin-xrootd gfal2-plugin-gridftp python3-gfal2 \
 	gfal2-util-scripts python3-gfal2-util \
 	xrootd-plugins xrootd-server-plugins xrootd-scitokens-plugins xrootd-client-http-plugins \
-	gfal2-plugin-http davix curl python3-jwt python3-cryptography \
+	gfal2-plugin-http davix curl python3-jwt python3-cryptography python3-m2crypto \
 	globus-gridftp-server-progs globus-gass-copy-progs globus-proxy-utils openssl \
 	iperf3 openssh-server nagios4 monitoring-plugins ansible \
 	python3-venv iproute2 iputils-ping ethtool procps psmisc util-linux sudo

@@ -15,7 +15,7 @@ LAYERS = [
     ("cli",),
     ("campaign.runner", "campaign.cancel", "campaign.verify", "campaign.reload",
      "campaign.dryrun"),
-    ("campaign.engine",),
+    ("campaign.engine", "campaign.fts3"),
     ("campaign.report", "campaign.spec"),
     ("campaign.accounting",),
     ("campaign.policy",),

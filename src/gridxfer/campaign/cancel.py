@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -22,7 +23,8 @@ from gridxfer.errors import GridxferError, UsageError
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignBusy, CampaignLock, holder
-from gridxfer.campaign.engine.recovery import sweep
+from gridxfer.campaign.engine.recovery import Swept, sweep
+from gridxfer.campaign.fts3 import run as fts3_run
 
 CANCEL_MSG = "cancelled by `gridxfer campaign cancel`"
 
@@ -48,15 +50,26 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     try:
         lock.acquire()
     except CampaignBusy as busy:
-        return _stop_runner(name, busy.pid, wait)
+        stopped = _stop_runner(name, busy.pid, wait)
+        if not _fts3(path):
+            return stopped
+        lock.acquire()          # the runner stopped polling: now cancel its FTS3 jobs
     try:
         conn = journal.connect(path)
+        by_fts3 = 0
         try:
             # runner imports us
             from gridxfer.campaign.runner import _journal_spec, prepare_environment
             spec = _journal_spec(path, journal.get_meta(conn))
             prepare_environment(spec)
-            swept = sweep(conn, spec, mover_factory, ops_factory)
+            if spec.engine.kind == "fts3":       # its active attempts are jobs on the server
+                swept = Swept(0, 0)
+                before = journal.count_cancelled(conn)
+                jobs = fts3_run.cancel(conn, spec)
+                by_fts3 = journal.count_cancelled(conn) - before
+                journal.add_event(conn, "fts3_cancelled", jobs=jobs, files=by_fts3)
+            else:
+                swept = sweep(conn, spec, mover_factory, ops_factory)
             now = time.time()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -74,7 +87,16 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
             conn.close()
     finally:
         lock.release()
-    return CancelResult(name, None, n, swept.recovered, swept.removed)
+    return CancelResult(name, None, n + by_fts3, swept.recovered, swept.removed)
+
+
+def _fts3(path: Any) -> bool:
+    conn = journal.connect(path, readonly=True)
+    try:
+        spec = json.loads(journal.get_meta(conn).get("spec") or "{}")
+        return isinstance(spec, dict) and (spec.get("engine") or {}).get("kind") == "fts3"
+    finally:
+        conn.close()
 
 
 def _stop_runner(name: str, pid: int | None, wait: float) -> CancelResult:

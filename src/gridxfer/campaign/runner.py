@@ -37,10 +37,12 @@ from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
-from gridxfer.campaign.engine.recovery import recover, sweep  # noqa: F401  (recover re-exported for callers)
+from gridxfer.campaign.engine.recovery import Swept, recover, sweep  # noqa: F401  (recover re-exported for callers)
 from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerResult
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
+from gridxfer.campaign.spec import engine as engine_spec
+from gridxfer.campaign.fts3 import run as fts3_run
 from gridxfer.campaign import dryrun, reload as reload_mod
 from gridxfer.campaign.reload import journal_spec as _journal_spec
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
@@ -234,8 +236,9 @@ def dry_run(spec: CampaignSpec, *, replace: bool = False, probe: bool = True,
 
 
 def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bool = False,
+                 engine: str | None = None, fts3: str | None = None,
                  **kw: Any) -> CampaignResult:
-    spec = load_spec(spec_path)
+    spec = engine_spec.override(load_spec(spec_path), engine, fts3)
     prepare_environment(spec)
     if dry:
         return dry_run(spec, replace=replace)
@@ -265,8 +268,11 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
             if reload and edited is not None:
                 spec = reload_mod.apply(conn, name, edited)
             prepare_environment(spec)
-            with movers_tokens.using_hosts(Credentials(spec).by_host()):   # token servers
-                swept = sweep(conn, spec, mover_factory, ops_factory)
+            if spec.engine.kind == "fts3":     # its active attempts are jobs on the server
+                swept = Swept(0, 0)
+            else:
+                with movers_tokens.using_hosts(Credentials(spec).by_host()):  # token servers
+                    swept = sweep(conn, spec, mover_factory, ops_factory)
             again = 0
             if retry_failed or retry_cancelled:
                 again = conn.execute(
@@ -289,6 +295,8 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
     conn = journal.connect(path)
     try:
         journal.set_meta(conn, [("pid", str(os.getpid()))])
+        if spec.engine.kind == "fts3":
+            return _execute_fts3(conn, path, spec, recovered)
         sched = Scheduler(conn, spec, observers=observers, **factories)
         log.info("campaign %s: dispatching (pid %d)", spec.name, os.getpid())
         with _signals(sched.stop, sched.hurry):
@@ -302,14 +310,31 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
         conn.close()
 
 
+def _execute_fts3(conn: sqlite3.Connection, path: Path, spec: CampaignSpec,
+                  recovered: int) -> CampaignResult:
+    """The campaign handed to FTS3 (campaign/fts3): Ctrl-C stops polling, not the jobs."""
+    stop, hurry = threading.Event(), threading.Event()
+    with _signals(stop, hurry):
+        run = fts3_run.run(conn, spec, stop)
+    t = fts3_run.totals(conn)
+    return CampaignResult(spec.name, str(path), run.state, t.files, t.done, t.failed, t.bytes,
+                          t.bytes_done, round(run.seconds, 3),
+                          t.bytes_done / max(run.seconds, 1e-3), recovered, _failures(conn),
+                          cancelled=journal.count_cancelled(conn))
+
+
+def _failures(conn: sqlite3.Connection) -> tuple[FileFailure, ...]:
+    return tuple(FileFailure(r["name"], r["tier"], r["src_url"], r["dst_url"],
+                             r["error_class"], r["error_msg"], r["attempts"])
+                 for r in conn.execute(
+                     "SELECT name, tier, src_url, dst_url, error_class, error_msg, attempts "
+                     "FROM files WHERE state = 'failed' ORDER BY id LIMIT 1000"))
+
+
 def _result(conn, path: Path, spec: CampaignSpec, res: SchedulerResult,
             recovered: int, cleaned: int | None = None) -> CampaignResult:
     snap = res.snapshot
-    failures = tuple(FileFailure(r["name"], r["tier"], r["src_url"], r["dst_url"],
-                                 r["error_class"], r["error_msg"], r["attempts"])
-                     for r in conn.execute(
-                         "SELECT name, tier, src_url, dst_url, error_class, error_msg, attempts "
-                         "FROM files WHERE state = 'failed' ORDER BY id LIMIT 1000"))
+    failures = _failures(conn)
     return CampaignResult(spec.name, str(path), res.state, snap.files_total, snap.files_done,
                           snap.files_failed, snap.bytes_total, snap.bytes_done,
                           round(res.seconds, 3), snap.mean_rate, recovered, failures,

@@ -208,9 +208,14 @@ def _render_result(r, as_json: bool) -> None:
 @click.option("--no-probe", is_flag=True, help="--dry-run: do not contact the endpoints.")
 @click.option("--selector", default=None, help="Destination selector for every tier.")
 @click.option("--replace", is_flag=True, help="Discard an existing journal of the same name.")
+@click.option("--engine", type=click.Choice(["local", "fts3"]), default=None,
+              help="Who moves the files: this host (local) or an FTS3 server (fts3).")
+@click.option("--fts3", "fts3", default=None, metavar="URL",
+              help="The FTS3 REST endpoint (https://host:8446); implies --engine fts3.")
 @_alert_options
 def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_probe: bool,
-            selector: str | None, replace: bool, **kw: Any) -> None:
+            selector: str | None, replace: bool, engine: str | None, fts3: str | None,
+            **kw: Any) -> None:
     """Run the campaign described in FILE (YAML).
 
     --dry-run shows the plan (the first transfers, files and bytes per tier), probes every
@@ -226,7 +231,8 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_
         campaign_plan.render(runner.dry_run(spec, replace=replace, probe=not no_probe,
                                             pairs=show), as_json)
         return
-    _execute(spec.name, lambda **k: runner.run_campaign(file, replace=replace, **k),
+    _execute(spec.name, lambda **k: runner.run_campaign(file, replace=replace, engine=engine,
+                                                        fts3=fts3, **k),
              quiet=quiet, as_json=as_json, kw=kw, selector=selector)
 
 

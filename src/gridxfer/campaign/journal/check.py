@@ -68,8 +68,10 @@ def ro_uri(path: Path) -> str:
     return uri
 
 
-def verify(path: Path) -> None:
-    """Raise JournalUnusable unless ``path`` holds the core tables of a gridxfer journal."""
+def verify(path: Path, *, pages: bool = False) -> None:
+    """Raise JournalUnusable unless ``path`` holds the core tables of a gridxfer journal.
+    ``pages`` (before a writer opens it): also SQLite's ``quick_check`` of every page, so a
+    damaged page met only later (a flipped byte in an index) is refused before any write."""
     if not path.is_file():
         raise JournalUnusable(f"{path}: not a gridxfer journal: not a regular file")
     if path.stat().st_size == 0:
@@ -90,6 +92,10 @@ def verify(path: Path) -> None:
             if not need <= have:
                 raise JournalUnusable(f"{path}: not a gridxfer journal: table {table} lacks "
                                       f"{', '.join(sorted(need - have))}")
+        if pages:
+            bad = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if bad != "ok":
+                raise JournalUnusable(f"{path}: damaged or not a gridxfer journal: {bad}")
     except (sqlite3.Error, UnicodeDecodeError) as exc:   # a damaged name in the schema
         raise error(path, exc) from None
     finally:

@@ -140,7 +140,8 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
         raise UsageError(f"no such campaign journal: {path}")
     fresh = not path.exists()
     if not fresh:
-        journalcheck.verify(path)       # refuse another program's file before writing to it
+        # refuse another program's file, or a damaged one, before writing to it
+        journalcheck.verify(path, pages=not readonly)
     with journalcheck.reading(path):
         if readonly:
             conn = sqlite3.connect(journalcheck.ro_uri(path), uri=True, timeout=30,

@@ -108,6 +108,16 @@ class CircuitSpec:
 
 
 @dataclass(frozen=True)
+class EngineSpec:
+    """``engine:`` and ``fts3:`` (spec/engine.py): who moves the files."""
+    kind: str = "local"                 # local | fts3
+    endpoint: str | None = None         # the FTS3 REST endpoint (https://host:8446)
+    proxy: str | None = None            # X.509 proxy (None: X509_USER_PROXY, /tmp/x509up_u<uid>)
+    reuse: str = "auto"                 # auto: jobs of small files ask for session reuse
+    token: TokenSpec | None = None      # a bearer token for FTS3 (None: the X.509 proxy)
+
+
+@dataclass(frozen=True)
 class CampaignSpec:
     name: str
     source: SourceSpec
@@ -126,6 +136,7 @@ class CampaignSpec:
     activity_shares: tuple[tuple[str, float], ...] = ()   # each link's slots, by weight
     job_metadata: str | None = None         # FTS3's job_metadata, as canonical JSON
     names: tuple[tuple[str, str], ...] = ()  # (URL, name): pool `name:`s and inventory names
+    engine: EngineSpec = EngineSpec()       # local, or handed to FTS3 (spec/engine.py)
     extra: dict = field(default_factory=dict, compare=False)
 
     def tier(self, name: str) -> TierSpec:
@@ -163,7 +174,12 @@ def spec_from_dict(d: dict[str, Any]) -> CampaignSpec:
         priority=d.get("priority", 3), activity=d.get("activity", "default"),
         activity_shares=tuple((str(a), float(w)) for a, w in d.get("activity_shares", ())),
         job_metadata=d.get("job_metadata"),
-        names=tuple((str(u), str(n)) for u, n in d.get("names", ())))
+        names=tuple((str(u), str(n)) for u, n in d.get("names", ())),
+        engine=_engine(d.get("engine", {})))
+
+
+def _engine(d: dict[str, Any]) -> EngineSpec:
+    return EngineSpec(**{**d, "token": _token(d.get("token"))})
 
 
 def _token_of(d: dict[str, Any]) -> TokenSpec:

@@ -43,14 +43,14 @@ from gridxfer.campaign.spec.model import (  # noqa: F401  (re-exported: callers 
     RetrySpec,
     SourceSpec, TierSpec, spec_from_dict, spec_to_dict)
 from gridxfer.campaign.spec.nodes import Checker as _Checker, _kind
-from gridxfer.campaign.spec import aliases, options, tape, tiers
+from gridxfer.campaign.spec import aliases, engine as engine_mod, options, tape, tiers
 from gridxfer.campaign.spec.tokens import token_spec
 from gridxfer.campaign.spec.options import MIN_COOLDOWN, POOL_DOWN_WAIT_DEFAULT  # noqa: F401
 
 
 # ---------------------------------------------------------------- the schema
 _TOP = ("campaign", "source", "destinations", "checksum", "retries", "timeout", "overwrite",
-        "third_party", "circuit_breaker", "on_pool_down", *aliases.TOP)
+        "third_party", "circuit_breaker", "on_pool_down", "engine", "fts3", *aliases.TOP)
 _REQUIRED = ("campaign", "source", "destinations")
 
 
@@ -106,13 +106,25 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
                         "third-party copy needs a remote source"))
     circuit = get("circuit_breaker", lambda n: options.circuit(c, n), CircuitSpec())
     wait = get("on_pool_down", lambda n: options.on_pool_down(c, n), 0.0)
+    engine = c.check(lambda: engine_mod.engine_spec(c, top, base_dir), engine_mod.EngineSpec())
+    if engine.kind == "fts3" and name is not None and source is not None:
+        fts3_refusals(c, top, name, source, dests, fts3["job_metadata"])
     if c.errors or name is None or source is None or not dests:
         return None
     return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,
                         retries=retries, timeout=timeout, overwrite=overwrite, third_party=tpc,
                         circuit_breaker=circuit, pool_down_wait=wait,
-                        path=c.path, inventory=c.used_inventory, **fts3,
+                        path=c.path, inventory=c.used_inventory, **fts3, engine=engine,
                         names=tuple(sorted(c.names.items())))
+
+
+def fts3_refusals(c: _Checker, top: dict[str, Node], name: str, source: SourceSpec,
+                  dests: tuple[TierSpec, ...], metadata: str | None) -> None:
+    """What an FTS3 server would refuse at submission, refused here (engine: fts3)."""
+    urls = [(source.url, top["source"], "source.url")]
+    urls += [(u, top["destinations"], f"destinations.{t.name}.pool") for t in dests for u in t.pool]
+    engine_mod.local_urls(urls, c)
+    engine_mod.metadata_size(c, top.get("job_metadata", top.get("campaign")), name, metadata)
 
 
 def _name(c: _Checker, node: Node) -> str:

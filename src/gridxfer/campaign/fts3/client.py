@@ -1,0 +1,116 @@
+"""The official FTS3 REST client (PyPI ``fts3``: ``fts3.rest.client.easy``) behind the few
+calls the engine makes, with its exceptions turned into gridxfer's errors.
+
+Authentication as FTS3 users do: a bearer token (``fts3.token``: sent as
+``Authorization``, never in argv, logs or the journal), or an X.509 proxy
+(``fts3.proxy``, else the client's own rules: X509_USER_PROXY, /tmp/x509up_u<uid>),
+delegated to the server by ``easy.submit`` when the server has none or too short a one.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from fts3.rest.client import easy  # type: ignore[import-untyped]
+from fts3.rest.client import exceptions as fts3_errors  # type: ignore[import-untyped]
+
+from gridxfer.auth.sources import read_token, source_from
+from gridxfer.auth.tokens import TokenError
+from gridxfer.campaign.spec.model import EngineSpec
+from gridxfer.errors import GridxferError, UsageError
+from gridxfer.redact import redact
+
+log = logging.getLogger(__name__)
+# the per-file fields a poll asks for (GET /jobs/<ids>?files=...)
+POLL_FIELDS = ("file_id", "file_state", "reason", "start_time", "finish_time", "filesize",
+               "user_filesize", "tx_duration", "throughput", "dest_surl", "file_metadata")
+MAX_IDS = 50                    # job ids per status request
+
+
+class Fts3Error(GridxferError):
+    """The FTS3 server refused or failed a request (exit 1; a refusal of bad input: 2)."""
+
+
+class NotFound(Fts3Error):
+    pass
+
+
+def _error(exc: Exception, what: str) -> GridxferError:
+    text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    if isinstance(exc, fts3_errors.NotFound):
+        return NotFound(f"FTS3 {what}: not found")
+    if isinstance(exc, fts3_errors.ClientError) and "Bad request" in text:
+        return UsageError(f"FTS3 refused the {what}: {text}")
+    return Fts3Error(f"FTS3 {what}: {text}")
+
+
+class Fts3Client:
+    def __init__(self, engine: EngineSpec) -> None:
+        if not engine.endpoint:
+            raise UsageError("engine fts3 needs an endpoint: fts3: {endpoint: URL} or --fts3 URL")
+        token = None
+        if engine.token is not None:
+            try:
+                token = read_token(source_from(
+                    {k: v for k, v in asdict(engine.token).items()
+                     if k in ("file", "env", "command", "timeout") and v}))
+            except TokenError as exc:
+                raise UsageError(f"fts3.token: {exc}") from None
+        try:
+            self.context = easy.Context(
+                engine.endpoint, ucert=engine.proxy, ukey=engine.proxy,
+                fts_access_token=token.value if token else None, timeout=60)
+        except Exception as exc:  # noqa: BLE001  (the client raises bare Exception too)
+            raise _error(exc, f"endpoint {engine.endpoint}") from None
+        self.endpoint = engine.endpoint
+        self._vo: str | None = None
+
+    def vo(self) -> str:
+        """The VO the server files this user's jobs under (the deterministic ids use it)."""
+        if self._vo is None:
+            who = self._call(easy.whoami, "whoami")
+            self._vo = str((who.get("vos") or [""])[0])
+        return self._vo
+
+    def _call(self, fn: Any, what: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self.context, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001  (the client raises bare Exception too)
+            raise _error(exc, what) from None
+
+    def submit(self, job: dict[str, Any]) -> str:
+        return str(self._call(easy.submit, "submission", job))
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        """The job, or None when the server has none with that id."""
+        try:
+            return dict(self._call(easy.get_job_status, f"job {job_id}", job_id))
+        except NotFound:
+            return None
+
+    def statuses(self, job_ids: list[str]) -> list[dict[str, Any]]:
+        """Jobs with their files' POLL_FIELDS, MAX_IDS ids per request."""
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(job_ids), MAX_IDS):
+            ids = job_ids[start:start + MAX_IDS]
+            path = f"/jobs/{','.join(ids)}?files={','.join(POLL_FIELDS)}"
+            try:
+                reply = json.loads(self.context.get(path))
+            except Exception as exc:  # noqa: BLE001
+                raise _error(exc, "status") from None
+            out.extend(reply if isinstance(reply, list) else [reply])
+        return out
+
+    def cancel(self, job_ids: list[str]) -> int:
+        """Cancel the jobs still running; returns how many the server cancelled."""
+        done = 0
+        for job_id in job_ids:
+            try:
+                reply = self._call(easy.cancel, f"cancel of {job_id}", job_id)
+            except NotFound:
+                continue
+            if isinstance(reply, dict) and reply.get("job_state") == "CANCELED":
+                done += 1
+        return done

@@ -1,0 +1,166 @@
+"""The FTS3 engine: a planned campaign handed to an FTS3 server, its states polled into the
+journal. Runs in the caller's thread (no thread of its own): place -> submit -> poll ->
+sleep, until every file is done or failed, or ``stop`` is set (Ctrl-C: polling stops,
+the jobs keep running on the server; ``resume`` polls again).
+
+- **Placement** (``place``): each pending file's destination from its tier's pool by
+  ``policy.selection.ThroughputAware``, fed with the throughput FTS3 reports per
+  endpoint (finished bytes / transfer time) and the bytes already submitted to it. A file
+  retried after a failure avoids the endpoint it failed on where the pool has another.
+- **Submission**: ``jobs.build`` (the field mapping, <= 200 files per job, reuse), each job
+  journalled before the POST (``record.intend``) and confirmed after; a job left
+  unconfirmed by a killed run is looked up by its deterministic id before any resubmission.
+- **Polling**: the unfinished jobs' states in bulk (``client.statuses``) -> ``apply``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from gridxfer.campaign.fts3 import record
+from gridxfer.campaign.fts3.apply import Apply
+from gridxfer.campaign.fts3.client import Fts3Client
+from gridxfer.campaign.fts3.jobs import BASE_ID, FileRow, build
+from gridxfer.campaign.journal import store
+from gridxfer.campaign.policy.selection import EndpointStats, FileToPlace, ThroughputAware
+from gridxfer.campaign.spec.model import CampaignSpec
+from gridxfer.movers.names import join_url
+
+log = logging.getLogger(__name__)
+POLL_EVERY = 5.0                # seconds between polls (the first ones come sooner)
+
+
+@dataclass(frozen=True)
+class Fts3Run:
+    state: str                  # done | partial | interrupted
+    jobs_submitted: int
+    seconds: float
+
+
+def job_id(vo: str, sid: str) -> str:
+    """fts-rest's deterministic job id: uuid5(uuid5(BASE_ID, vo), sid)."""
+    return str(uuid.uuid5(uuid.uuid5(BASE_ID, vo), sid))
+
+
+class Fts3Engine:
+    def __init__(self, conn: Any, spec: CampaignSpec, client: Fts3Client, *,
+                 stop: threading.Event | None = None, poll_every: float = POLL_EVERY) -> None:
+        self.conn, self.spec, self.client = conn, spec, client
+        self.stop = stop or threading.Event()
+        self.poll_every = poll_every
+        self.selector = ThroughputAware()
+        self.apply = Apply(conn, spec)
+        self.submitted = 0
+        record.ensure(conn)
+
+    # ------------------------------------------------------------- resume
+    def settle_in_doubt(self) -> int:
+        """Jobs a killed run wrote but may not have posted: posted now only if the server
+        has no job with that id. Returns how many were found on the server."""
+        found = 0
+        for jid, body in record.in_doubt(self.conn):
+            if self.client.job(jid) is not None:
+                found += 1
+                log.info("fts3 job %s was submitted before the run was killed", jid)
+            else:
+                import json
+                got = self.client.submit(json.loads(body))
+                if got != jid:
+                    log.warning("fts3 job id %s, expected %s", got, jid)
+                self.submitted += 1
+            record.submitted(self.conn, jid)
+        return found
+
+    # ------------------------------------------------------------- placement
+    def _stats(self, tier: str) -> dict[str, EndpointStats]:
+        out = {}
+        for ep, pending, nbytes in self.conn.execute(
+                "SELECT endpoint, count(*), total(size) FROM files WHERE tier=? AND state IN "
+                "('active','staging') AND endpoint IS NOT NULL GROUP BY endpoint", (tier,)):
+            out[ep] = EndpointStats(url=ep, pending=pending, pending_bytes=int(nbytes))
+        for ep, rate in self.apply.throughput.items():
+            st = out.get(ep, EndpointStats(url=ep))
+            out[ep] = EndpointStats(url=ep, pending=st.pending, pending_bytes=st.pending_bytes,
+                                    throughput=rate)
+        return out
+
+    def place(self, now: float) -> list[FileRow]:
+        rows: list[FileRow] = []
+        items = {f.name: f for f in self.spec.source.files}
+        by_tier: dict[str, dict[str, EndpointStats]] = {}
+        for r in record.pending_rows(self.conn, now):
+            tier = self.spec.tier(r["tier"])
+            if tier.name not in by_tier:
+                by_tier[tier.name] = self._stats(tier.name)
+            stats = by_tier[tier.name]
+            avoid = self.apply.avoid.get(r["id"], set())
+            pool = [u for u in tier.pool if u not in avoid] or list(tier.pool)
+            ep = self.selector.choose(FileToPlace(r["id"], r["name"], r["size"]), pool, stats)
+            item = items.get(r["name"])
+            rows.append(FileRow(r["id"], r["src_url"], join_url(ep, r["name"]), ep, tier.name,
+                                r["size"], r["expected_checksum"],
+                                item.activity if item else None,
+                                item.priority if item else None))
+            st = stats.get(ep, EndpointStats(url=ep))
+            stats[ep] = EndpointStats(url=ep, pending=st.pending + 1,
+                                      pending_bytes=st.pending_bytes + r["size"],
+                                      throughput=st.throughput)
+        return rows
+
+    # ------------------------------------------------------------- submission
+    def submit_pending(self, now: float) -> int:
+        rows = self.place(now)
+        if not rows:
+            return 0
+        round_ = int(self.conn.execute("SELECT coalesce(max(round), -1) + 1 FROM fts3_jobs")
+                     .fetchone()[0])
+        dst = {r.file_id: r.dst_url for r in rows}
+        staging = self.spec.source.bring_online is not None
+        for plan in build(self.spec, rows, round_):
+            jid = job_id(self.client.vo(), plan.sid)
+            record.intend(self.conn, jid, plan, round_, dst,
+                          self.spec.tier(plan.tier).streams, staging, now)
+            got = self.client.submit(plan.job)
+            if got != jid:
+                log.warning("fts3 job id %s, expected %s", got, jid)
+            record.submitted(self.conn, jid)
+            store.add_event(self.conn, "fts3_submitted", job_id=jid, tier=plan.tier,
+                            endpoint=plan.endpoint, files=len(plan.file_ids))
+            self.submitted += 1
+            log.info("fts3 job %s: %d files %s -> %s", jid, len(plan.file_ids), plan.tier,
+                     plan.endpoint)
+        return len(rows)
+
+    # ------------------------------------------------------------- polling
+    def poll(self) -> int:
+        ids = record.open_jobs(self.conn)
+        if ids:
+            self.apply.jobs(self.client.statuses(ids), time.time())
+        return len(ids)
+
+    def _left(self) -> tuple[int, float | None]:
+        n, nb = self.conn.execute(
+            "SELECT count(*), min(not_before) FROM files WHERE state='pending'").fetchone()
+        return n, nb
+
+    def run(self) -> Fts3Run:
+        t0 = time.time()
+        self.settle_in_doubt()
+        wait = min(0.5, self.poll_every)
+        while not self.stop.is_set():
+            now = time.time()
+            self.submit_pending(now)
+            open_ = self.poll()
+            pending, _ = self._left()
+            if not open_ and not pending:
+                break
+            if self.stop.wait(wait):
+                break
+            wait = min(self.poll_every, wait * 2)
+        failed = self.conn.execute("SELECT count(*) FROM files WHERE state='failed'").fetchone()[0]
+        state = "interrupted" if self.stop.is_set() else ("partial" if failed else "done")
+        return Fts3Run(state, self.submitted, time.time() - t0)

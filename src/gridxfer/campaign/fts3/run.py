@@ -1,0 +1,82 @@
+"""Entry points the campaign API calls for an FTS3 campaign: ``run`` (submit and poll, in
+the caller's thread), ``cancel`` (the campaign's unfinished FTS3 jobs), ``totals``.
+
+The journal's ``meta.state`` and events are those of a local run (``started``,
+``interrupted``, ``finished``), so ``status``, ``report`` and the Nagios checks read an
+FTS3 campaign as any other; ``started`` says ``engine: fts3`` and the endpoint.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+
+from gridxfer.campaign.fts3 import record
+from gridxfer.campaign.fts3.client import Fts3Client
+from gridxfer.campaign.fts3.engine import Fts3Engine, Fts3Run
+from gridxfer.campaign.journal import store
+from gridxfer.campaign.spec.model import CampaignSpec
+
+__all__ = ["Fts3Run", "cancel", "run", "totals"]
+
+
+
+
+@dataclass(frozen=True)
+class Totals:
+    files: int
+    done: int
+    failed: int
+    bytes: int
+    bytes_done: int
+
+
+def totals(conn: sqlite3.Connection) -> Totals:
+    tally = store.tally(conn)
+    files = sum(n for st in tally.values() for n, _ in st.values())
+    nbytes = sum(b for st in tally.values() for _, b in st.values())
+    done = [sum(st.get("done", (0, 0))[i] for st in tally.values()) for i in (0, 1)]
+    failed = sum(st.get("failed", (0, 0))[0] for st in tally.values())
+    return Totals(files, done[0], failed, nbytes, done[1])
+
+
+def run(conn: sqlite3.Connection, spec: CampaignSpec, stop: threading.Event,
+        client: Fts3Client | None = None) -> Fts3Run:
+    client = client or Fts3Client(spec.engine)
+    store.set_meta(conn, [("state", "running"), ("engine", "fts3")])
+    store.add_event(conn, "started", engine="fts3", endpoint=spec.engine.endpoint,
+                    pid=os.getpid(), selector="throughput-aware")
+    engine = Fts3Engine(conn, spec, client, stop=stop)
+    t0 = time.time()
+    try:
+        out = engine.run()
+    except BaseException:
+        store.set_meta(conn, [("state", "interrupted")])
+        store.add_event(conn, "interrupted", signal=None, in_flight=len(record.open_jobs(conn)))
+        raise
+    t = totals(conn)
+    if out.state == "interrupted":
+        store.add_event(conn, "interrupted", signal="SIGINT",
+                        in_flight=len(record.open_jobs(conn)))
+    else:
+        store.add_event(conn, "finished", done=t.done, failed=t.failed,
+                        seconds=round(time.time() - t0, 3))
+    store.set_meta(conn, [("state", out.state)])
+    return out
+
+
+def cancel(conn: sqlite3.Connection, spec: CampaignSpec,
+           client: Fts3Client | None = None) -> int:
+    """Cancel the campaign's unfinished FTS3 jobs (server side); the next poll, or this
+    one, writes their files as cancelled. Returns the jobs the server cancelled."""
+    record.ensure(conn)
+    ids = record.open_jobs(conn) + [j for j, _ in record.in_doubt(conn)]
+    if not ids:
+        return 0
+    client = client or Fts3Client(spec.engine)
+    n = client.cancel(ids)
+    engine = Fts3Engine(conn, spec, client)
+    engine.poll()
+    return n

@@ -1,0 +1,121 @@
+"""``engine: local | fts3`` and the ``fts3:`` block (issue 23): who moves the files.
+
+``fts3: {endpoint: https://fts.example:8446, proxy: /path, token: {...}, reuse: auto,
+overwrite_hop: false}``. Refused here, at file:line, what an FTS3 server would refuse at
+submission (fts-rest's ``validate_url`` and overwrite rules), so nothing is submitted:
+
+- a ``file://`` source or destination: FTS3 "can not transfer local files";
+- ``overwrite_hop: true``: fts-rest refuses it without ``multihop``, and gridxfer submits
+  single-hop jobs only;
+- gridxfer's ``job_metadata`` (the user's plus the campaign's name) over the server's
+  ``JobMetadataSizeLimit`` (fts-rest's default: 1024 bytes of JSON).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from yaml.nodes import Node
+
+from gridxfer.campaign.spec.model import CampaignSpec, EngineSpec
+from gridxfer.errors import UsageError
+from gridxfer.campaign.spec.nodes import Checker
+from gridxfer.campaign.spec.tokens import token_spec
+
+ENGINES = ("local", "fts3")
+REUSE = ("auto", "always", "never")
+__all__ = ["EngineSpec", "engine_spec"]
+JOB_METADATA_LIMIT = 1024       # bytes of JSON: fts-rest's default JobMetadataSizeLimit
+_KEYS = ("endpoint", "proxy", "token", "reuse", "overwrite_hop")
+
+
+def endpoint_url(c: Checker, node: Node, where: str) -> str:
+    url = c.string(node, where)
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise c.fail(node, where, f"expected the FTS3 REST URL (https://host:8446), got {url!r}")
+    if parts.username or parts.password or parts.query:
+        raise c.fail(node, where, "no user, password or query in the FTS3 URL")
+    return url.rstrip("/")
+
+
+def engine_spec(c: Checker, top: dict[str, Node], base_dir: Path) -> EngineSpec:
+    kind = "local"
+    if "engine" in top:
+        kind = c.string(top["engine"], "engine")
+        if kind not in ENGINES:
+            raise c.fail(top["engine"], "engine", f"expected one of {', '.join(ENGINES)}, "
+                                                  f"got {kind!r}")
+    if "fts3" not in top:
+        if kind == "fts3":
+            raise c.fail(top["engine"], "engine", "engine: fts3 needs fts3: {endpoint: URL} "
+                                                  "(or --fts3 URL)")
+        return EngineSpec(kind=kind)
+    node = top["fts3"]
+    m = c.mapping(node, "fts3", _KEYS, required=("endpoint",))
+    endpoint = endpoint_url(c, m["endpoint"], "fts3.endpoint")
+    proxy = c.string(m["proxy"], "fts3.proxy") if "proxy" in m else None
+    token = token_spec(c, m["token"], "fts3.token", base_dir) if "token" in m else None
+    if token is not None and proxy is not None:
+        raise c.fail(m["token"], "fts3.token", "give fts3.token or fts3.proxy, not both")
+    reuse = "auto"
+    if "reuse" in m:
+        raw = c.value(m["reuse"], "fts3.reuse")
+        reuse = ("always" if raw else "never") if isinstance(raw, bool) else raw
+        if reuse not in REUSE:
+            raise c.fail(m["reuse"], "fts3.reuse", f"expected auto, true or false, got {raw!r}")
+    if "overwrite_hop" in m and c.boolean(m["overwrite_hop"], "fts3.overwrite_hop"):
+        raise c.fail(m["overwrite_hop"], "fts3.overwrite_hop",
+                     "FTS3 refuses 'overwrite-hop' without a multihop job, and gridxfer "
+                     "submits single-hop jobs")
+    return EngineSpec(kind=kind, endpoint=endpoint, proxy=proxy, reuse=reuse, token=token)
+
+
+def local_urls(urls: Sequence[tuple[str, Node | None, str]], c: Checker) -> None:
+    """FTS3 cannot transfer local files (fts-rest ``validate_url``): refuse them."""
+    for url, node, where in urls:
+        if urlsplit(url).scheme in ("", "file"):
+            c.record(c.fail(node, where, f"FTS3 cannot transfer local files ({url}); "
+                                         f"use engine: local"))
+
+
+def metadata_size(c: Checker, node: Node | None, name: str, user: str | None) -> None:
+    """The job_metadata gridxfer sends must fit the server's limit."""
+    meta: dict = {"gridxfer_campaign": name, "tier": "x" * 64, "round": 99}
+    if user is not None:
+        meta["user"] = json.loads(user)
+    size = len(json.dumps(meta))
+    if size > JOB_METADATA_LIMIT:
+        c.record(c.fail(node, "job_metadata", f"{size} bytes as FTS3 job_metadata with the "
+                                              f"campaign's name; FTS3 takes at most "
+                                              f"{JOB_METADATA_LIMIT}"))
+
+
+def override(spec: CampaignSpec, kind: str | None, endpoint: str | None) -> CampaignSpec:
+    """``campaign run --engine fts3 --fts3 URL`` over the campaign file's choice, with the
+    refusals ``engine_spec`` makes at file:line (here in one line, exit 2)."""
+    if kind is None and endpoint is None:
+        return spec
+    if kind is not None and kind not in ENGINES:
+        raise UsageError(f"--engine: expected one of {', '.join(ENGINES)}, got {kind!r}")
+    eng = spec.engine
+    if endpoint is not None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("https", "http") or not parts.hostname or parts.username \
+                or parts.password or parts.query:
+            raise UsageError(f"--fts3: expected the FTS3 REST URL (https://host:8446), got "
+                             f"{endpoint!r}")
+        eng = replace(eng, endpoint=endpoint.rstrip("/"), kind=kind or "fts3")
+    elif kind is not None:
+        eng = replace(eng, kind=kind)
+    if eng.kind == "fts3":
+        if not eng.endpoint:
+            raise UsageError("--engine fts3 needs --fts3 URL or fts3: {endpoint: URL} in the "
+                             "campaign file")
+        for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
+            if urlsplit(url).scheme in ("", "file"):
+                raise UsageError(f"FTS3 cannot transfer local files ({url}); use --engine local")
+    return replace(spec, engine=eng)

@@ -1,0 +1,172 @@
+"""The FTS3 STAND-IN's submission rules: what fts-rest-flask's ``JobBuilder`` checks and
+stores for a transfer job (src/fts3rest/fts3rest/lib/JobBuilder.py and
+JobBuilder_utils.py, read at the mirrored HEAD; none of its code is copied).
+
+``build_job(body, vo)`` returns the stored job and its files, or raises ``Refused`` with
+the message fts-rest answers (HTTP 400). Written from the server's source, independently of
+gridxfer's own mapping (``campaign/fts3``), so a test of one against the other means
+something. Not an FTS3 server: only what gridxfer submits and polls.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+BASE_ID = uuid.UUID("urn:uuid:01874efb-4735-4595-bc9c-591aef8240c9")   # fts-rest's BASE_ID
+METADATA_LIMIT = 1024      # fts-rest's default Job/File/Staging/ArchiveMetadataSizeLimit
+DEFAULTS: dict[str, Any] = {   # fts-rest's DEFAULT_PARAMS (the transfer ones)
+    "bring_online": -1, "archive_timeout": -1, "verify_checksum": False,
+    "copy_pin_lifetime": -1, "job_metadata": None, "overwrite": False,
+    "overwrite_on_retry": False, "overwrite_when_only_on_disk": False, "overwrite_hop": False,
+    "reuse": None, "multihop": False, "retry": 0, "retry_delay": 0, "priority": 3,
+    "max_time_in_queue": 0}
+
+
+class Refused(Exception):
+    """fts-rest's BadRequest: HTTP 400 with this message."""
+
+
+def _int(value: Any, default: int = -1) -> int:      # fts-rest's safe_int
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _flag(value: Any) -> bool:                         # fts-rest's safe_flag
+    if isinstance(value, str):
+        return value.lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _validate_url(url: str) -> None:
+    parts = urlsplit(url.strip())
+    if not parts.scheme:
+        raise Refused(f"Invalid value within the request: Missing scheme ({url})")
+    if parts.scheme == "file":
+        raise Refused(f"Invalid value within the request: Can not transfer local files ({url})")
+    if not parts.path or (parts.path == "/" and not parts.query):
+        raise Refused(f"Invalid value within the request: Missing path ({url})")
+    if not parts.hostname:
+        raise Refused(f"Invalid value within the request: Missing host ({url})")
+
+
+def _metadata(data: Any, what: str = "Metadata") -> dict[str, Any]:
+    if len(json.dumps(data)) > METADATA_LIMIT:
+        raise Refused(f"Invalid value within the request: Job Submission Refused, {what.lower()}"
+                      f" exceeds size limit of {METADATA_LIMIT}")
+    if isinstance(data, dict):
+        return data
+    if isinstance(data, str):
+        return {"label": data}
+    raise Refused(f"Invalid value within the request: {what} neither JSON nor String")
+
+
+def _se(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}"
+
+
+def _overwrite_flag(p: dict[str, Any]) -> str:
+    flags = [_flag(p[k]) for k in ("overwrite", "overwrite_on_retry",
+                                  "overwrite_when_only_on_disk", "overwrite_hop")]
+    if sum(flags) > 1 and not (sum(flags) == 2 and flags[2] and flags[3]):
+        raise Refused("Incompatible overwrite flags used at the same time")
+    if flags[2] and _int(p["archive_timeout"]) <= 0:
+        raise Refused("'overwrite-when-only-on-disk' requires 'archive-timeout' to be set")
+    if flags[0]:
+        return "Y"
+    if flags[1]:
+        return "R"
+    if flags[3] and flags[2]:
+        return "Q"
+    if flags[3]:
+        return "M"
+    return "D" if flags[2] else "N"
+
+
+def job_id_of(params: dict[str, Any], vo: str) -> str:
+    if params.get("id_generator", "standard") != "deterministic":
+        return str(uuid.uuid1())
+    sid = params.get("sid")
+    if sid is None:
+        raise Refused("Need sid for deterministic job id generation")
+    return str(uuid.uuid5(uuid.uuid5(BASE_ID, vo), str(sid)))
+
+
+def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
+              next_file_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The job and file rows fts-rest would store for ``body`` (or ``Refused``)."""
+    if body.get("delete"):
+        raise Refused("Deletion jobs are no longer supported by FTS")
+    files_in = body.get("files")
+    if not files_in:
+        raise Refused("No transfers operations specified")
+    params = {**DEFAULTS, **body.get("params", {})}
+    for k, v in list(params.items()):
+        if v is None and k in DEFAULTS:
+            params[k] = DEFAULTS[k]
+    if params["job_metadata"] is not None:
+        params["job_metadata"] = _metadata(params["job_metadata"])
+    job_id = job_id_of(params, vo)
+    job_type = "H" if _flag(params["multihop"]) else ("Y" if _flag(params["reuse"]) else "N")
+    staging = _int(params["copy_pin_lifetime"]) > 0 or _int(params["bring_online"]) > 0
+    overwrite = _overwrite_flag(params)
+    if overwrite in ("M", "Q") and job_type != "H":
+        raise Refused("'overwrite-hop' requires multihop job submission")
+    state = "STAGING" if staging else "SUBMITTED"
+    files: list[dict[str, Any]] = []
+    for entry in files_in:
+        for src in entry["sources"]:
+            _validate_url(src)
+            for dst in entry["destinations"]:
+                _validate_url(dst)
+                meta = entry.get("metadata")
+                files.append({
+                    "file_id": next_file_id + len(files), "job_id": job_id,
+                    "file_state": "NOT_USED" if job_type == "H" and files else state,
+                    "source_surl": src, "dest_surl": dst, "source_se": _se(src),
+                    "dest_se": _se(dst), "activity": entry.get("activity") or "default",
+                    "user_filesize": _int(entry.get("filesize"), 0), "filesize": 0,
+                    "checksum": entry.get("checksum") or "ADLER32",
+                    "file_metadata": None if meta is None else _metadata(meta),
+                    "reason": None, "start_time": None, "finish_time": None,
+                    "throughput": None, "tx_duration": None})
+    if not files:
+        raise Refused("No valid pairs available")
+    has_checksum = False        # fts-rest's _check_checksum: the last file given one decides
+    for entry in files_in:
+        if entry.get("checksum") is not None:
+            has_checksum = len(entry["checksum"]) > 0
+    method_ = params["verify_checksum"]
+    if isinstance(method_, bool):
+        method_ = "target" if (not method_ and has_checksum) else ("none" if not method_
+                                                                    else "both")
+    if method_ not in ("source", "target", "both", "none"):
+        raise Refused("Invalid value within the request: verify_checksum")
+    source_ses = {f["source_se"] for f in files}
+    dest_ses = {f["dest_se"] for f in files}
+    if job_type == "Y" and (len(source_ses) > 1 or len(dest_ses) > 1):
+        raise Refused("Reuse jobs must only contain transfers for the same source ad "
+                      "destination storage")
+    metadata = params["job_metadata"]
+    metadata = {**(metadata or {}), "auth_method": method}
+    job = {
+        "job_id": job_id, "job_state": state, "job_type": job_type,
+        "retry": _int(params["retry"]), "retry_delay": _int(params["retry_delay"]),
+        "priority": max(min(_int(params["priority"], 3), 5), 1),
+        "checksum_method": method_[0], "overwrite_flag": overwrite,
+        "bring_online": _int(params["bring_online"]),
+        "copy_pin_lifetime": _int(params["copy_pin_lifetime"]),
+        "archive_timeout": _int(params["archive_timeout"]),
+        "job_metadata": metadata, "user_dn": user_dn, "vo_name": vo,
+        "source_se": source_ses.pop() if len(source_ses) == 1 else None,
+        "dest_se": dest_ses.pop() if len(dest_ses) == 1 else None,
+        "submit_time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()),
+        "job_finished": None, "reason": None, "cancel_job": False,
+        "internal_job_params": f"nostreams:{_int(params.get('nostreams'), 1)}"
+        if params.get("nostreams") else None}
+    return job, files

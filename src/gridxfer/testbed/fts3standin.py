@@ -1,0 +1,239 @@
+"""A STAND-IN for an FTS3 REST server (issue 23): NOT FTS3. The FTS3 server cannot be
+installed from Debian or PyPI, so the tests drive the official ``fts3`` client against this
+HTTP server on loopback. It checks every submission as fts-rest-flask does (``fts3rules``),
+stores what fts-rest stores, and serves the state sequences an FTS3 reports as its
+transfer daemon would move them (no transfer happens: states only).
+
+Each status request for a job moves each of its unfinished files one step along its
+sequence: STAGING (bring_online) -> SUBMITTED -> ACTIVE -> [ARCHIVING (archive_timeout)]
+-> FINISHED, or FAILED with the reason ``fail(file)`` returns. Authentication: a bearer
+token (``token``), as FTS3 accepts from a token-enabled client; anything else is 401.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from gridxfer.testbed.fts3rules import Refused, build_job
+
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+FailRule = Callable[[dict[str, Any]], "str | None"]
+
+
+class StandIn:
+    """The stand-in's state (jobs, files, what was posted); ``url`` once started."""
+
+    def __init__(self, token: str, *, vo: str = "gridxfer", fail: FailRule | None = None,
+                 on_submit: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.token, self.vo = token, vo
+        self.fail = fail or (lambda f: None)
+        self.on_submit = on_submit      # called with the stored job before the reply
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, list[dict[str, Any]]] = {}
+        self.posts: list[dict[str, Any]] = []       # every POST /jobs body, accepted or not
+        self.refused: list[str] = []
+        self.duplicates = 0                          # submissions of an existing job id
+        self.lock = threading.Lock()
+        self._next_file = 1
+        self._server: ThreadingHTTPServer | None = None
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> str:
+        standin = self
+
+        class Handler(_Handler):
+            owner = standin
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, name="fts3-standin",
+                         daemon=True).start()
+        return self.url
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    # ------------------------------------------------------------- the API
+    def submit(self, body: dict[str, Any]) -> tuple[int, Any]:
+        with self.lock:
+            self.posts.append(body)
+            try:
+                job, files = build_job(body, self.vo, "/DC=org/DC=gridxfer/CN=standin",
+                                       "oauth2", self._next_file)
+            except (Refused, KeyError, TypeError, ValueError) as exc:
+                self.refused.append(str(exc))
+                return 400, {"status": "400 Bad Request", "message": str(exc)}
+            if job["job_id"] in self.jobs:
+                self.duplicates += 1
+                return 409, {"status": "409 Conflict", "message": "duplicate job id"}
+            self._next_file += len(files)
+            self.jobs[job["job_id"]] = job
+            self.files[job["job_id"]] = files
+        if self.on_submit is not None:
+            self.on_submit(job)
+        return 200, {"job_id": job["job_id"]}
+
+    def _sequence(self, job: dict[str, Any], f: dict[str, Any]) -> list[str]:
+        seq = ["STAGING"] if job["bring_online"] > 0 or job["copy_pin_lifetime"] > 0 else []
+        seq += ["SUBMITTED", "ACTIVE"]
+        if job["archive_timeout"] > 0:
+            seq.append("ARCHIVING")
+        return seq + ["FINISHED"]
+
+    def advance(self, job_id: str) -> None:
+        """One step of the daemon's work on this job's files (under the lock)."""
+        job, now = self.jobs[job_id], time.time()
+        for f in self.files[job_id]:
+            if f["file_state"] in TERMINAL or f["file_state"] == "NOT_USED":
+                continue
+            seq = self._sequence(job, f)
+            nxt = seq[seq.index(f["file_state"]) + 1]
+            if nxt == "ACTIVE":
+                f["start_time"] = _iso(now)
+            if nxt in ("ARCHIVING", "FINISHED") and f["file_state"] == "ACTIVE":
+                reason = self.fail(f)
+                if reason:
+                    f.update(file_state="FAILED", reason=reason, finish_time=_iso(now))
+                    continue
+                f.update(filesize=f["user_filesize"], tx_duration=1.0,
+                         throughput=f["user_filesize"] / 1e6)
+            f["file_state"] = nxt
+            if nxt == "FINISHED":
+                f["finish_time"] = _iso(now)
+        self._job_state(job)
+
+    def _job_state(self, job: dict[str, Any]) -> None:
+        states = {f["file_state"] for f in self.files[job["job_id"]]}
+        if job["job_state"] == "CANCELED" or not states <= set(TERMINAL):
+            if not states <= set(TERMINAL):
+                job["job_state"] = "ACTIVE" if "ACTIVE" in states or "ARCHIVING" in states \
+                    else job["job_state"]
+            return
+        job["job_state"] = ("FINISHED" if states == {"FINISHED"} else
+                            "FAILED" if "FINISHED" not in states else "FINISHEDDIRTY")
+        job["job_finished"] = _iso(time.time())
+
+    def cancel(self, job_id: str) -> tuple[int, Any]:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return 404, {"status": "404 Not Found", "message": f"No job with the id "
+                                                               f"\"{job_id}\" has been found"}
+        if job["job_state"] in ("FINISHED", "FAILED", "FINISHEDDIRTY", "CANCELED"):
+            return 200, {**job, "http_status": "304 Not Modified"}
+        job.update(job_state="CANCELED", cancel_job=True, reason="Job canceled by the user",
+                   job_finished=_iso(time.time()))
+        for f in self.files[job_id]:
+            if f["file_state"] not in TERMINAL:
+                f.update(file_state="CANCELED", reason="Job canceled by the user",
+                         finish_time=_iso(time.time()))
+        return 200, {**job, "http_status": "200 Ok"}
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts))
+
+
+_JOBS = re.compile(r"/jobs/([0-9a-f,-]+)(/files)?")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: StandIn
+
+    def log_message(self, fmt: str, *args: Any) -> None:      # quiet
+        pass
+
+    def _reply(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:         # the client is gone (a test killed it)
+            pass
+
+    def _authorized(self) -> bool:
+        if self.headers.get("Authorization") == f"Bearer {self.owner.token}":
+            return True
+        self._reply(401, {"status": "401 Unauthorized", "message": "no valid credentials"})
+        return False
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        path, query = parts.path.rstrip("/") or "/", parse_qs(parts.query)
+        if path == "/":
+            return self._reply(200, {"api": {"major": 3, "minor": 14, "patch": 0},
+                                     "standin": "gridxfer's FTS3 stand-in, not FTS3"})
+        if not self._authorized():
+            return None
+        o = self.owner
+        if path == "/whoami":
+            return self._reply(200, {"user_dn": "/DC=org/DC=gridxfer/CN=standin",
+                                     "vos": [o.vo], "method": "oauth2",
+                                     "delegation_id": "standin"})
+        if path == "/jobs":
+            with o.lock:
+                jobs = [j for j in o.jobs.values() if j["job_finished"] is None]
+            return self._reply(200, jobs)
+        m = _JOBS.fullmatch(path)
+        if not m:
+            return self._reply(404, {"status": "404 Not Found", "message": path})
+        fields = query.get("files", [""])[0].split(",") if "files" in query else []
+        ids = [i for i in m.group(1).split(",") if i]
+        with o.lock:
+            out: list[Any] = []
+            for job_id in ids:
+                if job_id not in o.jobs:
+                    out.append({"job_id": job_id, "http_status": "404 Not Found",
+                                "http_message": f"No job with the id \"{job_id}\" has been "
+                                                f"found"})
+                    continue
+                o.advance(job_id)
+                if m.group(2):
+                    return self._reply(200, [dict(f) for f in o.files[job_id]])
+                job = {**o.jobs[job_id], "http_status": "200 Ok"}
+                if fields:
+                    job["files"] = [{k: f[k] for k in fields if k in f}
+                                    for f in o.files[job_id]]
+                out.append(job)
+        missing = [j for j in out if j["http_status"].startswith("404")]
+        if len(ids) == 1:
+            return self._reply(404 if missing else 200, out[0])
+        return self._reply(207 if missing else 200, out)
+
+    def do_POST(self) -> None:
+        if not self._authorized():
+            return
+        if self.path.rstrip("/") != "/jobs":
+            return self._reply(404, {"status": "404 Not Found", "message": self.path})
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length))
+        except ValueError as exc:
+            return self._reply(400, {"status": "400 Bad Request", "message": str(exc)})
+        self._reply(*self.owner.submit(body))
+
+    def do_DELETE(self) -> None:
+        if not self._authorized():
+            return
+        m = _JOBS.fullmatch(self.path.rstrip("/"))
+        if not m or m.group(2):
+            return self._reply(404, {"status": "404 Not Found", "message": self.path})
+        ids = [i for i in m.group(1).split(",") if i]
+        with self.owner.lock:
+            replies = [self.owner.cancel(i) for i in ids]
+        if len(ids) == 1:
+            return self._reply(*replies[0])
+        self._reply(207 if any(c != 200 for c, _ in replies) else 200, [r for _, r in replies])

@@ -1,0 +1,98 @@
+"""What FTS3 refuses is refused before any submission (one line, exit 2), and the stand-in
+refuses what fts-rest's JobBuilder refuses when the official client sends it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fts3.rest.client import easy
+
+from gridxfer.cli.main import main
+from gridxfer.testbed.fts3standin import StandIn
+
+BASE = """
+campaign: refuse
+engine: fts3
+fts3: {{endpoint: "{url}", token: {{file: "{tok}"}}{fts3}}}
+source: {{url: "{src}", files: [{{name: a, size: 10}}]}}
+destinations:
+  - {{tier: t, pool: ["{dst}"]}}
+{extra}"""
+
+
+@pytest.fixture
+def standin():
+    s = StandIn("tok")
+    s.start()
+    yield s
+    s.stop()
+
+
+def run(tmp_path: Path, url: str, *args: str, src: str = "root://s.example//d/",
+        dst: str = "root://d.example//x/", fts3: str = "", extra: str = ""):
+    tok = tmp_path / "tok"
+    tok.write_text("tok")
+    f = tmp_path / "c.yaml"
+    f.write_text(BASE.format(url=url, tok=tok, src=src, dst=dst, fts3=fts3, extra=extra))
+    return main(["campaign", "run", "--quiet", *args, str(f)]), f
+
+
+@pytest.mark.parametrize("case, kw, message", [
+    ("file-source", {"src": "file:///data/"},
+     "c.yaml:5: source.url: FTS3 cannot transfer local files"),
+    ("file-destination", {"dst": "file:///x/"}, "destinations.t.pool: FTS3 cannot transfer local"),
+    ("overwrite-hop", {"fts3": ", overwrite_hop: true"},
+     "fts3.overwrite_hop: FTS3 refuses 'overwrite-hop' without a multihop job"),
+    ("metadata", {"extra": "job_metadata: {note: " + "x" * 1100 + "}"},
+     "FTS3 job_metadata with the campaign's name; FTS3 takes at most 1024"),
+    ("reuse", {"fts3": ", reuse: sometimes"}, "fts3.reuse: expected auto, true or false"),
+])
+def test_invalid_combinations_are_refused_before_submission(tmp_path, gridxfer_home, standin,
+                                                            capsys, case, kw, message):
+    code, _ = run(tmp_path, standin.url, **kw)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert standin.posts == []
+
+
+def test_engine_on_the_command_line_refuses_local_urls(tmp_path, gridxfer_home, standin,
+                                                       capsys):
+    f = tmp_path / "local.yaml"
+    f.write_text('campaign: local\nsource: {url: "root://s.example//d/", files: '
+                 '[{name: a, size: 10}]}\ndestinations:\n  - {tier: t, pool: ["file:///x/"]}\n')
+    assert main(["campaign", "run", "--quiet", "--fts3", standin.url, str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "FTS3 cannot transfer local files (file:///x/); use --engine local" in err
+    assert standin.posts == []
+
+
+def _job(**params):
+    t = [easy.new_transfer("root://s.example//d/a", "root://d1.example//x/a"),
+         easy.new_transfer("root://s.example//d/b", "root://d2.example//x/b")]
+    return easy.new_job(t, **params)
+
+
+@pytest.mark.parametrize("job, refusal", [
+    (_job(reuse=True), "Reuse jobs must only contain transfers for the same source"),
+    (easy.new_job([easy.new_transfer("file:///d/a", "root://d.example//x/a")]),
+     "Can not transfer local files"),
+    (_job(overwrite_hop=True), "'overwrite-hop' requires multihop job submission"),
+    (_job(metadata={"x": "y" * 1100}), "metadata exceeds size limit of 1024"),
+])
+def test_the_standin_refuses_what_fts_rest_refuses(standin, job, refusal):
+    ctx = easy.Context(standin.url, fts_access_token="tok")
+    with pytest.raises(easy.exceptions.ClientError, match="Bad request"):
+        easy.submit(ctx, job)
+    assert refusal in standin.refused[-1] and standin.jobs == {}
+
+
+def test_the_standin_stores_what_fts_rest_stores(standin):
+    ctx = easy.Context(standin.url, fts_access_token="tok")
+    jid = easy.submit(ctx, _job(priority=9, retry=0, metadata="label me"))
+    job = standin.jobs[jid]
+    assert job["priority"] == 5                     # clamped 1-5
+    assert job["checksum_method"] == "t"            # a checksum given, verify left False
+    assert job["job_metadata"] == {"label": "label me", "auth_method": "oauth2"}
+    assert job["job_type"] == "N" and job["retry"] == 0
+    assert json.loads(json.dumps(standin.files[jid]))[0]["checksum"] == "ADLER32"
