@@ -42,6 +42,19 @@ class RedactFilter(logging.Filter):
         return True
 
 
+class _Stderr(logging.StreamHandler):
+    """stderr as it is when a record comes: rich's live view redirects it, so a log line
+    prints above the live table instead of tearing it."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 class _UTC(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
         ms = int(record.msecs)
@@ -55,7 +68,7 @@ def configure(verbosity: int, log_file: str | None) -> None:
         logger.removeHandler(h)
         h.close()
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
-    stderr = logging.StreamHandler(sys.stderr)
+    stderr = _Stderr()
     stderr.setLevel(level)
     stderr.setFormatter(logging.Formatter("gridxfer: %(levelname)s: %(message)s"))
     handlers: list[logging.Handler] = [stderr]
