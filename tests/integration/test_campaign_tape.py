@@ -203,9 +203,11 @@ def test_a_tape_source_is_staged_then_copied(make_grid, gridxfer_home, tmp_path)
         time.sleep(0.2)
 
 
+@pytest.mark.parametrize("sig, code", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGINT, 4)],
+                         ids=["kill-9", "ctrl-c"])
 def test_kill9_while_archiving_then_resume_ends_all_on_tape_and_verified(make_grid,
                                                                          gridxfer_home,
-                                                                         tmp_path):
+                                                                         tmp_path, sig, code):
     inv = make_grid([ServerSpec(NAME, "xrootd", "T1", tape=drives(3600.0))])   # held on disk
     ep = inv.endpoints[NAME]
     data = sources(tmp_path, n=5)
@@ -225,13 +227,13 @@ def test_kill9_while_archiving_then_resume_ends_all_on_tape_and_verified(make_gr
                     "archiving") == len(data):
                 break
             time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    assert proc.returncode == code, (out, err)         # Ctrl-C: interrupted, resumable (4)
     assert {r["state"] for r in rows(gridxfer_home, "k9")} == {"archiving"}
     urls = [base + n for n in data]
     assert set(residency(urls).values()) == {Residency.DISK_ONLY}
