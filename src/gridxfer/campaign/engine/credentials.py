@@ -45,6 +45,10 @@ FACTOR = 2.0                # the expected duration, times this
 MARGIN = 60.0               # seconds on top: the token must outlive the verification too
 SCOPE_PREFIXES = ("storage.", "read:", "write:")
 REUSE = 1.0                 # s: a token read this recently is not read again
+FILE_RECHECK = 1.0          # s: a paused tier reads its file, variable... again this often
+# s: ... and runs its command again this often (the dispatcher waits for a command, up to
+# its timeout: a failing `oidc-token` is not run every second)
+COMMAND_RECHECK = 30.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Grant:
     tokens: TokenPair | None = None
     pause: str | None = None
     refuse: str | None = None
+    retry_in: float = 1.0       # s before a paused tier asks its source again
 
 
 def source_of(ts: TokenSpec) -> TokenSource:
@@ -98,7 +103,9 @@ class Credentials:
                 tok = self._token(ts, need)
             except TokenError as exc:
                 return Grant(pause=f"tier {tier} paused: no usable token for the {side} "
-                                   f"({exc}); it resumes once its token source gives one")
+                                   f"({exc}); it resumes once its token source gives one",
+                             retry_in=COMMAND_RECHECK if ts is not None and ts.command
+                             else FILE_RECHECK)
             if tok is not None and ts is not None:
                 try:
                     check(tok, op, url_path(url), base=ts.base)   # type: ignore[arg-type]
@@ -184,11 +191,9 @@ class Paused:
 
 class TokenGate:
     """The tiers paused for want of a token: a paused tier dispatches nothing until its
-    token source gives a fresh enough token (asked again every ``RECHECK`` seconds: a
-    file that changed is read at once). Journal events: ``tier_paused`` {tier, reason}
-    once per pause, ``tier_resumed`` {tier, paused_for}."""
-
-    RECHECK = 1.0
+    token source gives a fresh enough token (asked again after ``Grant.retry_in`` s: a
+    file or variable every second, a command every 30 s). Journal events: ``tier_paused``
+    {tier, reason} once per pause, ``tier_resumed`` {tier, paused_for}."""
 
     def __init__(self, creds: Credentials) -> None:
         self.creds = creds
@@ -204,7 +209,7 @@ class TokenGate:
         before = self.paused.get(tier)
         if g.pause is not None:
             self.paused[tier] = Paused(before.since if before else now, g.pause,
-                                       now + self.RECHECK)
+                                       now + g.retry_in)
             if before is None:
                 log.warning("%s", g.pause)          # the one message of this pause
                 return g, [("tier_paused", {"tier": tier, "reason": g.pause})]

@@ -7,8 +7,8 @@ import time
 import jwt
 import pytest
 
-from gridxfer.campaign.engine.credentials import (ASSUMED_RATE, MARGIN, Credentials, TokenGate,
-                                                  needed_seconds)
+from gridxfer.campaign.engine.credentials import (ASSUMED_RATE, COMMAND_RECHECK, MARGIN,
+                                                  Credentials, TokenGate, needed_seconds)
 from gridxfer.campaign.spec.model import CampaignSpec, SourceSpec, TierSpec, TokenSpec
 
 
@@ -129,8 +129,13 @@ def test_a_configured_source_without_a_token_pauses(tmp_path):
     g = creds(sp).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
     assert g.pause and "does not exist" in g.pause
     sp = spec(tmp_path, dst_token=TokenSpec(command=("false",)))
-    assert "failed (exit 1)" in creds(sp).grant("T2", "davs://d.invalid/data/",
-                                                 "file:///x/f", DST, 10).pause
+    g = creds(sp).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
+    assert "failed (exit 1)" in g.pause
+    # a failing command is run again every COMMAND_RECHECK s, not every second
+    gate = TokenGate(creds(sp))
+    gate.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10, now=100.0)
+    assert gate.blocked("T2", 100.0 + COMMAND_RECHECK - 1)
+    assert not gate.blocked("T2", 100.0 + COMMAND_RECHECK)
 
 
 def test_discovery_by_default_unchecked_and_none_is_fine(tmp_path, monkeypatch):
