@@ -22,7 +22,7 @@ FAILED = {"name", "tier", "endpoint", "url", "error_class", "error_msg", "attemp
 FILTERS = {"tier", "endpoint", "failed", "since"}
 KIND = {"run": {"dry_run", "seconds", "mean_rate", "recovered", "cleaned", "paused", "edited",
                 "reloaded", "plan"},
-        "status": {"links", "excluded", "tape"},
+        "status": {"links", "excluded", "paused", "tape"},
         "report": {"seconds", "rate", "links", "endpoints", "histogram", "share", "tape", "png"}}
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 TIME_KEYS = TIMES | {"since", "until", "t0"}

@@ -106,13 +106,17 @@ def render_status(st, as_json: bool, links: bool) -> None:
     if links:
         if not st.links:
             _echo("  (no optimizer decisions journalled yet)")
+        width = terminal_width()
         for ln in st.links:
-            _echo(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
-                       f"{ln['decisions']} decisions)")
+            for line in summary(f"  link {ln['tier']}: active {ln['active']} ({ln['reason']}; "
+                                f"{ln['decisions']} decisions)", width):
+                _echo(line)
         for ex in st.excluded:
             until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
                      if ex["until"] else "")
-            _echo(f"  excluded {ex['tier']} {ex['endpoint']}: {ex['reason']}{until}")
+            for line in summary(f"  excluded {ex['tier']} {ex['endpoint']}: {ex['reason']}{until}",
+                                width):
+                _echo(line)
     if st.filters.failed:
         _failed_lines(st.failed_files, st.names, _echo)
 

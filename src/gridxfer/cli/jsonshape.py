@@ -16,7 +16,7 @@ Every kind has the same top-level keys; what only one kind has sits under its ow
     job_metadata  FTS3's job_metadata from the campaign file, or null
     run           {dry_run, seconds, mean_rate, recovered, cleaned, paused, edited,
                    reloaded, plan (--dry-run: pairs, tiers, probes)}            (kind run)
-    status        {links, excluded, tape}                                       (kind status)
+    status        {links, excluded, paused, tape}                               (kind status)
     report        {seconds, rate, links, endpoints, histogram, share, tape, png} (kind report)
 
 Rates are bytes/s, sizes bytes, durations seconds; every point in time is ISO 8601.
@@ -84,6 +84,7 @@ def _common(kind: str, st: Any, *, job_metadata: Any = None) -> dict[str, Any]:
 def status(st: Any) -> dict[str, Any]:
     d = _common("status", st)
     d["status"] = _times({"links": list(st.links), "excluded": list(st.excluded),
+                          "paused": list(getattr(st, "paused", ())),
                           "tape": st.tape.to_dict() if st.tape is not None else None})
     return d
 
