@@ -130,7 +130,9 @@ def test_persist_writes_every_key_even_those_already_set(host, tmp_path):
         done = playbook(inv, "-e", "profile=keep", "-e", f"gridxfer_vars_file={vars_file}",
                         "-e", "gridxfer_persist=true", "-e", f"gridxfer_sysctl_dir={tmp_path}/d")
         assert done.returncode == 0, done.stdout[-3000:]
-        lines = (tmp_path / "d" / "90-gridxfer-keep.conf").read_text().splitlines()
+        text = (tmp_path / "d" / "90-gridxfer-keep.conf").read_text()
+        assert text.endswith("\n") and not text.endswith("\n\n"), repr(text[-80:])
+        lines = text.splitlines()
         assert lines[1:] == ["net.ipv4.tcp_congestion_control = bbr",
                              "net.ipv4.tcp_rmem = 4096 87380 12582912"]
         assert ns.sysctl("net.ipv4.tcp_rmem").split() == ["4096", "87380", "12582912"]
@@ -161,6 +163,27 @@ def test_engine_through_the_ansible_target(host, gridxfer_home):
     assert verify(load_profile("dtn-10g"), t, skip_global=True).ok
     rollback(t)
     assert snap(ns) == before
+
+
+def test_engine_persist_through_the_ansible_target_keeps_every_line(host, gridxfer_home,
+                                                                    tmp_path, monkeypatch):
+    """`tune apply --persist` through Ansible: the sysctl.d file on the host is exactly what
+    gridxfer rendered, its last line ended by a newline; rollback removes it."""
+    from gridxfer.tuning.profile import render_sysctl_d
+    ns, sshd, inv = host
+    before = snap(ns)
+    monkeypatch.setenv("GRIDXFER_SYSCTL_DIR", str(tmp_path / "sysctl.d"))
+    (tmp_path / "sysctl.d").mkdir()
+    t = AnsibleTarget("gxhost", inv, runtime_file=f"{sshd.workdir}/runtime.conf")
+    profile = load_profile("dtn-10g")
+    try:
+        res = apply(profile, t, skip_global=True, persist=True)
+        text = Path(res.persisted).read_text()
+        assert text == render_sysctl_d(profile, header=f"written by gridxfer for {t.label}")
+        assert text.endswith("\n") and not text.endswith("\n\n")
+    finally:
+        rollback(t)
+    assert snap(ns) == before and not Path(res.persisted).exists()
 
 
 def test_session_interface_seen_through_ansible(host):
