@@ -1,16 +1,16 @@
 """Record -> validate -> write -> read back -> verify -> rollback, once for every target.
 
 All or nothing: every key is validated before anything is written; the originals are saved
-(``tuning.state``) before the first write; any failure restores them in reverse order.
+(``tuning.state``) before the first write; any failure restores them in reverse order. The
+sysctl.d file of ``--persist`` (where, what it held, putting that back) is ``persist.py``.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from gridxfer.errors import GridxferError, UsageError
+from gridxfer.tuning import persist as persist_file
 from gridxfer.tuning import state as tstate
 from gridxfer.tuning.profile import NIC_PREFIX, Profile, render_sysctl_d
 from gridxfer.tuning.settings import (
@@ -183,10 +183,6 @@ def _raise_invalid(items: Sequence[Item], label: str) -> None:
         )
 
 
-def persist_dir() -> Path:
-    return Path(os.environ.get("GRIDXFER_SYSCTL_DIR") or "/etc/sysctl.d")
-
-
 def apply(profile: Profile, target: TuningTarget, *, dry_run: bool = False,
           persist: bool = False, ifaces: Sequence[str] = (), skip_global: bool = False,
           force: bool = False) -> ApplyResult:
@@ -206,12 +202,12 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
     items = diff(profile, target, ifaces=ifaces, skip_global=skip_global, force=force)
     _raise_invalid(items, target.label)
     changes = [i for i in items if i.status == CHANGE]
-    dest = str(persist_dir() / f"90-gridxfer-{profile.name}.conf") if persist else None
+    dest = persist_file.path_for(profile.name) if persist else None
     if dry_run:
         return ApplyResult(profile.name, target.label, True, tuple(items), dest)
     originals = {i.key: i.current or "" for i in changes}
     path = tstate.state_path(target.state_id)
-    file_now = tstate.PersistedFile(dest, _file_content(target, dest)) if dest else None
+    file_now = tstate.PersistedFile(dest, persist_file.content(target, dest)) if dest else None
     recorded, touched = bool(changes or dest), []
     if recorded:        # before the first write; a full disk stops here, nothing written
         try:
@@ -236,7 +232,7 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
                 files=tstate.merge_files(old, file_now)))
     except BaseException as exc:
         failed = _restore(target, [(k, v) for k, v in reversed(originals.items())])
-        failed += _restore_files(target, touched)
+        failed += persist_file.restore(target, touched)
         if failed:
             raise ApplyFailed(
                 f"{target.label}: apply failed ({exc}); restoring also failed for "
@@ -256,34 +252,6 @@ def _apply(profile: Profile, target: TuningTarget, dry_run: bool, persist: bool,
                           f"{len(originals)} value(s) in reverse order, nothing changed") from None
     return ApplyResult(profile.name, target.label, False, tuple(items), dest,
                        str(path) if recorded else None)
-
-
-def _file_content(target: TuningTarget, path: str) -> str | None:
-    """What ``path`` holds on the target now; None when it does not exist."""
-    res = target.run(["cat", "--", path])
-    if res.ok:
-        return res.stdout
-    exists = target.run(["test", "-e", path])
-    if exists.ok:
-        raise TargetError(f"{target.label}: cannot read {path}: {res.first_error_line()}")
-    return None
-
-
-def _restore_files(target: TuningTarget, files: Sequence[tstate.PersistedFile]
-                   ) -> list[tuple[str, str]]:
-    """Put back what each file held before gridxfer wrote it (remove it if nothing)."""
-    failed: list[tuple[str, str]] = []
-    for f in reversed(files):
-        try:
-            if f.previous is None:
-                res = target.run(["rm", "-f", "--", f.path])
-                if not res.ok:
-                    failed.append((f.path, res.first_error_line()))
-            else:
-                target.put_file(f.path, f.previous)
-        except TargetError as exc:
-            failed.append((f.path, str(exc)))
-    return failed
 
 
 def _restore(target: TuningTarget, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -325,7 +293,7 @@ def rollback(target: TuningTarget, *, dry_run: bool = False) -> RollbackResult:
                               paths)
     with tstate.host_lock(target.state_id, target.label):
         failed = _restore(target, pairs) if pairs else []
-        failed += _restore_files(target, st.files)
+        failed += persist_file.restore(target, st.files)
         if not failed:
             tstate.save(target.state_id, replace(st, status=tstate.RESTORED))
     bad = {k for k, _ in failed}
