@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gridxfer.cli.main import main as gx_main
@@ -52,19 +53,25 @@ class Tally:
         return "\n".join([head, *self.problems[:25]])
 
 
-def run_gx(argv: list[str]) -> Outcome:
-    """``gridxfer ARGV`` in this process, as the console script runs it."""
+def _captured(call: Callable[[], int | None], other_exit: int) -> Outcome:
+    """``call()`` in this process with stdout and stderr captured: its exit code (a
+    SystemExit's, ``other_exit`` for a non-integer one), or the exception that escaped."""
     out, err = io.StringIO(), io.StringIO()
     crash = None
     code: int | None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = gx_main(argv)
+            code = call()
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
+            code = exc.code if isinstance(exc.code, int) else other_exit
         except BaseException as exc:     # noqa: BLE001 - that is what we look for
             code, crash = None, f"{type(exc).__name__}: {str(exc)[:300]}"
     return Outcome(code, out.getvalue(), err.getvalue(), crash)
+
+
+def run_gx(argv: list[str]) -> Outcome:
+    """``gridxfer ARGV`` in this process, as the console script runs it."""
+    return _captured(lambda: gx_main(argv), 1)
 
 
 def judge_gx(o: Outcome, allowed: set[int], names: tuple[str, ...] = ()) -> str | None:
@@ -97,17 +104,11 @@ def run_check(module, argv: list[str]) -> Outcome:
     process-wide singleton: it is reset so each case starts as a fresh process would)."""
     import nagiosplugin.runtime
     nagiosplugin.runtime.Runtime.instance = None
-    out, err = io.StringIO(), io.StringIO()
-    crash = None
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            module.main(argv)
-            code: int | None = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 3
-        except BaseException as exc:     # noqa: BLE001
-            code, crash = None, f"{type(exc).__name__}: {str(exc)[:300]}"
-    return Outcome(code, out.getvalue(), err.getvalue(), crash)
+
+    def call() -> int:
+        module.main(argv)
+        return 0
+    return _captured(call, 3)
 
 
 def judge_check(o: Outcome, allowed: set[int]) -> str | None:
