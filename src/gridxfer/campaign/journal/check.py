@@ -16,6 +16,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from urllib.parse import quote
 
+from gridxfer.campaign.journal import migrate
 from gridxfer.errors import GridxferError, UsageError
 
 # The columns every gridxfer journal has had (newer ones may be added by migrations).
@@ -25,6 +26,18 @@ CORE_COLUMNS = {
     "attempts": {"id", "file_id", "tier", "endpoint", "started", "status"},
     "events": {"id", "ts", "kind", "detail"},
 }
+# What a run writes and reads: every journal since the first release has these (the tape
+# columns are added by ``migrate``). A damaged schema text that lost one is refused before
+# anything is written (a byte flip once made resume write, then fail: "no such column").
+WRITE_COLUMNS = {
+    "files": CORE_COLUMNS["files"] | {"endpoint", "dst_url", "attempts", "checksum",
+                                      "error_class", "error_msg", "not_before", "updated",
+                                      "expected_checksum"},
+    "attempts": CORE_COLUMNS["attempts"] | {"dst_url", "ended", "bytes", "rate", "streams",
+                                            "mode", "error_class", "error_msg", "tmp_url"},
+}
+CHECKS = {"files": (migrate.STATES, migrate.OLD_STATES),
+          "attempts": ("('active','ok','failed','cancelled')",)}
 _ENVIRONMENT = ("disk is full", "disk i/o error", "database is locked", "unable to open",
                 "readonly database", "out of memory", "interrupted")
 
@@ -118,12 +131,26 @@ def not_readable(path: Path | str) -> str | None:
 
 
 def intact(conn: sqlite3.Connection) -> None:
-    """SQLite's ``quick_check`` (about 1 s on a million-file journal): a journal opened to
-    be written is refused if damaged anywhere, not only where the run would read first
-    (``resume`` writes its recovery and events before it reads every page)."""
-    verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    """A journal opened to be written is refused if damaged anywhere, not only where the run
+    would read first (``resume`` writes its recovery and events before it reads every
+    page): SQLite's ``integrity_check`` and every column a run uses. ``quick_check`` was
+    not enough: it does not compare indexes with their table, so a flipped byte in a row
+    passed it and the run wrote before reading the row and failing (tests/fuzz found it
+    in about 1 % of random flips). Measured on a million-file journal (213 MB, loaded
+    2-core machine): integrity_check 1.7 s, quick_check 0.6 s, once per run or resume."""
+    verdict = conn.execute("PRAGMA integrity_check(1)").fetchone()[0]
     if verdict != "ok":
         raise sqlite3.DatabaseError(f"database disk image is malformed ({verdict})")
+    for table, need in WRITE_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not need <= have:
+            raise sqlite3.DatabaseError(f"table {table} lacks {', '.join(sorted(need - have))}")
+    # the states a run writes: a damaged CHECK text would refuse them mid-run, after writes
+    for table, allowed in CHECKS.items():
+        row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                           (table,)).fetchone()
+        if row is None or not any(a in str(row[0]) for a in allowed):
+            raise sqlite3.DatabaseError(f"table {table}: its state constraint is damaged")
 
 
 def unplanned(path: Path) -> bool:
