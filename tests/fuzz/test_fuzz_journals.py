@@ -68,7 +68,7 @@ def _variants(good: Path, rnd: random.Random) -> dict[str, bytes | None]:
     for name in ("foreign", "foreign-meta", "no-spec", "spec-notjson", "spec-list", "spec-types",
                  "spec-deep", "pid-unicode", "pid-huge", "no-files-table", "state-weird",
                  "created-nan", "spec-missing-keys", "size-text", "size-negative",
-                 "size-real", "attempts-text", "not-before-text"):
+                 "size-real", "attempts-text", "not-before-text", "unplanned"):
         out[name] = None
     return out
 
@@ -98,6 +98,9 @@ SQL = {
     "size-real": ["UPDATE files SET size = 1.5 WHERE id = 3"],
     "attempts-text": ["UPDATE files SET attempts = 'x' WHERE id = 1"],
     "not-before-text": ["UPDATE files SET not_before = 'soon' WHERE id = 1"],
+    # a run stopped while planning: the tables, no plan (runner.plan's one transaction)
+    "unplanned": ["DELETE FROM meta", "DELETE FROM events", "DELETE FROM attempts",
+                  "DELETE FROM files"],
 }
 
 
@@ -156,7 +159,8 @@ def test_resume_refuses_damaged_and_foreign_journals_and_writes_nothing(good_jou
         if (problem is None and name in ("empty", "nul", "text", "garbage", "foreign",
                                         "foreign-meta", "no-spec", "spec-notjson", "spec-deep",
                                         "no-files-table", "size-text", "size-negative",
-                                        "size-real", "attempts-text", "not-before-text")
+                                        "size-real", "attempts-text", "not-before-text",
+                                        "unplanned")
                 and o.code != 2):
             problem = "must be refused (exit 2)"
         if name.startswith("foreign") and _digest(path) != before:
