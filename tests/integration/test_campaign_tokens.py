@@ -87,6 +87,8 @@ def env_for(grid, home: Path) -> dict[str, str]:
     env.update(grid.client_env())
     env["GRIDXFER_HOME"] = str(home)
     env["XDG_RUNTIME_DIR"] = str(home)          # no bt_u<uid> in it: discovery finds none
+    env["TMPDIR"] = str(home.parent / "tmp")    # where the ztn login token's directory goes
+    os.makedirs(env["TMPDIR"], exist_ok=True)
     return env
 
 
@@ -112,6 +114,7 @@ def test_a_token_with_the_right_scopes_copies_every_file(grid, issuer, source, t
     assert res.returncode == 0, res.stdout + res.stderr
     for name, data in FILES.items():
         assert on_disk(grid, f"{d}/{name}").read_bytes() == data
+    assert list((tmp_path / "tmp").iterdir()) == []     # the login token's directory: gone
 
 
 @pytest.mark.parametrize("proto", sorted(PROTOCOLS))

@@ -164,6 +164,9 @@ def leave(code: int) -> None:
     agents = sys.modules.get("gridxfer.movers.gfal.agent")
     if agents is not None:
         agents.stop_all()
+    authz = sys.modules.get("gridxfer.movers.xrootd.authz")
+    if authz is not None:
+        authz.forget()          # the ztn login token file (atexit does not run after _exit)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say

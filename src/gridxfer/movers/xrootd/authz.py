@@ -21,6 +21,8 @@ Two places take a token, checked on XRootD 5.5.3 (``tests/integration/test_campa
 from __future__ import annotations
 
 import atexit
+import contextlib
+import glob
 import os
 import shutil
 import tempfile
@@ -35,6 +37,7 @@ from gridxfer.movers.tokens import token_for, using
 from gridxfer.movers.urls import url_path
 
 _lock = threading.Lock()
+PREFIX = "gridxfer-bt-"             # + pid: the private directory of one process's login token
 _login: dict[str, str] = {}         # "dir", "file", "token": the private login token file
 
 
@@ -88,14 +91,40 @@ def login_token(token: str) -> None:
             if os.environ.get("BEARER_TOKEN") or os.environ.get("BEARER_TOKEN_FILE"):
                 _login["token"] = token         # the user's own discovery wins the login
                 return
-            directory = tempfile.mkdtemp(prefix="gridxfer-bt-")       # 0700
+            _sweep_stale()
+            directory = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")       # 0700
             _login["dir"], _login["file"] = directory, os.path.join(directory, "bt")
-            atexit.register(shutil.rmtree, directory, True)
+            atexit.register(forget)
             _write(_login["file"], token)
             os.environ["BEARER_TOKEN_FILE"] = _login["file"]          # once, by this process
         else:
-            _write(_login["file"], token)
+            with contextlib.suppress(OSError):      # removed under us: the old login stays
+                _write(_login["file"], token)
         _login["token"] = token
+
+
+def forget() -> None:
+    """Remove the login token file and its directory (at exit; ``cli.main.leave`` calls it
+    too, as its ``os._exit`` skips atexit)."""
+    directory = _login.get("dir")
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _sweep_stale() -> None:
+    """Remove the login directories of gridxfer processes that are gone (kill -9)."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), f"{PREFIX}*")):
+        pid = os.path.basename(path)[len(PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            if os.stat(path).st_uid != os.geteuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _write(path: str, token: str) -> None:

@@ -61,3 +61,23 @@ def test_the_login_token_file_is_private_and_set_once(monkeypatch):
 def test_refusals_become_auth(cls, msg, tokens, want):
     out = authz.as_auth(TransferError(cls, msg), tokens)
     assert out.error_class is want and msg in str(out)
+
+
+def test_forget_and_stale_login_directories(monkeypatch, tmp_path):
+    import subprocess
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(authz.tempfile, "tempdir", None)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"{authz.PREFIX}{dead.pid}-x"
+    alive = tmp_path / f"{authz.PREFIX}{os.getppid()}-y"
+    for d in (gone, alive):
+        d.mkdir()
+    monkeypatch.delenv("BEARER_TOKEN", raising=False)
+    monkeypatch.delenv("BEARER_TOKEN_FILE", raising=False)
+    monkeypatch.setattr(authz, "_login", {})
+    authz.login_token("A.B.C")                  # sweeps, then makes its own
+    mine = Path(os.environ["BEARER_TOKEN_FILE"]).parent
+    assert not gone.exists() and alive.exists() and mine.parent == tmp_path
+    authz.forget()
+    assert not mine.exists()
