@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 BASE_ID = uuid.UUID("urn:uuid:01874efb-4735-4595-bc9c-591aef8240c9")   # fts-rest's BASE_ID
-METADATA_LIMIT = 1024      # fts-rest's default Job/File/Staging/ArchiveMetadataSizeLimit
+# Job/FileMetadataSizeLimit of the fts3restconfig fts-rest ships (the code's fallback: 1024)
+JOB_METADATA_LIMIT, FILE_METADATA_LIMIT = 2048, 4096
 DEFAULTS: dict[str, Any] = {   # fts-rest's DEFAULT_PARAMS (the transfer ones)
     "bring_online": -1, "archive_timeout": -1, "verify_checksum": False,
     "copy_pin_lifetime": -1, "job_metadata": None, "overwrite": False,
@@ -54,10 +55,10 @@ def _validate_url(url: str) -> None:
         raise Refused(f"Invalid value within the request: Missing host ({url})")
 
 
-def _metadata(data: Any, what: str = "Metadata") -> dict[str, Any]:
-    if len(json.dumps(data)) > METADATA_LIMIT:
+def _metadata(data: Any, limit: int, what: str = "Metadata") -> dict[str, Any]:
+    if len(json.dumps(data)) > limit:
         raise Refused(f"Invalid value within the request: Job Submission Refused, {what.lower()}"
-                      f" exceeds size limit of {METADATA_LIMIT}")
+                      f" exceeds size limit of {limit}")
     if isinstance(data, dict):
         return data
     if isinstance(data, str):
@@ -110,7 +111,7 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
         if v is None and k in DEFAULTS:
             params[k] = DEFAULTS[k]
     if params["job_metadata"] is not None:
-        params["job_metadata"] = _metadata(params["job_metadata"])
+        params["job_metadata"] = _metadata(params["job_metadata"], JOB_METADATA_LIMIT)
     job_id = job_id_of(params, vo)
     job_type = "H" if _flag(params["multihop"]) else ("Y" if _flag(params["reuse"]) else "N")
     staging = _int(params["copy_pin_lifetime"]) > 0 or _int(params["bring_online"]) > 0
@@ -132,7 +133,8 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
                     "dest_se": _se(dst), "activity": entry.get("activity") or "default",
                     "user_filesize": _int(entry.get("filesize"), 0), "filesize": 0,
                     "checksum": entry.get("checksum") or "ADLER32",
-                    "file_metadata": None if meta is None else _metadata(meta),
+                    "file_metadata": None if meta is None else _metadata(
+                        meta, FILE_METADATA_LIMIT),
                     "reason": None, "start_time": None, "finish_time": None,
                     "throughput": None, "tx_duration": None})
     if not files:
@@ -158,7 +160,7 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
         "job_id": job_id, "job_state": state, "job_type": job_type,
         "retry": _int(params["retry"]), "retry_delay": _int(params["retry_delay"]),
         "priority": max(min(_int(params["priority"], 3), 5), 1),
-        "checksum_method": method_[0], "overwrite_flag": overwrite,
+        "verify_checksum": method_[0], "overwrite_flag": None if overwrite == "N" else overwrite,
         "bring_online": _int(params["bring_online"]),
         "copy_pin_lifetime": _int(params["copy_pin_lifetime"]),
         "archive_timeout": _int(params["archive_timeout"]),

@@ -89,7 +89,7 @@ def test_a_campaign_becomes_correct_fts3_jobs_and_its_states_reach_the_journal(
     for j in jobs:
         fs = standin.files[j["job_id"]]
         assert {f["dest_se"] for f in fs} == {j["dest_se"]}      # one endpoint per job
-        assert j["priority"] == 4 and j["checksum_method"] == "b" and j["retry"] == -1
+        assert j["priority"] == 4 and j["verify_checksum"] == "b" and j["retry"] == -1
         assert j["job_metadata"]["gridxfer_campaign"] == "fts3camp"
         assert j["job_metadata"]["user"] == {"experiment": "test"}
         small = all(f["user_filesize"] <= 104_857_600 for f in fs)
