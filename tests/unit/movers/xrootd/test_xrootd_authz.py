@@ -48,6 +48,8 @@ def test_the_login_token_file_is_private_and_set_once(monkeypatch):
     authz.login_token("D.E.F")
     assert os.environ["BEARER_TOKEN_FILE"] == path and Path(path).read_text() == "D.E.F\n"
     assert "D.E.F" not in os.environ.values()
+    authz.forget()
+    assert not os.path.exists(path)
 
 
 @pytest.mark.parametrize(("cls", "msg", "tokens", "want"), [
