@@ -54,7 +54,7 @@ class StatsSnapshot:
     failures: dict[str, int]                  # failed attempts by ErrorClass value
     links: tuple[LinkSnapshot, ...]
     endpoints: tuple[EndpointStats, ...]
-    # filled by the scheduler (pooldown.PoolHealth): exclusions.ExcludedEndpoint and
+    # filled by the scheduler (pooldown.PoolHealth): exclusion_log.ExcludedEndpoint and
     # pooldown.PoolDown values, for the live view
     excluded: tuple = ()
     pools_down: tuple = ()

@@ -34,9 +34,9 @@ from collections.abc import Callable
 
 from gridxfer.redact import redact
 from gridxfer.units import fmt_duration
-from gridxfer.campaign.policy import exclusions as exclusions_mod
+from gridxfer.campaign.policy import exclusion_log
 from gridxfer.campaign.journal import store as journal
-from gridxfer.campaign.policy.exclusions import ExcludedEndpoint
+from gridxfer.campaign.policy.exclusion_log import ExcludedEndpoint
 from gridxfer.campaign.engine.feed import PendingFeed
 from gridxfer.campaign.engine.ledger import Batch
 from gridxfer.campaign.policy.selection import Exclusion, ExclusionPolicy
@@ -82,9 +82,9 @@ class PoolHealth:
         what changed since the last call."""
         pool = self.tiers[tier].pool
         ok, excl = self.policy.eligible(pool, self.acct.pool_stats(pool, now), now)
-        added, removed = exclusions_mod.exclusion_changes(self._excluded[tier], excl)
-        events = [("excluded", exclusions_mod.exclusion_event(tier, e, e.url)) for e in added]
-        events += [("readmitted", exclusions_mod.exclusion_event(tier, None, u)) for u in removed]
+        added, removed = exclusion_log.exclusion_changes(self._excluded[tier], excl)
+        events = [("excluded", exclusion_log.exclusion_event(tier, e, e.url)) for e in added]
+        events += [("readmitted", exclusion_log.exclusion_event(tier, None, u)) for u in removed]
         for e in added:
             self._since[(tier, e.url)] = now
             log.info("excluded %s %s: %s", tier, e.url, e.reason)

@@ -28,7 +28,7 @@ Tables (column names are a contract: ``gridxfer.monitoring.sources.journal`` rea
 Event kinds written by the scheduler (``detail`` keys in brackets):
 ``planned`` {files, tiers}, ``started`` {selector, pid}, ``resumed`` {recovered},
 ``recovered`` {file_id, attempt_id, outcome}, ``optimizer`` (optimizer.decision_event),
-``excluded`` {tier, url, reason, until}, ``readmitted`` {tier, url} (exclusions.exclusion_event),
+``excluded`` {tier, url, reason, until}, ``readmitted`` {tier, url} (exclusion_log.exclusion_event),
 ``pool_down`` {tier, since, deadline, reason, on_pool_down}, ``pool_up`` {tier},
 ``pool_failed`` {tier, files, reason} (pooldown.py),
 ``interrupted`` {signal, in_flight}, ``finished`` {done, failed, seconds},

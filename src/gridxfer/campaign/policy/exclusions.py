@@ -34,17 +34,13 @@ scheduler uses it for pools that are down as a whole (``pooldown.py``).
 The policy keeps its own state per endpoint URL; ``record()`` is called by the
 scheduler after every attempt. ``until`` of an exclusion is when it is looked at again
 (a probe in flight: a second from now); None only for "no space" by free-space query.
-The scheduler journals changes as ``excluded``/``readmitted`` events
-(``exclusion_changes``, ``exclusion_event``); ``current_exclusions(conn)`` reads them
-back for ``campaign status``.
+The scheduler journals changes as ``excluded``/``readmitted`` events, and ``campaign
+status`` reads them back: ``exclusion_log.py``.
 """
 from __future__ import annotations
 
-import json
-import sqlite3
 import statistics
 from dataclasses import dataclass
-from typing import Any
 from collections.abc import Sequence
 
 from gridxfer.errors import ErrorClass
@@ -291,43 +287,3 @@ class DefaultExclusions:
         st.drain_reason = (f"slow: {fmt_rate(mine)} < {self.slow_ratio:g} x pool median "
                            f"{fmt_rate(ref)}")
         return Exclusion(url, f"{st.drain_reason}; drained", st.drained_until)
-
-
-def exclusion_event(tier: str, exc: Exclusion | None, url: str) -> dict[str, Any]:
-    """The ``detail`` of an ``excluded``/``readmitted`` journal event."""
-    if exc is None:
-        return {"tier": tier, "url": url}
-    return {"tier": tier, "url": url, "reason": exc.reason, "until": exc.until}
-
-
-def exclusion_changes(before: dict[str, Exclusion], after: Sequence[Exclusion]
-                      ) -> tuple[list[Exclusion], list[str]]:
-    """Which endpoints became excluded and which were readmitted since ``before``.
-
-    A change of reason (e.g. open -> half-open) counts as newly excluded."""
-    now = {e.url: e for e in after}
-    added = [e for u, e in now.items()
-             if u not in before or before[u].reason.split(";")[0] != e.reason.split(";")[0]]
-    removed = [u for u in before if u not in now]
-    return added, removed
-
-
-@dataclass(frozen=True)
-class ExcludedEndpoint:
-    tier: str
-    url: str
-    reason: str
-    since: float                # when this exclusion (with this reason) was journalled
-    until: float | None         # when it is re-probed; None = until further notice
-
-
-def current_exclusions(conn: sqlite3.Connection) -> list[ExcludedEndpoint]:
-    """Endpoints whose latest ``excluded``/``readmitted`` journal event is ``excluded``."""
-    latest: dict[tuple[str, str], ExcludedEndpoint | None] = {}
-    for row in conn.execute("SELECT ts, kind, detail FROM events "
-                            "WHERE kind IN ('excluded', 'readmitted') ORDER BY id"):
-        d = json.loads(row[2])
-        key = (str(d.get("tier", "?")), str(d.get("url", "?")))
-        latest[key] = (ExcludedEndpoint(key[0], key[1], str(d.get("reason", "")), float(row[0]),
-                                        d.get("until")) if row[1] == "excluded" else None)
-    return [e for _, e in sorted(latest.items()) if e is not None]

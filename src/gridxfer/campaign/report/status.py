@@ -108,7 +108,7 @@ def _read_status(conn, path: Path, links: bool, names: dict[str, str],
     link_rows: tuple[dict, ...] = ()
     excluded: tuple[dict, ...] = ()
     if links:
-        from gridxfer.campaign.policy.exclusions import current_exclusions
+        from gridxfer.campaign.policy.exclusion_log import current_exclusions
         from gridxfer.campaign.policy.optimizer import link_status
         link_rows = tuple(asdict(s) for s in link_status(conn))
         excluded = tuple({**asdict(e), "endpoint": name_of(names, e.url)}

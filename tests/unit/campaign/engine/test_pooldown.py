@@ -12,7 +12,8 @@ import pytest
 
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import scheduler
-from gridxfer.campaign.policy.exclusions import DefaultExclusions, ExcludedEndpoint
+from gridxfer.campaign.policy.exclusion_log import ExcludedEndpoint
+from gridxfer.campaign.policy.exclusions import DefaultExclusions
 from gridxfer.campaign.engine.factories import default_exclusion_factory
 from gridxfer.campaign.engine.pooldown import PoolDown
 from gridxfer.cli.progress import health_lines, render

@@ -3,11 +3,8 @@ from __future__ import annotations
 
 import time
 
-from gridxfer.campaign.policy.exclusions import (
-    DefaultExclusions,
-    exclusion_changes,
-    exclusion_event,
-)
+from gridxfer.campaign.policy.exclusion_log import exclusion_changes, exclusion_event
+from gridxfer.campaign.policy.exclusions import DefaultExclusions
 from gridxfer.campaign.policy.selection import EndpointStats, Exclusion, FileToPlace, NoExclusions
 
 MB = 1_000_000
@@ -175,7 +172,7 @@ def test_changes_and_event_detail():
 
 def test_current_exclusions_from_the_journal(gridxfer_home):
     from gridxfer.campaign.journal import store as journal
-    from gridxfer.campaign.policy.exclusions import current_exclusions
+    from gridxfer.campaign.policy.exclusion_log import current_exclusions
     conn = journal.connect(journal.journal_path("ex"), create=True)
     e_a = Exclusion("a", "circuit open: 3 failures in a row (last: connection)", 20.0)
     journal.add_event(conn, "excluded", 1.0, **exclusion_event("T1", e_a, "a"))
