@@ -250,7 +250,7 @@ def test_refused_store_reports_the_servers_reply_without_stalling(ep, area, tmp_
     with pytest.raises(TransferError) as err:
         native.upload(f"file://{src}", area + "locked/x.dat",
                       TransferParams(streams=1, timeout=120))
-    assert time.monotonic() - t < 10
+    assert time.monotonic() - t < 60            # the refusal, not DATA_STALL (120 s)
     assert err.value.error_class is ErrorClass.PERMISSION, err.value
     assert "file_open failed" in str(err.value), err.value      # the server's own words
     assert native.upload(f"file://{src}", area + "ok.dat",

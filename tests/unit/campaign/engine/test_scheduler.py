@@ -302,7 +302,7 @@ def test_hung_mover_is_cancelled_then_abandoned(gridxfer_home, monkeypatch):
     t = time.monotonic()
     _, res = run(conn, spec, Hang(), exclusion_factory=lambda: _NoExcl())
     release.set()
-    assert time.monotonic() - t < 5
+    assert time.monotonic() - t < 9          # abandoned: f0 alone would hold the run 10 s
     got = {r["name"]: (r["state"], r["error_class"]) for r in conn.execute(
         "SELECT name, state, error_class FROM files")}
     assert got == {"f0": ("failed", "timeout"), "f1": ("failed", "timeout"), "f2": ("done", None)}
