@@ -3,8 +3,8 @@ states (staging, active, archiving, done, failed, pending for a retry), the atte
 end, bytes, rate and error class; one transaction per poll.
 
 A failed file is retried under the campaign's ``retries`` (exponential backoff from
-``retries.backoff``) when its class is retryable, and its next submission avoids the
-endpoint it failed on (``avoid``, read by ``engine.place``) where the pool has another.
+``retries.backoff``) when its class is retryable; its next submission avoids the endpoints
+its failed attempts name (``engine.place``, from the journal) where the pool has another.
 """
 from __future__ import annotations
 
@@ -43,7 +43,6 @@ class Apply:
     def __init__(self, conn: sqlite3.Connection, spec: CampaignSpec) -> None:
         self.conn, self.spec = conn, spec
         self.throughput: dict[str, float] = {}      # endpoint -> bytes/s FTS3 reported
-        self.avoid: dict[int, set[str]] = {}        # file id -> endpoints it failed on
         self.cancelling = False                      # set by `campaign cancel`'s path
 
     def jobs(self, replies: list[dict[str, Any]], now: float) -> None:
@@ -127,7 +126,6 @@ class Apply:
         tries = c.execute("SELECT attempts FROM files WHERE id=?", (fid,)).fetchone()[0]
         retries = self.spec.retries
         if ec.retryable and tries <= retries.max:
-            self.avoid.setdefault(fid, set()).add(endpoint)
             nb = now + retries.backoff * (2 ** max(0, tries - 1))
             c.execute("UPDATE files SET state='pending', error_class=?, error_msg=?, "
                       "not_before=?, updated=? WHERE id=?", (ec.value, msg, nb, now, fid))

@@ -6,7 +6,8 @@ the jobs keep running on the server; ``resume`` polls again).
 - **Placement** (``place``): each pending file's destination from its tier's pool by
   ``policy.selection.ThroughputAware``, fed with the throughput FTS3 reports per
   endpoint (finished bytes / transfer time) and the bytes already submitted to it. A file
-  retried after a failure avoids the endpoint it failed on where the pool has another.
+  retried after a failure avoids the endpoints its failed attempts name (the journal's, so
+  a resume remembers them) where the pool has another.
 - **Submission**: ``jobs.build`` (the field mapping, <= 200 files per job, reuse), each job
   journalled before the POST (``record.intend``) and confirmed after; a job left
   unconfirmed by a killed run is looked up by its deterministic id before any resubmission.
@@ -88,6 +89,11 @@ class Fts3Engine:
                                     throughput=rate)
         return out
 
+    def _failed_at(self, file_id: int) -> set[str]:
+        """The endpoints this file failed on (from the journal: a resume remembers them)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT endpoint FROM attempts WHERE file_id=? AND status='failed'", (file_id,))}
+
     def place(self, now: float) -> list[FileRow]:
         rows: list[FileRow] = []
         items = {f.name: f for f in self.spec.source.files}
@@ -97,7 +103,7 @@ class Fts3Engine:
             if tier.name not in by_tier:
                 by_tier[tier.name] = self._stats(tier.name)
             stats = by_tier[tier.name]
-            avoid = self.apply.avoid.get(r["id"], set())
+            avoid = self._failed_at(r["id"]) if r["attempts"] else set()
             pool = [u for u in tier.pool if u not in avoid] or list(tier.pool)
             ep = self.selector.choose(FileToPlace(r["id"], r["name"], r["size"]), pool, stats)
             item = items.get(r["name"])

@@ -218,3 +218,39 @@ def test_status_report_and_the_throughput_check_read_an_fts3_campaign(
         b"".join(p.read_bytes() for p in (gridxfer_home / "campaigns").iterdir()).decode(
             "latin-1")
     assert token[0] not in everything and token[0][:40] not in everything
+
+
+def test_a_retry_after_resume_still_avoids_the_endpoint_the_file_failed_on(
+        tmp_path, gridxfer_home, token, monkeypatch):
+    """The failed endpoint is read from the journal, not kept in memory: a run interrupted
+    right after its failures were journalled resumes with them going elsewhere."""
+    def fail(f):
+        return "DESTINATION [28] No space left on device" \
+            if f["dest_se"] == "root://disk1.example" else None
+    s = StandIn(token[0], fail=fail)
+    s.start()
+    poll = fts3_engine.Fts3Engine.poll
+
+    def poll_then_stop(self):
+        n = poll(self)
+        if self.conn.execute("SELECT count(*) FROM files WHERE error_class='no_space'"
+                             ).fetchone()[0]:
+            self.stop.set()             # Ctrl-C once the failures are in the journal
+        return n
+    try:
+        monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll_then_stop)
+        res = runner.run_campaign(campaign(tmp_path, s.url, token[1], files=10))
+        assert res.state == "interrupted"
+        monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll)
+        res = runner.resume_campaign("fts3camp")
+    finally:
+        s.stop()
+    assert res.state == "done" and res.files_done == 20
+    conn = journal()
+    retried = conn.execute("SELECT a.file_id FROM attempts a WHERE a.status='failed'"
+                           ).fetchall()
+    assert retried
+    for (fid,) in retried:
+        last = conn.execute("SELECT endpoint FROM attempts WHERE file_id=? ORDER BY id DESC "
+                            "LIMIT 1", (fid,)).fetchone()[0]
+        assert last == POOL1[1]
