@@ -151,7 +151,8 @@ def test_smallfiles_figures_per_checksum_mode_and_the_posc_reference():
 
 
 def test_scale_and_blackhole_render_their_figures_into_goals():
-    from bench import blackhole, scale
+    from bench import blackhole_report as blackhole
+    from bench import scale
     figs = dict(spec_load_s=0.002, expand_s=1.8, expand_entries_per_s=5.5e5, plan_s=9.5,
                 plan_rows_per_s=1.05e5, plan_peak_rss_mb=43.0, journal_mb=368.0,
                 scheduler_start_s=0.0, dispatch_files_per_s=9594.0, dispatch_files=287864,
