@@ -91,6 +91,12 @@ _HTTP_AUTH = re.compile(r"\bHTTP[ /]?(?:1\.[01] )?40[13]\b|status code:? 40[13]\
                         r"\b40[13] (?:Forbidden|Unauthori[sz]ed)\b", re.I)
 
 
+# HTTP 423 Locked: XrdHttp's answer while the file is still open for writing elsewhere
+# (kXR_FileLocked), e.g. by the server-side session of an upload whose client was just
+# killed, until the server notices. gfal2 hands it on as EEXIST; it is transient, retried.
+_HTTP_LOCKED = re.compile(r"\bHTTP[ /]?(?:1\.[01] )?423\b|status code:? 423\b", re.I)
+
+
 def _from_errno(code: int, side: str) -> ErrorClass | None:
     if code == E.ENOENT:
         return ErrorClass.SOURCE_MISSING if side == "source" else ErrorClass.OTHER
@@ -139,6 +145,8 @@ def classify(failure: Any, *, side: str = "source") -> ErrorClass:
         return decided
     if _HTTP_AUTH.search(text):
         return ErrorClass.AUTH
+    if _HTTP_LOCKED.search(text):
+        return ErrorClass.OTHER
     if _CREDENTIALS.search(text):
         return ErrorClass.PERMISSION
     if code is not None:

@@ -115,3 +115,13 @@ def test_http_401_and_403_are_auth_and_never_retried(failure):
 ])
 def test_other_http_statuses_are_not_auth(failure):
     assert classify(failure, side="source") is not C.AUTH
+
+
+def test_http_423_locked_is_retried_not_exists():
+    """XrdHttp answers 423 while a killed upload's file is still open on the server; gfal2
+    reports it as EEXIST. A resume right after kill -9 met it and failed 3 files as
+    'exists' (tests/integration/test_davs_campaigns.py, upload-hostile, once in CI)."""
+    failure = gfal2.GError("TRANSFER ERROR: Copy failed (streamed). Last attempt: HTTP 423 : "
+                           "Permission refused", errno.EEXIST)
+    got = classify(failure, side="destination")
+    assert got is not C.EXISTS and got.retryable

