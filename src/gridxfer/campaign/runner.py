@@ -296,7 +296,7 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
     try:
         journal.set_meta(conn, [("pid", str(os.getpid()))])
         if spec.engine.kind == "fts3":
-            return _execute_fts3(conn, path, spec, recovered)
+            return _execute_fts3(conn, path, spec, recovered, observers)
         sched = Scheduler(conn, spec, observers=observers, **factories)
         log.info("campaign %s: dispatching (pid %d)", spec.name, os.getpid())
         with _signals(sched.stop, sched.hurry):
@@ -311,11 +311,11 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
 
 
 def _execute_fts3(conn: sqlite3.Connection, path: Path, spec: CampaignSpec,
-                  recovered: int) -> CampaignResult:
+                  recovered: int, observers: Sequence[Observer] = ()) -> CampaignResult:
     """The campaign handed to FTS3 (campaign/fts3): Ctrl-C stops polling, not the jobs."""
     stop, hurry = threading.Event(), threading.Event()
     with _signals(stop, hurry):
-        run = fts3_run.run(conn, spec, stop)
+        run = fts3_run.run(conn, spec, stop, observers=observers)
     t = fts3_run.totals(conn)
     return CampaignResult(spec.name, str(path), run.state, t.files, t.done, t.failed, t.bytes,
                           t.bytes_done, round(run.seconds, 3),

@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from gridxfer.campaign.fts3 import record
@@ -49,10 +50,12 @@ def job_id(vo: str, sid: str) -> str:
 
 class Fts3Engine:
     def __init__(self, conn: Any, spec: CampaignSpec, client: Fts3Client, *,
-                 stop: threading.Event | None = None, poll_every: float = POLL_EVERY) -> None:
+                 stop: threading.Event | None = None, poll_every: float | None = None,
+                 observe: Callable[[], object] | None = None) -> None:
         self.conn, self.spec, self.client = conn, spec, client
         self.stop = stop or threading.Event()
-        self.poll_every = poll_every
+        self.poll_every = POLL_EVERY if poll_every is None else poll_every
+        self.observe = observe          # the live view, after each poll
         self.selector = ThroughputAware()
         self.apply = Apply(conn, spec)
         self.submitted = 0
@@ -161,6 +164,8 @@ class Fts3Engine:
             now = time.time()
             self.submit_pending(now)
             open_ = self.poll()
+            if self.observe is not None:
+                self.observe()
             pending, _ = self._left()
             if not open_ and not pending:
                 break

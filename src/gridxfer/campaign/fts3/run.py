@@ -13,6 +13,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+from collections.abc import Callable, Sequence
+
+from gridxfer.campaign.accounting.stats import StatsSnapshot
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.client import Fts3Client
 from gridxfer.campaign.fts3.engine import Fts3Engine, Fts3Run
@@ -42,14 +45,35 @@ def totals(conn: sqlite3.Connection) -> Totals:
     return Totals(files, done[0], failed, nbytes, done[1])
 
 
+def snapshot(conn: sqlite3.Connection, t0: float, now: float) -> StatsSnapshot:
+    """The live view's figures after a poll, from the journal (no per-link detail: FTS3
+    schedules the links)."""
+    t = totals(conn)
+    tally = store.tally(conn)
+    active = sum(st.get(k, (0, 0))[0] for st in tally.values() for k in ("active", "staging"))
+    archiving = sum(st.get("archiving", (0, 0))[0] for st in tally.values())
+    failures = dict(conn.execute("SELECT error_class, count(*) FROM attempts WHERE "
+                                 "status='failed' GROUP BY error_class").fetchall())
+    retries = conn.execute("SELECT count(*) FROM files WHERE state='pending' AND attempts > 0"
+                           ).fetchone()[0]
+    elapsed = max(now - t0, 1e-3)
+    rate = t.bytes_done / elapsed
+    left = t.bytes - t.bytes_done
+    return StatsSnapshot(now, elapsed, t.files, t.done, t.failed, active, t.bytes,
+                         t.bytes_done, rate, rate, left / rate if rate > 0 else None,
+                         retries, failures, (), (), files_archiving=archiving)
+
+
 def run(conn: sqlite3.Connection, spec: CampaignSpec, stop: threading.Event,
-        client: Fts3Client | None = None) -> Fts3Run:
+        client: Fts3Client | None = None,
+        observers: Sequence[Callable[[StatsSnapshot], None]] = ()) -> Fts3Run:
     client = client or Fts3Client(spec.engine)
     store.set_meta(conn, [("state", "running"), ("engine", "fts3")])
     store.add_event(conn, "started", engine="fts3", endpoint=spec.engine.endpoint,
                     pid=os.getpid(), selector="throughput-aware")
-    engine = Fts3Engine(conn, spec, client, stop=stop)
     t0 = time.time()
+    engine = Fts3Engine(conn, spec, client, stop=stop, observe=lambda: [
+        o(snapshot(conn, t0, time.time())) for o in observers])
     try:
         out = engine.run()
     except BaseException:

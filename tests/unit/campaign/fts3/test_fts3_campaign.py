@@ -4,6 +4,7 @@ two endpoints, tape on one tier and small files with reuse, driven through the o
 ``fts3`` client by the campaign API."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -254,3 +255,19 @@ def test_a_retry_after_resume_still_avoids_the_endpoint_the_file_failed_on(
         last = conn.execute("SELECT endpoint FROM attempts WHERE file_id=? ORDER BY id DESC "
                             "LIMIT 1", (fid,)).fetchone()[0]
         assert last == POOL1[1]
+
+
+def test_the_live_view_is_fed_after_each_poll(tmp_path, gridxfer_home, standin, token):
+    seen = []
+    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=10),
+                              observers=[seen.append])
+    assert res.state == "done" and seen
+    assert seen[0].files_total == 20 and seen[0].files_done < 20
+    assert seen[-1].files_done == 20 and seen[-1].files_active == 0
+    assert any(s.files_active for s in seen) and any(s.files_archiving for s in seen)
+    from rich.console import Console
+    from gridxfer.cli.progress import progress_line, render
+    assert "20/20" in progress_line(seen[-1], "fts3camp")
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(render(seen[-1], "fts3camp"))
+    assert "fts3camp" in console.export_text()
