@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -91,27 +90,12 @@ def tool_runners(srcs: list[Path], xrd_url: str, gsi_url: str, work: Path, *, st
         return run_timed(argv + ["-f", str(listing)])
 
     def gfal(sub: str, base: str = gsi_url) -> float:
-        from bench.common import Stopwatch
+        from bench.common import gfal_parallel
         argv = ["gfal-copy", "-p", "-n", str(streams)]
         if checksum:
             argv += ["-K", "adler32"]
-        procs = []
-        sw = Stopwatch()
-        for k in range(active):
-            share = srcs[k::active]
-            if not share:
-                continue
-            listing = work / f"gfal{k}.list"
-            listing.write_text("".join(f"file://{p}\n" for p in share))
-            procs.append(subprocess.Popen(argv + ["--from-file", str(listing), base + sub + "/"],
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          text=True))
-        outs = [(p.wait(), p.stdout.read()) for p in procs]
-        secs = sw.seconds
-        bad = [o for rc, o in outs if rc != 0]
-        if bad:
-            raise BenchError(f"gfal-copy failed: {bad[0].strip()[-300:]}")
-        return secs
+        return gfal_parallel(argv, [f"file://{p}" for p in srcs], base + sub + "/", active,
+                             work, "gfal")
 
     return {"gx-root": gx(xrd_url, "root"), "gx-gsiftp": gx(gsi_url, "gsiftp"),
             "xrdcp": xrdcp, "guc": guc, "gfal": gfal,

@@ -277,3 +277,28 @@ def check_copies(directory: Path, count: int, size: int) -> None:
     bad = [p.name for p in found if p.stat().st_size != size]
     if len(found) != count or bad:
         raise BenchError(f"{directory}: {len(found)} files (want {count}), wrong size: {bad[:3]}")
+
+
+def gfal_parallel(argv: list[str], urls: list[str], dest: str, active: int,
+                  work: Path, tag: str) -> float:
+    """``gfal-copy ARGV --from-file LIST DEST`` in ``active`` processes at once, the URLs
+    dealt round-robin into one list file each (``work/<tag><k>.list``); wall seconds of
+    the whole, or BenchError with a failed process's error line."""
+    procs = []
+    sw = Stopwatch()
+    for k in range(active):
+        share = urls[k::active]
+        if not share:
+            continue
+        listing = work / f"{tag}{k}.list"
+        listing.write_text("".join(f"{u}\n" for u in share))
+        procs.append(subprocess.Popen(argv + ["--from-file", str(listing), dest],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outs = [(p.wait(), p.stdout.read() if p.stdout else "") for p in procs]
+    secs = sw.seconds
+    bad = [o for rc, o in outs if rc != 0]
+    if bad:     # the error line, not the progress lines before it (the note keeps 160 chars)
+        lines = [ln for ln in bad[0].splitlines() if "rror" in ln] or bad[0].splitlines()
+        raise BenchError(f"gfal-copy failed: {(lines or [''])[-1].strip()[-300:]}")
+    return secs

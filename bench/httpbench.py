@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import BenchError, Stopwatch, gridxfer_run, write_campaign
+from bench.common import BenchError, Stopwatch, gfal_parallel, gridxfer_run, write_campaign
 
 HTTP_TOOLS = ("gx-davs", "gfal-davs", "xrdcp-http", "gx-davs-tpc", "gfal-tpc")
 HTTP_GRIDXFER = ("gx-davs", "gx-davs-tpc")
@@ -44,28 +44,6 @@ def seed_source(srcs: list[Path], data_dir: str, user: str) -> None:
     for p in srcs:
         shutil.copyfile(p, d / p.name)
     chown_tree(d, user)
-
-
-def _gfal_parallel(argv: list[str], urls: list[str], dest: str, active: int,
-                   work: Path, tag: str) -> float:
-    procs = []
-    sw = Stopwatch()
-    for k in range(active):
-        share = urls[k::active]
-        if not share:
-            continue
-        listing = work / f"{tag}{k}.list"
-        listing.write_text("".join(f"{u}\n" for u in share))
-        procs.append(subprocess.Popen(argv + ["--from-file", str(listing), dest],
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    outs = [(p.wait(), p.stdout.read() if p.stdout else "") for p in procs]
-    secs = sw.seconds
-    bad = [o for rc, o in outs if rc != 0]
-    if bad:     # the error line, not the progress lines before it (the note keeps 160 chars)
-        lines = [ln for ln in bad[0].splitlines() if "rror" in ln] or bad[0].splitlines()
-        raise BenchError(f"gfal-copy failed: {(lines or [''])[-1].strip()[-300:]}")
-    return secs
 
 
 def http_runners(srcs: list[Path], davs_url: str, src_davs_url: str | None, work: Path, *,
@@ -90,7 +68,7 @@ def http_runners(srcs: list[Path], davs_url: str, src_davs_url: str | None, work
         if checksum:
             argv += ["-K", "adler32"]
         urls = [remote_src + p.name for p in srcs] if tpc else [f"file://{p}" for p in srcs]
-        return _gfal_parallel(argv, urls, davs_url + sub + "/", active, work,
+        return gfal_parallel(argv, urls, davs_url + sub + "/", active, work,
                               "gfal-tpc" if tpc else "gfal-davs")
 
     def xrdcp(sub: str) -> float:
