@@ -16,12 +16,13 @@ import json
 from dataclasses import replace
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from yaml.nodes import Node
 
 from gridxfer.campaign.spec.model import CampaignSpec, EngineSpec
 from gridxfer.errors import UsageError
+from gridxfer.redact import redact
 from gridxfer.campaign.spec.nodes import Checker
 from gridxfer.campaign.spec.tokens import token_spec
 
@@ -34,11 +35,21 @@ JOB_METADATA_LIMIT = 2048
 _KEYS = ("endpoint", "proxy", "token", "reuse", "overwrite_hop")
 
 
+def _parts(url: str) -> SplitResult | None:
+    try:
+        parts = urlsplit(url)
+        parts.port                      # noqa: B018  (raises on a bad port)
+        return parts
+    except ValueError:                  # "Invalid IPv6 URL", a port out of range
+        return None
+
+
 def endpoint_url(c: Checker, node: Node, where: str) -> str:
     url = c.string(node, where)
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise c.fail(node, where, f"expected the FTS3 REST URL (https://host:8446), got {url!r}")
+    parts = _parts(url)
+    if parts is None or parts.scheme not in ("https", "http") or not parts.hostname:
+        raise c.fail(node, where, f"expected the FTS3 REST URL (https://host:8446), got "
+                                  f"{redact(url)!r}")
     if parts.username or parts.password or parts.query:
         raise c.fail(node, where, "no user, password or query in the FTS3 URL")
     return url.rstrip("/")
@@ -105,11 +116,12 @@ def override(spec: CampaignSpec, kind: str | None, endpoint: str | None) -> Camp
         raise UsageError(f"--engine: expected one of {', '.join(ENGINES)}, got {kind!r}")
     eng = spec.engine
     if endpoint is not None:
-        parts = urlsplit(endpoint)
-        if parts.scheme not in ("https", "http") or not parts.hostname or parts.username \
+        parts = _parts(endpoint)
+        if parts is None or parts.scheme not in ("https", "http") or not parts.hostname \
+                or parts.username \
                 or parts.password or parts.query:
-            raise UsageError(f"--fts3: expected the FTS3 REST URL (https://host:8446), got "
-                             f"{endpoint!r}")
+            raise UsageError(f"--fts3: expected the FTS3 REST URL (https://host:8446) without "
+                             f"user, password or query, got {redact(endpoint)!r}")
         eng = replace(eng, endpoint=endpoint.rstrip("/"), kind=kind or "fts3")
     elif kind is not None:
         eng = replace(eng, kind=kind)

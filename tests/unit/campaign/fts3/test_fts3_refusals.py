@@ -116,3 +116,15 @@ def test_job_metadata_up_to_the_servers_2048_bytes_is_submitted(tmp_path, gridxf
     ctx = easy.Context(standin.url, fts_access_token=standin.token)
     easy.submit(ctx, _job(metadata={"x": "y" * 1500}))
     assert standin.refused == [] and len(standin.jobs) == 2
+
+
+@pytest.mark.parametrize("url", ["", "https://[::1", "https://h:99999", "ftp://u:pw0rd@h",
+                                 "https://u:pw0rd@h:8446", "https://h:8446/?access_token=pw0rd"])
+def test_a_bad_fts3_url_is_one_line_without_its_secret(tmp_path, gridxfer_home, capsys, url):
+    f = tmp_path / "c.yaml"
+    f.write_text('campaign: u\nsource: {url: "root://s.example//d/", files: [{name: a, size: 1}]}'
+                 '\ndestinations:\n  - {tier: t, pool: ["root://d.example//x/"]}\n')
+    assert main(["campaign", "run", "--quiet", "--fts3", url, str(f)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--fts3: expected" in err, err
+    assert "pw0rd" not in err
