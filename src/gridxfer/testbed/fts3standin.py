@@ -7,7 +7,8 @@ transfer daemon would move them (no transfer happens: states only).
 Each status request for a job moves each of its unfinished files one step along its
 sequence: STAGING (bring_online) -> SUBMITTED -> ACTIVE -> [ARCHIVING (archive_timeout)]
 -> FINISHED, or FAILED with the reason ``fail(file)`` returns. Authentication: a bearer
-token (``token``), as FTS3 accepts from a token-enabled client; anything else is 401.
+token (``token``), as FTS3 accepts from a token-enabled client, or (``tls=``: HTTPS) a
+client certificate or RFC proxy with proxy delegation (``fts3delegation``); else 401.
 """
 from __future__ import annotations
 
@@ -20,18 +21,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from gridxfer.testbed.fts3delegation import (
+    DelegationError, Delegations, delegation_id, server_context, user_dn)
 from gridxfer.testbed.fts3rules import Refused, build_job
 
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 FailRule = Callable[[dict[str, Any]], "str | None"]
+TOKEN_DN = "/DC=org/DC=gridxfer/CN=standin"
 
 
 class StandIn:
     """The stand-in's state (jobs, files, what was posted); ``url`` once started."""
 
     def __init__(self, token: str, *, vo: str = "gridxfer", fail: FailRule | None = None,
-                 on_submit: Callable[[dict[str, Any]], None] | None = None) -> None:
-        self.token, self.vo = token, vo
+                 on_submit: Callable[[dict[str, Any]], None] | None = None,
+                 tls: tuple[str, str, str] | None = None) -> None:
+        self.token, self.vo, self.tls = token, vo, tls    # tls: (cert, key, CA file)
+        self.delegations = Delegations()
         self.fail = fail or (lambda f: None)
         self.on_submit = on_submit      # called with the stored job before the reply
         self.jobs: dict[str, dict[str, Any]] = {}
@@ -50,6 +56,9 @@ class StandIn:
         class Handler(_Handler):
             owner = standin
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self.tls is not None:
+            self._server.socket = server_context(*self.tls).wrap_socket(
+                self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, name="fts3-standin",
                          daemon=True).start()
         return self.url
@@ -57,7 +66,8 @@ class StandIn:
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        port = self._server.server_address[1]
+        return f"https://localhost:{port}" if self.tls else f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
         if self._server is not None:
@@ -65,12 +75,17 @@ class StandIn:
             self._server.server_close()
 
     # ------------------------------------------------------------- the API
-    def submit(self, body: dict[str, Any]) -> tuple[int, Any]:
+    def submit(self, body: dict[str, Any], method: str = "oauth2",
+               dn: str = TOKEN_DN) -> tuple[int, Any]:
+        vo = self.vo if method == "oauth2" else delegation_id(dn)     # a "virtual VO"
+        if method == "certificate":
+            why = self.delegations.may_submit(delegation_id(dn))
+            if why:
+                return 419, {"status": "419 Authentication Timeout", "message": why}
         with self.lock:
             self.posts.append(body)
             try:
-                job, files = build_job(body, self.vo, "/DC=org/DC=gridxfer/CN=standin",
-                                       "oauth2", self._next_file)
+                job, files = build_job(body, vo, dn, method, self._next_file)
             except (Refused, KeyError, TypeError, ValueError) as exc:
                 self.refused.append(str(exc))
                 return 400, {"status": "400 Bad Request", "message": str(exc)}
@@ -145,6 +160,7 @@ def _iso(ts: float) -> str:
 
 
 _JOBS = re.compile(r"/jobs/([0-9a-f,-]+)(/files)?")
+_DLG = re.compile(r"/delegation/([0-9a-f]+)(/request|/credential)?")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -165,10 +181,49 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _authorized(self) -> bool:
+        """Sets ``self.method`` and ``self.dn`` (a token, else a client certificate)."""
         if self.headers.get("Authorization") == f"Bearer {self.owner.token}":
+            self.method, self.dn = "oauth2", TOKEN_DN
+            return True
+        getpeercert = getattr(self.connection, "getpeercert", None)
+        der = getpeercert(binary_form=True) if getpeercert else None
+        if der:
+            self.method, self.dn = "certificate", user_dn(der)
             return True
         self._reply(401, {"status": "401 Unauthorized", "message": "no valid credentials"})
         return False
+
+    def _delegation(self, path: str) -> bool:
+        """GET /delegation/<id>[/request]; False if not a delegation path."""
+        m = _DLG.fullmatch(path)
+        if not m:
+            return False
+        if m.group(1) != delegation_id(self.dn):
+            self._reply(403, {"status": "403 Forbidden",
+                              "message": "The requested ID and the credentials ID do not match"})
+        elif m.group(2) == "/request":
+            data = self.owner.delegations.request(m.group(1)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        else:
+            self._reply(200, self.owner.delegations.info(m.group(1)))
+        return True
+
+    def do_PUT(self) -> None:
+        if not self._authorized():
+            return
+        m = _DLG.fullmatch(self.path)
+        if not m or m.group(2) != "/credential" or m.group(1) != delegation_id(self.dn):
+            return self._reply(404, {"status": "404 Not Found", "message": self.path})
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            self.owner.delegations.put(m.group(1), body)
+        except DelegationError as exc:
+            return self._reply(400, {"status": "400 Bad Request", "message": str(exc)})
+        self._reply(201, None)
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -180,9 +235,12 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         o = self.owner
         if path == "/whoami":
-            return self._reply(200, {"user_dn": "/DC=org/DC=gridxfer/CN=standin",
-                                     "vos": [o.vo], "method": "oauth2",
-                                     "delegation_id": "standin"})
+            dlg = delegation_id(self.dn)
+            return self._reply(200, {"user_dn": self.dn, "method": self.method,
+                                     "vos": [o.vo if self.method == "oauth2" else dlg],
+                                     "delegation_id": dlg})
+        if self._delegation(path):
+            return None
         if path == "/jobs":
             with o.lock:
                 jobs = [j for j in o.jobs.values() if j["job_finished"] is None]
@@ -223,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length))
         except ValueError as exc:
             return self._reply(400, {"status": "400 Bad Request", "message": str(exc)})
-        self._reply(*self.owner.submit(body))
+        self._reply(*self.owner.submit(body, self.method, self.dn))
 
     def do_DELETE(self) -> None:
         if not self._authorized():
