@@ -41,7 +41,8 @@ def server_context(cert: str, key: str, ca_file: str) -> ssl.SSLContext:
 
 
 def _slash(name: x509.Name) -> str:
-    return "".join(f"/{a.rfc4514_attribute_name}={a.value}" for a in name)
+    return "".join(f"/{a.rfc4514_attribute_name}="
+                   f"{a.value if isinstance(a.value, str) else a.value.decode()}" for a in name)
 
 
 def user_dn(der: bytes) -> str:
@@ -90,7 +91,9 @@ class Delegations:
             raise DelegationError(f"Could not process the proxy: {exc}") from None
         if len(chain) < 2:
             raise DelegationError("Could not process the proxy: Malformed proxy")
-        if chain[0].public_key().public_numbers() != key.public_key().public_numbers():
+        pub = chain[0].public_key()
+        if not isinstance(pub, rsa.RSAPublicKey) or \
+                pub.public_numbers() != key.public_key().public_numbers():
             raise DelegationError("Could not process the proxy: The proxy does not match "
                                   "the stored associated private key")
         try:
