@@ -67,8 +67,9 @@ def intend(conn: sqlite3.Connection, job_id: str, plan: JobPlan, round_: int,
             conn.execute("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, "
                          "streams, mode) VALUES (?,?,?,?,?,?,?, 'fts3')",
                          (aid, fid, plan.tier, plan.endpoint, dst[fid], now, streams))
-            conn.execute("INSERT INTO fts3_files (attempt_id, job_id, file_id) VALUES (?,?,?)",
-                         (aid, job_id, fid))
+            conn.execute("INSERT INTO fts3_files (attempt_id, job_id, file_id, fts_state) "
+                         "VALUES (?,?,?,?)", (aid, job_id, fid,
+                                              "STAGING" if staging else "SUBMITTED"))
             conn.execute("UPDATE files SET state=?, endpoint=?, dst_url=?, attempts=attempts+1,"
                          " stage_requested=CASE WHEN ? THEN ? ELSE stage_requested END, "
                          "updated=? WHERE id=?",

@@ -271,3 +271,19 @@ def test_the_live_view_is_fed_after_each_poll(tmp_path, gridxfer_home, standin, 
     console = Console(width=100, record=True, file=io.StringIO())
     console.print(render(seen[-1], "fts3camp"))
     assert "fts3camp" in console.export_text()
+
+
+def test_a_staged_source_maps_to_bring_online_and_its_staging_reaches_the_journal(
+        tmp_path, gridxfer_home, standin, token):
+    f = campaign(tmp_path, standin.url, token[1], files=10)
+    f.write_text(f.read_text().replace(
+        'source: {url: "root://source.example//data/", ',
+        'source: {bring_online: {timeout: 1h, pin_lifetime: 30m}, '
+        'url: "root://source.example//data/", '))
+    res = runner.run_campaign(f)
+    assert res.state == "done" and res.files_done == 20
+    for j in standin.jobs.values():
+        assert (j["bring_online"], j["copy_pin_lifetime"]) == (3600, 1800)
+    conn = journal()
+    assert conn.execute("SELECT count(*) FROM files WHERE stage_requested IS NOT NULL AND "
+                        "staged >= stage_requested").fetchone()[0] == 20
