@@ -230,3 +230,53 @@ def test_stat_of_a_missing_source_is_source_missing(grid, payload, tmp_path):
         get_mover(src, f"file://{tmp_path}/x").copy(src, f"file://{tmp_path}/x",
                                                   params=replace(params(), checksum=None))
     assert err.value.error_class is ErrorClass.SOURCE_MISSING
+
+
+@pytest.mark.parametrize("third_party", [False, True], ids=["streamed", "tpc"])
+def test_overwrite_off_refuses_an_existing_destination_and_keeps_it(grid, payload, third_party,
+                                                                    monkeypatch):
+    """The destination's check runs beside the copy (dstcheck.py): the refusal still comes
+    before any rename, the old file stays, the temporary name goes. The TPC source is the
+    throttled server (2 MB/s), so the check answers while the copy runs."""
+    monkeypatch.setenv("GRIDXFER_HTTP_TPC_MODE", "pull")
+    tag = "tpc" if third_party else "streamed"
+    src = payload
+    if third_party:
+        localgrid.put_local(grid, "h-slow", f"keep/{tag}.src", DATA)
+        src = grid.endpoints["h-slow"].davs_url + f"keep/{tag}.src"
+    localgrid.put_local(grid, "h-xrd", f"keep/{tag}/f.dat", b"old")
+    dst = grid.endpoints["h-xrd"].davs_url + f"keep/{tag}/f.dat"
+    with pytest.raises(TransferError) as err:
+        get_mover(src, dst, third_party=third_party).copy(
+            src, dst, params=params(third_party=third_party))
+    assert err.value.error_class is ErrorClass.EXISTS, err.value
+    assert disk(grid, dst).read_bytes() == b"old"
+    deadline = time.monotonic() + 30
+    while leftovers(grid, dst) != ["f.dat"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert leftovers(grid, dst) == ["f.dat"]
+    out = get_mover(src, dst, third_party=third_party).copy(
+        src, dst, params=params(third_party=third_party, overwrite=True))
+    assert out.checksum == SUM and disk(grid, dst).read_bytes() == DATA
+    assert leftovers(grid, dst) == ["f.dat"]
+
+
+def test_the_destination_check_is_no_round_trip_in_front_of_the_copy(grid, payload,
+                                                                      monkeypatch):
+    """Overwrite off: the HEAD on the destination is asked on another thread while the
+    copy runs (a WAN round trip per file off the critical path: bench.bulk --wan), not
+    by the copying thread before its PUT."""
+    from gridxfer.movers.gfal import davs
+    real = davs.HttpOps.stat
+    asked: list[tuple[str, threading.Thread]] = []
+
+    def stat(self, url: str):
+        asked.append((url, threading.current_thread()))
+        return real(self, url)
+
+    monkeypatch.setattr(davs.HttpOps, "stat", stat)
+    dst = grid.endpoints["h-xrd"].davs_url + "beside/f.dat"
+    out = get_mover(payload, dst).copy(payload, dst, params=params())
+    assert out.checksum == SUM and disk(grid, dst).read_bytes() == DATA
+    threads = [t for url, t in asked if url == dst]
+    assert threads and threading.current_thread() not in threads, asked

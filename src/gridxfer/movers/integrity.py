@@ -8,7 +8,7 @@ import functools
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
@@ -21,6 +21,8 @@ from gridxfer.movers.urls import local_path, scheme_of, split_dir, temp_url
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+T = TypeVar("T")
 
 def adler32_file(path: str, cancel: Callable[[], bool] | None = None) -> str:
     value = 1
@@ -154,6 +156,12 @@ def _pool():
         return _checksum_pool
 
 
+def background(fn: Callable[..., T], *args: object) -> Future[T]:
+    """``fn(*args)`` on the shared long-lived threads (their gfal2 contexts and sessions
+    are reused): a source checksum, a destination check (dstcheck.py)."""
+    return _pool().submit(fn, *args)
+
+
 def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> Future[str]:
     """adler32 of ``url`` computed concurrently; a local pass stops once ``stop()`` is true."""
     if type(ops) is LocalOps:         # a plain local pass can stop early
@@ -162,8 +170,8 @@ def _background_checksum(ops: Ops, url: str, stop: Callable[[], bool]) -> Future
                 return adler32_file(local_path(url), stop)
             except OSError as exc:
                 raise transfer_error(exc, url) from None
-        return _pool().submit(local)
-    return _pool().submit(ops.checksum, url, "adler32")
+        return background(local)
+    return background(ops.checksum, url, "adler32")
 
 
 def checksum_policy(params: TransferParams) -> tuple[str | None, str, str | None]:

@@ -37,6 +37,7 @@ from gridxfer.movers.tokens import token_for
 from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.dstcheck import DestinationCheck
 from gridxfer.movers.gfal.mover import GfalMover, new_context
 from gridxfer.movers.integrity import LocalOps, Ops, verified_copy
 from gridxfer.movers.urls import scheme_of
@@ -193,14 +194,30 @@ class DavsMover(HttpOps):
             # verified there and deleted on failure, visible while it is written
             params = replace(params, temp_url=dst)
 
+        # overwrite off: the destination's HEAD runs beside the copy, not one round trip
+        # before it (dstcheck.py); a copy written in place is still refused before it starts
+        to_temp = params.temp_url != dst
+        beside = to_temp and not params.overwrite
+
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            if params.third_party:
-                from gridxfer.movers.gfal import httptpc
-                return httptpc.copy(s, tmp, params, report, dst_ops)
-            return streamed(s, tmp, params, report)
+            check = DestinationCheck(dst_ops, dst, params) if beside else None
+            run = check.params if check is not None else params
+            try:
+                if run.third_party:
+                    from gridxfer.movers.gfal import httptpc
+                    out = httptpc.copy(s, tmp, run, report, dst_ops)
+                else:
+                    out = streamed(s, tmp, run, report)
+            except TransferError:
+                if check is not None:
+                    check.settle(quiet=True)
+                raise
+            if check is not None:
+                check.settle()
+            return out
 
         return verified_copy(src, dst, params, src_ops=src_ops, dst_ops=dst_ops, raw_copy=raw,
-                             progress=progress, mover=self.name)
+                             progress=progress, copy_checks_destination=to_temp, mover=self.name)
 
 
 def streamed(src: str, tmp: str, params: TransferParams,
