@@ -13,6 +13,17 @@ reply before sending a request that does not depend on it. XrdCl's asynchronous 
   read before the write ended (asynchronous I/O) is asked again after the write's reply;
   only that answer can fail the copy.
 
+Why a close sent before the write's reply persists no partial file (issue 21): xrootd's
+ofs answers a failed write on a POSC file by unpersisting it (``XrdOfs::Emsg`` ->
+``Unpersist``, 5.5.3 and master: the file is unlinked) before it reads the connection's
+next request, so the close that follows has nothing to keep; checked on a real xrootd
+with a full destination (tests/integration/test_xrootd_failed_write_posc.py). The close
+cannot carry the size written instead: ``kXR_close`` has no size field (XProtocol.hh:
+``reserved[12]``) and ``do_Close`` checks none. Not covered: an oss that answers a write
+with EBUSY or ETIMEDOUT (``kXR_wait``, no unpersist; proxies, network file systems):
+the close in flight then commits what was written before the retried write fails, and
+the file is visible until the ``rm`` that follows (docs/performance-notes.md).
+
 Only where round trips cost: a reply to an asynchronous request reaches Python through
 a callback on an XrdCl thread, which must take the GIL, and then the waiting worker must
 take it again; on loopback, with workers busy in Python, that costs more than the round

@@ -14,8 +14,9 @@ instead, and the destination sees:
   while the source is read (its size from the open's cached stat, then read and close
   in one flight);
 * flight 2: ``write`` and ``close`` back to back (XRootD answers a connection's requests
-  in order; nothing of the close depends on the write's reply except its success, and a
-  failed write makes the close fail too). Without checksums that is all: 2 round trips.
+  in order; nothing of the close depends on the write's reply except its success: xrootd
+  unlinks a POSC file whose write failed before it handles the close, which then succeeds
+  on nothing; pipeline.py). Without checksums that is all: 2 round trips.
 * With destination verification: ``write`` and a read-back ``read`` in flight 2, ``close``
   in flight 3 only after the bytes the server returns matched the adler32 of the bytes
   read from the source (a mismatch leaves nothing: the POSC file is dropped unclosed).

@@ -1,0 +1,81 @@
+"""A write that fails on a real xrootd while its close is already in flight leaves nothing.
+
+relay.py (root -> root) and the one-write upload (file -> root) send ``write`` and
+``close`` back to back to a far server (pipeline.finish): the close reaches the server
+before the client knows how the write went. Issue 21's worry was that a failed write
+would then be committed by that close and stay visible at the final name until the
+client's ``rm``. xrootd's ofs answers a failed write on a POSC file by unpersisting it
+(``XrdOfs::Emsg`` -> ``Unpersist``: the file is unlinked) before it reads the next
+request of the connection, so the close that follows finds nothing to keep. These tests
+check it on the moment that matters: when the mover starts its own cleanup (before its
+``rm``), the final name must already be gone, on disk and for another client.
+
+The destination is a real xrootd whose data dir is a 1 MiB tmpfs (ENOSPC in the write).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers import TransferParams, get_mover
+from gridxfer.movers.xrootd import relay as xrdrelay, upload as xrdupload
+from gridxfer.movers.xrootd.authz import xpath
+from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.xrootd.env import client as xrd
+from gridxfer.testbed import localgrid
+
+pytestmark = [pytest.mark.integration, pytest.mark.root]
+
+SIZE = 3 << 20          # one write request (<= relay.RELAY_MAX and upload.CHUNK), > the tmpfs
+
+
+class Witness:
+    """Wraps the movers' cleanup: records what the final name was when it started."""
+
+    def __init__(self, monkeypatch, disk: Path) -> None:
+        self.disk, self.seen = disk, []
+        real = xrdupload._discard
+
+        def discard(handle, dst: str, closed: bool) -> None:
+            status, _ = xrd.FileSystem(server_of(dst)).stat(xpath(dst), timeout=10)
+            self.seen.append((self.disk.exists(), status.ok))
+            real(handle, dst, closed)
+
+        monkeypatch.setattr(xrdrelay, "_discard", discard)
+        monkeypatch.setattr(xrdupload, "_discard", discard)
+
+
+@pytest.fixture
+def full(make_grid):
+    if os.geteuid() != 0:
+        pytest.skip("size-limited endpoints need root (tmpfs)")
+    return make_grid([localgrid.ServerSpec("full", "xrootd", "T9", size_limit=1 << 20),
+                      localgrid.ServerSpec("feeder", "xrootd", "T9")])
+
+
+@pytest.mark.parametrize("route,pipelined,checksum", [
+    ("relay", True, None), ("relay", False, None), ("relay", True, "adler32"),
+    ("upload", True, None), ("upload", False, None)])
+def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, monkeypatch,
+                                                                  route, pipelined, checksum):
+    """Without a checksum: write + close in one flight (the case at issue); with adler32 the
+    relay sends write + read-back and closes only after the match (the close not sent)."""
+    data = os.urandom(SIZE)
+    if route == "relay":
+        src = localgrid.put_local(full, "feeder", "f.dat", data)
+        monkeypatch.setattr(xrdrelay, "far", lambda server: pipelined)
+    else:
+        (tmp_path / "f.dat").write_bytes(data)
+        src = f"file://{tmp_path}/f.dat"
+        monkeypatch.setattr(xrdupload, "far", lambda server: pipelined)
+    dst = full.endpoints["full"].url + "sub/f.dat"
+    witness = Witness(monkeypatch, full.local_path(dst))
+    with pytest.raises(TransferError) as err:
+        get_mover(src, dst).copy(src, dst, params=TransferParams(
+            timeout=60, checksum=checksum, verify="both" if checksum else "none"))
+    assert err.value.error_class is ErrorClass.NO_SPACE, str(err.value)
+    assert witness.seen == [(False, False)], "the final name existed before the client's rm"
+    assert not full.local_path(dst).exists()
