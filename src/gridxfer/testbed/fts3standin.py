@@ -45,6 +45,7 @@ class StandIn:
         self.posts: list[dict[str, Any]] = []       # every POST /jobs body, accepted or not
         self.refused: list[str] = []
         self.duplicates = 0                          # submissions of an existing job id
+        self.flaky = 0          # the next this many job requests: 503 (after a POST is stored)
         self.lock = threading.Lock()
         self._next_file = 1
         self._server: ThreadingHTTPServer | None = None
@@ -97,6 +98,9 @@ class StandIn:
             self.files[job["job_id"]] = files
         if self.on_submit is not None:
             self.on_submit(job)
+        if self.flaky > 0:      # stored, but the client hears a 503: the job is in doubt
+            self.flaky -= 1
+            return 503, {"status": "503 Service Unavailable", "message": "try again"}
         return 200, {"job_id": job["job_id"]}
 
     def _sequence(self, job: dict[str, Any], f: dict[str, Any]) -> list[str]:
@@ -248,6 +252,9 @@ class _Handler(BaseHTTPRequestHandler):
         m = _JOBS.fullmatch(path)
         if not m:
             return self._reply(404, {"status": "404 Not Found", "message": path})
+        if o.flaky > 0:
+            o.flaky -= 1
+            return self._reply(503, {"status": "503 Service Unavailable", "message": "later"})
         fields = query.get("files", [""])[0].split(",") if "files" in query else []
         ids = [i for i in m.group(1).split(",") if i]
         with o.lock:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+
+import requests
 from dataclasses import asdict
 from typing import Any
 
@@ -37,10 +39,16 @@ class NotFound(Fts3Error):
     pass
 
 
+class Transient(Fts3Error):
+    """The server did not answer, or answered 5xx: try again later (the engine does)."""
+
+
 def _error(exc: Exception, what: str) -> GridxferError:
     text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     if isinstance(exc, fts3_errors.NotFound):
         return NotFound(f"FTS3 {what}: not found")
+    if isinstance(exc, fts3_errors.ServerError | requests.ConnectionError | requests.Timeout):
+        return Transient(f"FTS3 {what}: {text}")
     if isinstance(exc, fts3_errors.ClientError) and "Bad request" in text:
         return UsageError(f"FTS3 refused the {what}: {text}")
     return Fts3Error(f"FTS3 {what}: {text}")

@@ -25,7 +25,7 @@ from typing import Any
 
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.apply import Apply
-from gridxfer.campaign.fts3.client import Fts3Client
+from gridxfer.campaign.fts3.client import Fts3Client, Transient
 from gridxfer.campaign.fts3.jobs import BASE_ID, FileRow, build
 from gridxfer.campaign.journal import store
 from gridxfer.campaign.policy.selection import EndpointStats, FileToPlace, ThroughputAware
@@ -34,6 +34,7 @@ from gridxfer.movers.names import join_url
 
 log = logging.getLogger(__name__)
 POLL_EVERY = 5.0                # seconds between polls (the first ones come sooner)
+MAX_TROUBLES = 30               # server errors in a row before the run gives up (resumable)
 
 
 @dataclass(frozen=True)
@@ -158,12 +159,20 @@ class Fts3Engine:
 
     def run(self) -> Fts3Run:
         t0 = time.time()
-        self.settle_in_doubt()
-        wait = min(0.5, self.poll_every)
+        wait, troubles = min(0.5, self.poll_every), 0
         while not self.stop.is_set():
             now = time.time()
-            self.submit_pending(now)
-            open_ = self.poll()
+            try:
+                self.settle_in_doubt()      # a job whose POST got no answer, if any
+                self.submit_pending(now)
+                open_ = self.poll()
+                troubles = 0
+            except Transient as exc:        # polled again later; the jobs run on
+                troubles += 1
+                if troubles > MAX_TROUBLES:
+                    raise
+                log.warning("%s (%d in a row; trying again)", exc, troubles)
+                open_ = 1
             if self.observe is not None:
                 self.observe()
             pending, _ = self._left()

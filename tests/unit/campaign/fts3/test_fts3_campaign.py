@@ -287,3 +287,14 @@ def test_a_staged_source_maps_to_bring_online_and_its_staging_reaches_the_journa
     conn = journal()
     assert conn.execute("SELECT count(*) FROM files WHERE stage_requested IS NOT NULL AND "
                         "staged >= stage_requested").fetchone()[0] == 20
+
+
+def test_server_errors_are_waited_out_and_an_unanswered_post_is_not_posted_twice(
+        tmp_path, gridxfer_home, standin, token):
+    """The first POST is stored but answered 503, then two status requests fail too."""
+    standin.flaky = 3
+    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=10))
+    assert res.state == "done" and res.files_done == 20
+    assert standin.flaky == 0 and standin.duplicates == 0
+    seen = [f["source_surl"] + f["dest_surl"] for j in standin.files.values() for f in j]
+    assert len(seen) == len(set(seen)) == 20
