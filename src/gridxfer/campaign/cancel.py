@@ -47,6 +47,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     if not path.exists():
         raise UsageError(f"no such campaign journal: {path}")
     lock = CampaignLock(name)
+    stopped: CancelResult | None = None
     try:
         lock.acquire()
     except CampaignBusy as busy:
@@ -87,7 +88,8 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
             conn.close()
     finally:
         lock.release()
-    return CancelResult(name, None, n + by_fts3, swept.recovered, swept.removed)
+    return CancelResult(name, stopped.stopped_pid if stopped else None, n + by_fts3,
+                        swept.recovered, swept.removed)
 
 
 def _fts3(path: Any) -> bool:

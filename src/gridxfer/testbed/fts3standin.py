@@ -46,6 +46,7 @@ class StandIn:
         self.refused: list[str] = []
         self.duplicates = 0                          # submissions of an existing job id
         self.flaky = 0          # the next this many job requests: 503 (after a POST is stored)
+        self.hold = False       # True: no state moves (a daemon with no free slot)
         self.lock = threading.Lock()
         self._next_file = 1
         self._server: ThreadingHTTPServer | None = None
@@ -112,6 +113,8 @@ class StandIn:
 
     def advance(self, job_id: str) -> None:
         """One step of the daemon's work on this job's files (under the lock)."""
+        if self.hold:
+            return
         job, now = self.jobs[job_id], time.time()
         for f in self.files[job_id]:
             if f["file_state"] in TERMINAL or f["file_state"] == "NOT_USED":

@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,35 @@ def test_server_errors_are_waited_out_and_an_unanswered_post_is_not_posted_twice
     assert standin.flaky == 0 and standin.duplicates == 0
     seen = [f["source_surl"] + f["dest_surl"] for j in standin.files.values() for f in j]
     assert len(seen) == len(set(seen)) == 20
+
+
+def test_cancel_while_the_runner_polls_stops_it_and_cancels_the_jobs(tmp_path, gridxfer_home,
+                                                                   standin, token):
+    standin.hold = True                 # the jobs stay SUBMITTED: the runner keeps polling
+    f = campaign(tmp_path, standin.url, token[1], files=10)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gridxfer.cli.main", "campaign", "run", "--quiet", str(f)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(standin.jobs) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while time.monotonic() < deadline:   # both jobs confirmed in the journal
+            try:
+                if journal().execute("SELECT count(*) FROM fts3_jobs WHERE submitted=1"
+                                     ).fetchone()[0] == len(standin.jobs):
+                    break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.05)
+        out = cancel_campaign("fts3camp")
+        assert out.stopped_pid == proc.pid and out.cancelled == 20
+        assert proc.wait(timeout=60) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert {j["job_state"] for j in standin.jobs.values()} == {"CANCELED"}
+    assert journal().execute("SELECT count(*) FROM files WHERE error_class='cancelled'"
+                             ).fetchone()[0] == 20
