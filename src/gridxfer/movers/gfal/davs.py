@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import gfal2
 
-from gridxfer.errors import ErrorClass, TransferError, UsageError
+from gridxfer.errors import TransferError, UsageError
 from gridxfer.movers import names, routes
 from gridxfer.movers.tokens import token_for
 from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
@@ -223,32 +223,13 @@ class DavsMover(HttpOps):
 def streamed(src: str, tmp: str, params: TransferParams,
              progress: ProgressFn | None = None) -> tuple[int, str]:
     """The bytes through this host (gfal2 filecopy in streamed mode, one stream)."""
-    from gridxfer.movers.gfal.mover import copy_parameters
+    from gridxfer.movers.gfal.mover import cancellable_filecopy, copy_parameters
     tokens = params.tokens or TokenPair()
     ctx = http_context("<copy>", {src: tokens.src, tmp: tokens.dst})
     tp = copy_parameters(ctx, timeout=params.timeout, nbstreams=1,
                          tcp_buffer=params.tcp_buffer, progress=progress)
-    done = threading.Event()
-    cancelled = threading.Event()
-
-    def watch() -> None:
-        while not done.wait(0.2):
-            if params.cancel is not None and params.cancel.is_set():
-                cancelled.set()
-                ctx.cancel()
-                return
-
-    watcher = threading.Thread(target=watch, name="gfal-cancel", daemon=True)
-    watcher.start()
     try:
-        ctx.filecopy(tp, _g(src), _g(tmp))
-    except gfal2.GError as exc:
-        if cancelled.is_set():
-            raise TransferError(ErrorClass.CANCELLED, f"{src} -> {tmp}: cancelled") from None
-        side = "source" if "SOURCE" in str(exc.message).upper()[:80] else "destination"
-        raise transfer_error(exc, f"{src} -> {tmp}", side=side) from None
+        cancellable_filecopy(ctx, tp, src, tmp, params.cancel)
     finally:
-        done.set()
-        watcher.join()
         ctx.cred_clean()
     return 1, "davs-streamed"

@@ -12,6 +12,7 @@ import signal
 import stat as pystat
 import threading
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import gfal2
@@ -222,12 +223,21 @@ def streamed_copy(src: str, tmp: str, params: TransferParams,
     # gfal2 2.21 gsiftp -> root); only native copies (gfalagent.py) honour nbstreams.
     tp = copy_parameters(ctx, timeout=params.timeout, nbstreams=1,
                          tcp_buffer=params.tcp_buffer, progress=progress)
+    cancellable_filecopy(ctx, tp, src, tmp, params.cancel)
+    return 1, "gfal-streamed"
+
+
+def cancellable_filecopy(ctx: Any, tp: Any, src: str, tmp: str, cancel: Any) -> None:
+    """``ctx.filecopy(src, tmp)`` that a set ``cancel`` stops (``ctx.cancel()`` from a
+    watcher thread, polled every 0.2 s): a gfal2 error becomes a classified TransferError,
+    CANCELLED when the watcher stopped it. Shared by the gsiftp/root and the davs streamed
+    copies."""
     done = threading.Event()
     cancelled = threading.Event()
 
     def watch() -> None:
         while not done.wait(0.2):
-            if params.cancel is not None and params.cancel.is_set():
+            if cancel is not None and cancel.is_set():
                 cancelled.set()
                 ctx.cancel()
                 return
@@ -244,4 +254,3 @@ def streamed_copy(src: str, tmp: str, params: TransferParams,
     finally:
         done.set()
         watcher.join()
-    return 1, "gfal-streamed"
