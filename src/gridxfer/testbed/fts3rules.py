@@ -9,6 +9,8 @@ something. Not an FTS3 server: only what gridxfer submits and polls.
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import time
 import uuid
@@ -98,6 +100,25 @@ def job_id_of(params: dict[str, Any], vo: str) -> str:
     return str(uuid.uuid5(uuid.uuid5(BASE_ID, vo), str(sid)))
 
 
+def token_id(token: str | None) -> str | None:
+    """fts-rest's ``generate_token_id``: what the server keeps of a token (a digest)."""
+    return None if token is None else hashlib.sha1(token.encode()).hexdigest()  # nosec
+
+
+def _tokens(entry: dict[str, Any], key: str, urls: str, what: str) -> list[Any]:
+    """JobBuilder's per-file token list: strings, at most one per source/destination (a
+    longer list reaches ``urlparse(None)`` there: a 500; refused here)."""
+    tokens = entry.get(key, [])
+    if not isinstance(tokens, list):
+        raise Refused(f"{key} is not a list")
+    if len(tokens) > len(entry[urls]):
+        raise Refused(f"more {key} than {urls}")
+    for t in tokens:
+        if t is not None and not isinstance(t, str):
+            raise Refused(f"{what} token is not a string: type={type(t).__name__}")
+    return tokens
+
+
 def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
               next_file_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The job and file rows fts-rest would store for ``body`` (or ``Refused``)."""
@@ -121,9 +142,11 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
     state = "STAGING" if staging else "SUBMITTED"
     files: list[dict[str, Any]] = []
     for entry in files_in:
-        for src in entry["sources"]:
+        src_tokens = _tokens(entry, "source_tokens", "sources", "Source")
+        dst_tokens = _tokens(entry, "destination_tokens", "destinations", "Destination")
+        for src, src_token in itertools.zip_longest(entry["sources"], src_tokens):
             _validate_url(src)
-            for dst in entry["destinations"]:
+            for dst, dst_token in itertools.zip_longest(entry["destinations"], dst_tokens):
                 _validate_url(dst)
                 meta = entry.get("metadata")
                 files.append({
@@ -135,6 +158,8 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
                     "checksum": entry.get("checksum") or "ADLER32",
                     "file_metadata": None if meta is None else _metadata(
                         meta, FILE_METADATA_LIMIT),
+                    "src_token_id": token_id(src_token),
+                    "dst_token_id": token_id(dst_token),
                     "reason": None, "start_time": None, "finish_time": None,
                     "throughput": None, "tx_duration": None})
     if not files:

@@ -11,6 +11,12 @@ the jobs keep running on the server; ``resume`` polls again).
 - **Submission**: ``jobs.build`` (the field mapping, <= 200 files per job, reuse), each job
   journalled before the POST (``record.intend``) and confirmed after; a job left
   unconfirmed by a killed run is looked up by its deterministic id before any resubmission.
+- **Tokens**: a file whose source or destination endpoint has a ``token:`` gets them
+  per file from the local engine's grant (``engine.credentials.TokenGate``: lifetime
+  for the file's size, storage scopes). A *pause* keeps the tier's files pending (journal
+  ``tier_paused``/``tier_resumed``), a *refuse* fails the file as ``auth``. A side
+  without ``token:`` sends none (a discovered token is not handed to FTS3). A job in
+  doubt is resubmitted with fresh tokens (the journal keeps none).
 - **Polling**: the unfinished jobs' states in bulk (``client.statuses``) -> ``apply``.
 """
 from __future__ import annotations
@@ -26,10 +32,12 @@ from typing import Any
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.apply import Apply
 from gridxfer.campaign.fts3.client import Fts3Client, Transient
-from gridxfer.campaign.fts3.jobs import BASE_ID, FileRow, build
+from gridxfer.campaign.engine.credentials import Credentials, TokenGate
+from gridxfer.campaign.fts3.jobs import BASE_ID, TOKEN_KEYS, FileRow, build
 from gridxfer.campaign.journal import store
 from gridxfer.campaign.policy.selection import EndpointStats, FileToPlace, ThroughputAware
 from gridxfer.campaign.spec.model import CampaignSpec
+from gridxfer.movers.base import TokenPair
 from gridxfer.movers.names import join_url
 
 log = logging.getLogger(__name__)
@@ -42,6 +50,10 @@ class Fts3Run:
     state: str                  # done | partial | interrupted
     jobs_submitted: int
     seconds: float
+
+
+class _Paused(Exception):
+    """A tier waits for a fresh enough token (its files stay pending)."""
 
 
 def job_id(vo: str, sid: str) -> str:
@@ -60,6 +72,7 @@ class Fts3Engine:
         self.selector = ThroughputAware()
         self.apply = Apply(conn, spec)
         self.submitted = 0
+        self.gate = TokenGate(Credentials(spec))
         record.ensure(conn)
 
     # ------------------------------------------------------------- resume
@@ -73,12 +86,55 @@ class Fts3Engine:
                 log.info("fts3 job %s was submitted before the run was killed", jid)
             else:
                 import json
-                got = self.client.submit(json.loads(body))
+                got = self.client.submit(self._retokened(jid, json.loads(body)))
                 if got != jid:
                     log.warning("fts3 job id %s, expected %s", got, jid)
                 self.submitted += 1
             record.submitted(self.conn, jid)
         return found
+
+    # ------------------------------------------------------------- tokens
+    def _tokens(self, tier: str, endpoint: str, src: str, dst: str, size: int | None,
+                now: float) -> TokenPair | str | None:
+        """The file's tokens (None: no side has a ``token:``), or why it fails (class
+        ``auth``); ``_Paused`` while its tier waits for a fresh enough token."""
+        src_ts = self.spec.source.token
+        dst_ts = self.spec.tier(tier).token_for(endpoint)
+        if src_ts is None and dst_ts is None:
+            return None
+        g, events = self.gate.grant(tier, endpoint, src, dst, size, now,
+                                    self.apply.throughput.get(endpoint))
+        for kind, detail in events:
+            store.add_event(self.conn, kind, **detail)
+        if g.refuse is not None:
+            return g.refuse
+        if g.pause is not None:
+            raise _Paused(g.pause)
+        if g.tokens is None:
+            return None
+        return TokenPair(src=g.tokens.src if src_ts is not None else None,
+                         dst=g.tokens.dst if dst_ts is not None else None)
+
+    def _retokened(self, jid: str, body: dict[str, Any]) -> dict[str, Any]:
+        """An in-doubt job's body (kept without tokens) with its files' tokens again."""
+        tier, endpoint = self.conn.execute(
+            "SELECT tier, endpoint FROM fts3_jobs WHERE job_id=?", (jid,)).fetchone()
+        for f in body.get("files", []):
+            try:
+                tok = self._tokens(tier, endpoint, f["sources"][0], f["destinations"][0],
+                                   f.get("filesize"), time.time())
+            except _Paused as exc:
+                raise Transient(str(exc)) from None
+            if isinstance(tok, TokenPair):
+                for key, value in zip(TOKEN_KEYS, (tok.src, tok.dst), strict=True):
+                    if value:
+                        f[key] = [value]
+        return body
+
+    def _refuse(self, file_id: int, why: str, now: float) -> None:
+        self.conn.execute("UPDATE files SET state='failed', error_class='auth', error_msg=?, "
+                          "updated=? WHERE id=?", (why, now, file_id))
+        log.warning("file %d: %s", file_id, why)
 
     # ------------------------------------------------------------- placement
     def _stats(self, tier: str) -> dict[str, EndpointStats]:
@@ -104,6 +160,8 @@ class Fts3Engine:
         by_tier: dict[str, dict[str, EndpointStats]] = {}
         for r in record.pending_rows(self.conn, now):
             tier = self.spec.tier(r["tier"])
+            if self.gate.blocked(tier.name, now):
+                continue
             if tier.name not in by_tier:
                 by_tier[tier.name] = self._stats(tier.name)
             stats = by_tier[tier.name]
@@ -111,10 +169,18 @@ class Fts3Engine:
             pool = [u for u in tier.pool if u not in avoid] or list(tier.pool)
             ep = self.selector.choose(FileToPlace(r["id"], r["name"], r["size"]), pool, stats)
             item = items.get(r["name"])
-            rows.append(FileRow(r["id"], r["src_url"], join_url(ep, r["name"]), ep, tier.name,
+            dst = join_url(ep, r["name"])
+            try:
+                tok = self._tokens(tier.name, ep, r["src_url"], dst, r["size"], now)
+            except _Paused:
+                continue
+            if isinstance(tok, str):
+                self._refuse(r["id"], tok, now)
+                continue
+            rows.append(FileRow(r["id"], r["src_url"], dst, ep, tier.name,
                                 r["size"], r["expected_checksum"],
                                 item.activity if item else None,
-                                item.priority if item else None))
+                                item.priority if item else None, tok))
             st = stats.get(ep, EndpointStats(url=ep))
             stats[ep] = EndpointStats(url=ep, pending=st.pending + 1,
                                       pending_bytes=st.pending_bytes + r["size"],

@@ -8,22 +8,27 @@ are grouped per (tier, source storage, destination endpoint) and cut into jobs o
 source and one destination endpoint, as the server requires for a reuse job.
 
 The campaign's name and each file's journal id travel in ``job_metadata`` and each file's
-``metadata``; ``sid`` (with the deterministic id generator) makes the job id a function of
-the campaign, the tier, the files and the round, so a resume can ask the server whether a
-job it may not have journalled exists (``engine``).
+``metadata``; A file whose source or destination has a ``token:`` carries them per file, as the
+official client's ``new_transfer`` sends them (``source_tokens``/``destination_tokens``,
+one per source/destination, fts-rest's JobBuilder); ``without_tokens`` is the body the
+journal keeps (never a token in it). ``sid`` (with the deterministic id generator)
+makes the job id a function of the campaign, the tier, the files and the round, so a
+resume can ask the server whether a job it may not have journalled exists (``engine``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import copy
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Iterable, Sequence
 
 from fts3.rest.client import easy  # type: ignore[import-untyped]
 
 from gridxfer.campaign.spec.model import CampaignSpec, TierSpec
+from gridxfer.movers.base import TokenPair
 
 # fts-rest's namespace of deterministic job ids: uuid5(uuid5(BASE_ID, vo), sid)
 BASE_ID = uuid.UUID("urn:uuid:01874efb-4735-4595-bc9c-591aef8240c9")
@@ -44,6 +49,7 @@ class FileRow:
     adler32: str | None = None
     activity: str | None = None
     priority: int | None = None     # the file's own (FTS3 priority is per job: grouped by it)
+    tokens: TokenPair | None = field(default=None, repr=False)   # never shown
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,32 @@ def _transfer(spec: CampaignSpec, row: FileRow) -> dict[str, Any]:
     checksum: str | None = f"ADLER32:{row.adler32}" if row.adler32 else "ADLER32"
     if spec.checksum.algorithm is None:
         checksum = None
-    return easy.new_transfer(
+    tok = row.tokens or TokenPair()
+    both = {"source_token": tok.src, "destination_token": tok.dst} if tok.src and tok.dst \
+        else {}
+    transfer: dict[str, Any] = easy.new_transfer(
         row.src_url, row.dst_url, checksum=checksum, filesize=row.size,
         activity=row.activity or spec.activity,
-        metadata={"gridxfer_campaign": spec.name, "file_id": row.file_id})
+        metadata={"gridxfer_campaign": spec.name, "file_id": row.file_id}, **both)
+    # one side only: the client insists on both, the server pads the other with None
+    # (JobBuilder's zip_longest): that side goes without a token (X.509 or anonymous)
+    if tok.src and not tok.dst:
+        transfer["source_tokens"] = [tok.src]
+    elif tok.dst and not tok.src:
+        transfer["destination_tokens"] = [tok.dst]
+    return transfer
+
+
+TOKEN_KEYS = ("source_tokens", "destination_tokens")
+
+
+def without_tokens(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with every per-file token left out: what the journal may keep."""
+    out = copy.deepcopy(job)
+    for f in out.get("files", []):
+        for key in TOKEN_KEYS:
+            f.pop(key, None)
+    return out
 
 
 def priority(spec: CampaignSpec, tier: TierSpec, row: FileRow) -> int:

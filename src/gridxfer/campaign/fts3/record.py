@@ -9,7 +9,8 @@ run (every reader works unchanged), plus two tables of its own.
 - ``fts3_files(attempt_id, job_id, file_id, fts_state)``: which attempt is which FTS3 file.
 
 No credential is stored: a job body carries URLs (checked credential-free at plan time),
-metadata and parameters, never a token (gridxfer sends none per file).
+metadata and parameters, never a token: the per-file tokens are left out
+(``jobs.without_tokens``) and a resubmission asks for them again.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from gridxfer.campaign.fts3.jobs import JobPlan
+from gridxfer.campaign.fts3.jobs import JobPlan, without_tokens
 from gridxfer.campaign.journal import store
 from gridxfer.redact import redact
 
@@ -58,10 +59,11 @@ def intend(conn: sqlite3.Connection, job_id: str, plan: JobPlan, round_: int,
     """The job and its attempts, before the POST (one transaction)."""
     first = store.next_attempt_id(conn)
     state = "staging" if staging else "active"
+    body = redact(json.dumps(without_tokens(plan.job)))
     with txn(conn):
         conn.execute("INSERT INTO fts3_jobs (job_id, sid, tier, endpoint, round, body, created)"
                      " VALUES (?,?,?,?,?,?,?)", (job_id, plan.sid, plan.tier, plan.endpoint,
-                                                 round_, redact(json.dumps(plan.job)), now))
+                                                 round_, body, now))
         for n, fid in enumerate(plan.file_ids):
             aid = first + n
             conn.execute("INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, "

@@ -1,0 +1,122 @@
+"""Per-file bearer tokens in FTS3 submissions (issue 23 on the STAND-IN, which checks them
+as fts-rest-flask's JobBuilder does): a ``token:`` source or tier sends each file's tokens
+(``source_tokens``/``destination_tokens``) from the local engine's grant (scopes,
+lifetime), and no token reaches the journal, the logs or the output."""
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+from fts3.rest.client import easy  # type: ignore[import-untyped]
+
+from gridxfer.campaign import runner
+from gridxfer.campaign.fts3 import engine as fts3_engine
+from gridxfer.campaign.journal import store
+from gridxfer.testbed import tokens as testbed_tokens
+from gridxfer.testbed.fts3rules import token_id
+from gridxfer.testbed.fts3standin import StandIn
+
+POOL = ("root://disk1.example//store/", "root://disk2.example//store/")
+
+
+@pytest.fixture(autouse=True)
+def fast_polls(monkeypatch):
+    monkeypatch.setattr(fts3_engine, "POLL_EVERY", 0.05)
+
+
+@pytest.fixture
+def issuer(tmp_path: Path):
+    return testbed_tokens.make_issuer(tmp_path / "issuer")
+
+
+def _write(path: Path, value: str) -> Path:
+    path.write_text(value)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def standin(issuer, tmp_path):
+    fts = testbed_tokens.mint(issuer, ["storage.read:/"])
+    s = StandIn(fts)
+    s.start()
+    s.token_file = _write(tmp_path / "fts3.token", fts)
+    yield s
+    s.stop()
+
+
+def campaign(tmp_path: Path, s: StandIn, src_tok: Path, dst_tok: Path, files: int = 6) -> Path:
+    lst = tmp_path / "files.list"
+    lst.write_text("".join(f"run1/f{i:03d} 1000000 0000{i:04x}\n" for i in range(files)))
+    f = tmp_path / "c.yaml"
+    f.write_text(f"""
+campaign: fts3tok
+engine: fts3
+fts3: {{endpoint: "{s.url}", token: {{file: "{s.token_file}"}}}}
+source: {{url: "root://source.example//data/", files: {{from: "{lst}"}},
+          token: {{file: "{src_tok}", base: /data}}}}
+retries: {{max: 0}}
+destinations:
+  - {{tier: disk, pool: ["{POOL[0]}", "{POOL[1]}"], token: {{file: "{dst_tok}", base: /store}}}}
+""")
+    return f
+
+
+def test_each_file_carries_its_source_and_destination_tokens_and_none_is_kept(
+        tmp_path, gridxfer_home, standin, issuer, caplog, capsys):
+    src = testbed_tokens.mint(issuer, ["storage.read:/run1"])
+    dst = testbed_tokens.mint(issuer, ["storage.create:/run1"])
+    f = campaign(tmp_path, standin, _write(tmp_path / "src.tok", src),
+                 _write(tmp_path / "dst.tok", dst))
+    caplog.set_level(logging.DEBUG)
+    res = runner.run_campaign(f)
+    assert res.state == "done" and res.files_done == 6, res
+    assert not standin.refused
+    sent = [e for body in standin.posts for e in body["files"]]
+    assert len(sent) == 6
+    assert all(e["source_tokens"] == [src] and e["destination_tokens"] == [dst] for e in sent)
+    stored = [r for rows in standin.files.values() for r in rows]
+    assert {r["src_token_id"] for r in stored} == {token_id(src)}
+    conn = sqlite3.connect(store.journal_path("fts3tok"))
+    bodies = [json.loads(b) for (b,) in conn.execute("SELECT body FROM fts3_jobs")]
+    assert bodies and all("source_tokens" not in e for b in bodies for e in b["files"])
+    conn.close()
+    out = capsys.readouterr()
+    everything = caplog.text + out.out + out.err + json.dumps([j for j in standin.jobs.values()])
+    everything += b"".join(p.read_bytes() for p in (gridxfer_home / "campaigns").iterdir()
+                           ).decode("latin-1")
+    for tok in (src, dst):
+        assert tok not in everything and tok[:40] not in everything and tok[-40:] not in \
+            everything
+
+
+def test_a_token_without_the_destination_scope_fails_its_files_as_auth_unsubmitted(
+        tmp_path, gridxfer_home, standin, issuer):
+    src = testbed_tokens.mint(issuer, ["storage.read:/run1"])
+    dst = testbed_tokens.mint(issuer, ["storage.create:/elsewhere"])
+    f = campaign(tmp_path, standin, _write(tmp_path / "src.tok", src),
+                 _write(tmp_path / "dst.tok", dst))
+    res = runner.run_campaign(f)
+    assert res.files_failed == 6 and not standin.posts
+    conn = sqlite3.connect(store.journal_path("fts3tok"))
+    assert conn.execute("SELECT DISTINCT error_class FROM files").fetchall() == [("auth",)]
+    conn.close()
+
+
+@pytest.mark.parametrize("tokens, refusal", [
+    ({"source_tokens": [42], "destination_tokens": ["b"]}, "Source token is not a string"),
+    ({"source_tokens": ["a"], "destination_tokens": [{"x": 1}]},
+     "Destination token is not a string"),
+    ({"source_tokens": ["a", "b"], "destination_tokens": ["c"]}, "more source_tokens"),
+])
+def test_the_standin_checks_per_file_tokens_as_jobbuilder_does(standin, tokens, refusal):
+    ctx = easy.Context(standin.url, fts_access_token=standin.token)
+    t = easy.new_transfer("root://a.example//x", "root://b.example//y")
+    t.update(tokens)
+    with pytest.raises(easy.ClientError):
+        easy.submit(ctx, easy.new_job([t]))
+    assert any(refusal in r for r in standin.refused), standin.refused
+    assert all("'a'" not in r and "'b'" not in r for r in standin.refused)
