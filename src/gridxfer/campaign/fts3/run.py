@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from collections.abc import Callable, Sequence
 
-from gridxfer.campaign.accounting.stats import StatsSnapshot
+from gridxfer.campaign.accounting.stats import LinkSnapshot, StatsSnapshot
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.client import Fts3Client
 from gridxfer.campaign.fts3.engine import Fts3Engine, Fts3Run
+from gridxfer.campaign.fts3.states import TERMINAL
 from gridxfer.campaign.journal import store
 from gridxfer.campaign.spec.model import CampaignSpec
 
@@ -45,9 +46,41 @@ def totals(conn: sqlite3.Connection) -> Totals:
     return Totals(files, done[0], failed, nbytes, done[1])
 
 
+RUNNING = frozenset({"ACTIVE", "READY", "SELECTED"})    # FTS3 file states: on the wire
+SCHEDULED = "FTS3 schedules"    # the link's "optimizer" column: no cap of gridxfer's
+
+
+def links(conn: sqlite3.Connection, tally: dict[str, dict[str, tuple[int, int]]],
+          elapsed: float) -> tuple[LinkSnapshot, ...]:
+    """The live view's per-link (tier) rows, from the journal: ``active`` = files FTS3
+    reports on the wire (ACTIVE, READY, SELECTED), ``queued`` = files in any other
+    unfinished FTS3 state (SUBMITTED, STAGING, ON_HOLD...) plus those waiting in the
+    journal for a (re)submission; ``rate`` is the tier's mean (FTS3 reports a file's bytes
+    when it ends). ``cap`` is the running count: FTS3, not gridxfer, sets the concurrency."""
+    done = tuple(sorted(TERMINAL | {"ARCHIVING"}))
+    server: dict[str, list[int]] = {}
+    for tier, state, n in conn.execute(
+            "SELECT a.tier, f.fts_state, count(*) FROM fts3_files f JOIN attempts a "
+            f"ON a.id = f.attempt_id WHERE f.fts_state NOT IN ({','.join('?' * len(done))}) "
+            "GROUP BY 1, 2", done):
+        server.setdefault(tier, [0, 0])[0 if state in RUNNING else 1] += n
+    out = []
+    for tier, st in sorted(tally.items()):
+        active, queued = server.get(tier, [0, 0])
+        done_n, done_b = st.get("done", (0, 0))
+        out.append(LinkSnapshot(
+            tier=tier, active=active, cap=active, reason=SCHEDULED,
+            queued=queued + st.get("pending", (0, 0))[0],
+            files_total=sum(n for n, _ in st.values()), done=done_n,
+            failed=st.get("failed", (0, 0))[0],
+            bytes_total=sum(b for _, b in st.values()), bytes_done=done_b,
+            rate=done_b / max(elapsed, 1e-3), archiving=st.get("archiving", (0, 0))[0]))
+    return tuple(out)
+
+
 def snapshot(conn: sqlite3.Connection, t0: float, now: float) -> StatsSnapshot:
-    """The live view's figures after a poll, from the journal (no per-link detail: FTS3
-    schedules the links)."""
+    """The live view's figures after a poll, from the journal: totals, and per link
+    (``links``) the FTS3 states of its files."""
     t = totals(conn)
     tally = store.tally(conn)
     active = sum(st.get(k, (0, 0))[0] for st in tally.values() for k in ("active", "staging"))
@@ -61,7 +94,8 @@ def snapshot(conn: sqlite3.Connection, t0: float, now: float) -> StatsSnapshot:
     left = t.bytes - t.bytes_done
     return StatsSnapshot(now, elapsed, t.files, t.done, t.failed, active, t.bytes,
                          t.bytes_done, rate, rate, left / rate if rate > 0 else None,
-                         retries, failures, (), (), files_archiving=archiving)
+                         retries, failures, links(conn, tally, elapsed), (),
+                         files_archiving=archiving)
 
 
 def run(conn: sqlite3.Connection, spec: CampaignSpec, stop: threading.Event,

@@ -274,6 +274,37 @@ def test_the_live_view_is_fed_after_each_poll(tmp_path, gridxfer_home, standin, 
     assert "fts3camp" in console.export_text()
 
 
+def test_the_live_view_has_a_row_per_link_from_the_fts3_file_states(tmp_path, gridxfer_home,
+                                                                      standin, token):
+    """The stand-in holds its files (a daemon with no free slot) until the first snapshot:
+    every file is queued on its link; then they move: active, archiving (tape), done."""
+    seen = []
+
+    def observe(snap):
+        seen.append(snap)
+        standin.hold = False
+    standin.hold = True
+    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=10),
+                              observers=[observe])
+    assert res.state == "done"
+    first = {ln.tier: ln for ln in seen[0].links}
+    assert set(first) == {"disk", "tape"}
+    assert all(ln.queued == 10 and ln.active == 0 and ln.files_total == 10
+               for ln in first.values()), first
+    assert any(ln.active for s in seen for ln in s.links if ln.tier == "disk")
+    assert any(ln.archiving for s in seen for ln in s.links if ln.tier == "tape")
+    for s in seen:
+        for ln in s.links:
+            assert ln.active + ln.queued + ln.archiving + ln.done + ln.failed == 10, ln
+    assert all(ln.done == 10 and ln.bytes_done == ln.bytes_total for ln in seen[-1].links)
+    from rich.console import Console
+    from gridxfer.cli.progress import render
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(render(seen[0], "fts3camp"))
+    text = console.export_text()
+    assert "disk" in text and "tape" in text and "FTS3 schedules" in text, text
+
+
 def test_a_staged_source_maps_to_bring_online_and_its_staging_reaches_the_journal(
         tmp_path, gridxfer_home, standin, token):
     f = campaign(tmp_path, standin.url, token[1], files=10)
