@@ -120,3 +120,61 @@ def test_the_standin_checks_per_file_tokens_as_jobbuilder_does(standin, tokens, 
         easy.submit(ctx, easy.new_job([t]))
     assert any(refusal in r for r in standin.refused), standin.refused
     assert all("'a'" not in r and "'b'" not in r for r in standin.refused)
+
+
+def _events(kind: str) -> list[dict]:
+    conn = sqlite3.connect(store.journal_path("fts3tok"))
+    conn.row_factory = sqlite3.Row
+    try:
+        return list(store.last_events(conn, kind))
+    finally:
+        conn.close()
+
+
+def test_a_token_that_would_expire_mid_transfer_pauses_the_tier_until_a_fresh_one(
+        tmp_path, gridxfer_home, standin, issuer):
+    """The first snapshot sees nothing submitted (the tier paused on a 30 s token, less
+    than the margin a transfer needs); the observer then writes a fresh token, which the
+    next grant reads: the files go, with the fresh token."""
+    src = testbed_tokens.mint(issuer, ["storage.read:/run1"])
+    short = testbed_tokens.mint(issuer, ["storage.create:/run1"], lifetime=30)
+    fresh = testbed_tokens.mint(issuer, ["storage.create:/run1"])
+    dst_file = _write(tmp_path / "dst.tok", short)
+    posted_at_first: list[int] = []
+
+    def observe(snap):
+        if not posted_at_first:
+            posted_at_first.append(len(standin.posts))
+            dst_file.write_text(fresh)
+    res = runner.run_campaign(campaign(tmp_path, standin, _write(tmp_path / "src.tok", src),
+                                       dst_file), observers=[observe])
+    assert posted_at_first == [0]
+    assert res.state == "done" and res.files_done == 6, res
+    sent = [e for body in standin.posts for e in body["files"]]
+    assert {e["destination_tokens"][0] for e in sent} == {fresh}
+    paused, resumed = _events("tier_paused"), _events("tier_resumed")
+    assert len(paused) == 1 and paused[0]["tier"] == "disk" and len(resumed) == 1
+    assert short not in json.dumps(paused) and short[:40] not in json.dumps(paused)
+
+
+def test_a_job_whose_post_went_unanswered_is_posted_again_with_fresh_tokens(
+        tmp_path, gridxfer_home, standin, issuer):
+    """The first POST is lost (the stand-in forgets the job and answers 503): the journal
+    holds the job's body without tokens; the resubmission carries them again."""
+    src = testbed_tokens.mint(issuer, ["storage.read:/run1"])
+    dst = testbed_tokens.mint(issuer, ["storage.create:/run1"])
+
+    def lose(job):
+        if standin.on_submit is not None:
+            standin.on_submit = None
+            with standin.lock:
+                del standin.jobs[job["job_id"]], standin.files[job["job_id"]]
+    standin.on_submit, standin.flaky = lose, 1
+    res = runner.run_campaign(campaign(tmp_path, standin, _write(tmp_path / "src.tok", src),
+                                       _write(tmp_path / "dst.tok", dst)))
+    assert res.state == "done" and res.files_done == 6, res
+    lost = standin.posts[0]["params"]["sid"]
+    again = [p for p in standin.posts[1:] if p["params"]["sid"] == lost]
+    assert len(again) == 1 and standin.duplicates == 0
+    assert all(e["source_tokens"] == [src] and e["destination_tokens"] == [dst]
+               for e in again[0]["files"])
