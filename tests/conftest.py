@@ -166,3 +166,14 @@ def make_grid(tmp_path, grid_ca):
     for home in homes:
         with _gridxfer_home_env(home):
             localgrid.down()
+
+
+@pytest.fixture(autouse=True)
+def _thread_signal_mask_kept():
+    """No test leaves pytest's thread with signals blocked (gfal2's first context blocks
+    nearly every signal in its thread): every later child would inherit the mask."""
+    import signal
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    if signal.pthread_sigmask(signal.SIG_BLOCK, []) != before:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

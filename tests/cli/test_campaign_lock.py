@@ -259,6 +259,21 @@ def ended(a: subprocess.Popen, timeout: float = 60) -> tuple[str, str]:
         raise AssertionError(f"still running after {timeout:g} s; its stacks:\n{err}") from None
 
 
+def test_ctrl_c_stops_a_runner_started_with_sigint_blocked(camp):
+    """A signal mask is inherited across exec: a runner started from a thread with SIGINT
+    blocked (gfal2's first context blocks it in its thread) still stops on Ctrl-C. Full
+    make test runs hung here twice: an earlier test had left pytest's thread so."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        a = planning(camp)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    a.send_signal(signal.SIGINT)
+    out, err = ended(a, timeout=30)
+    assert a.returncode == 4 and "Traceback" not in err, out + err
+    assert not camp["db"].exists()
+
+
 def test_ctrl_c_while_planning_keeps_no_journal(camp):
     a = planning(camp)
     a.send_signal(signal.SIGINT)

@@ -81,7 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     A Ctrl-C that comes while an earlier one (or an error) is being reported still ends
     in the interrupted exit code, not a traceback; once the exit code is decided, the
     process ignores SIGINT and SIGTERM while it tears down (``leave``), so a late second
-    Ctrl-C cannot turn a clean exit 4 into death by signal."""
+    Ctrl-C cannot turn a clean exit 4 into death by signal.
+
+    SIGINT and SIGTERM are unblocked first: a signal mask is inherited across exec, and a
+    parent whose thread had them blocked (gfal2's first context blocks nearly every signal
+    in its thread) made a child campaign that no Ctrl-C or `campaign cancel` could stop."""
+    if argv is None:
+        with contextlib.suppress(ValueError, OSError):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         code = _main(argv)
     except KeyboardInterrupt as exc:    # a second Ctrl-C inside the first one's handler
