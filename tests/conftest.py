@@ -174,12 +174,6 @@ def _thread_signal_mask_kept():
     nearly every signal in its thread): every later child would inherit the mask."""
     import signal
     before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
     if signal.pthread_sigmask(signal.SIG_BLOCK, []) != before:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
-    # nor with SIGINT/SIGTERM ignored (an ignored disposition survives exec as well: two
-    # full runs had every later child runner deaf to Ctrl-C)
-    for sig, handler in handlers.items():
-        if signal.getsignal(sig) is not handler and handler is not None:
-            signal.signal(sig, handler)

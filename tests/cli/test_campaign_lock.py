@@ -51,6 +51,10 @@ main()
 PLAN_GATED = r"""
 import faulthandler, os, signal, time
 faulthandler.register(signal.SIGUSR1, all_threads=True)   # stacks, if a test times out
+# a user's Ctrl-C at a terminal: a suite started from a shell without job control (`cmd &`
+# in a script) hands every child SIGINT ignored, which the runner rightly keeps while it
+# plans (nohup's contract); that made both planning Ctrl-C tests hang in such runs
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from gridxfer.campaign import runner
 
 real = runner._entries
