@@ -320,7 +320,7 @@ def _execute_fts3(conn: sqlite3.Connection, path: Path, spec: CampaignSpec,
     return CampaignResult(spec.name, str(path), run.state, t.files, t.done, t.failed, t.bytes,
                           t.bytes_done, round(run.seconds, 3),
                           t.bytes_done / max(run.seconds, 1e-3), recovered, _failures(conn),
-                          cancelled=journal.count_cancelled(conn))
+                          cancelled=journal.count_cancelled(conn), paused=redact(run.paused))
 
 
 def _failures(conn: sqlite3.Connection) -> tuple[FileFailure, ...]:

@@ -49,6 +49,9 @@ FILE_RECHECK = 1.0          # s: a paused tier reads its file, variable... again
 # s: ... and runs its command again this often (the dispatcher waits for a command, up to
 # its timeout: a failing `oidc-token` is not run every second)
 COMMAND_RECHECK = 30.0
+# s: nothing runs and every tier with files waits for a token this long -> the run stops,
+# interrupted and resumable (``token_wait_over``); the same bound for both engines
+TOKEN_WAIT = 900.0
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from gridxfer.campaign.engine import outcomes
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.engine import watchdog
 from gridxfer.campaign.engine.attempt import run_attempt
-from gridxfer.campaign.engine.credentials import Credentials, TokenGate
+from gridxfer.campaign.engine.credentials import TOKEN_WAIT, Credentials, TokenGate
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, OpsFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
     default_optimizer_factory, default_selector_factory, default_selector_name,
@@ -56,7 +56,6 @@ import contextlib
 Observer = Callable[[StatsSnapshot], None]
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
-TOKEN_WAIT = 900.0           # s: nothing but tiers paused for a token -> stop (resumable)
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
 

@@ -16,7 +16,10 @@ the jobs keep running on the server; ``resume`` polls again).
   for the file's size, storage scopes). A *pause* keeps the tier's files pending (journal
   ``tier_paused``/``tier_resumed``), a *refuse* fails the file as ``auth``. A side
   without ``token:`` sends none (a discovered token is not handed to FTS3). A job in
-  doubt is resubmitted with fresh tokens (the journal keeps none).
+  doubt is resubmitted with fresh tokens (the journal keeps none). As in the local
+  engine, once no job is open and every tier with files has waited ``TOKEN_WAIT`` for a
+  token, the run stops, interrupted and resumable (event ``token_wait_over``).
+  A refused file gets its failed attempt row, as a local transfer refused for a scope.
 - **Polling**: the unfinished jobs' states in bulk (``client.statuses``) -> ``apply``.
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.apply import Apply
 from gridxfer.campaign.fts3.client import Fts3Client, Transient
+from gridxfer.campaign.engine import credentials
 from gridxfer.campaign.engine.credentials import Credentials, TokenGate
 from gridxfer.campaign.fts3.jobs import BASE_ID, TOKEN_KEYS, FileRow, build
 from gridxfer.campaign.journal import store
@@ -43,6 +47,7 @@ from gridxfer.movers.names import join_url
 log = logging.getLogger(__name__)
 POLL_EVERY = 5.0                # seconds between polls (the first ones come sooner)
 MAX_TROUBLES = 30               # server errors in a row before the run gives up (resumable)
+TOKEN_WAIT = credentials.TOKEN_WAIT     # s: only tiers paused for a token -> stop (resumable)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class Fts3Run:
     state: str                  # done | partial | interrupted
     jobs_submitted: int
     seconds: float
+    paused: str = ""            # interrupted after TOKEN_WAIT: why its tiers waited (no token)
 
 
 class _Paused(Exception):
@@ -73,6 +79,7 @@ class Fts3Engine:
         self.apply = Apply(conn, spec)
         self.submitted = 0
         self.gate = TokenGate(Credentials(spec))
+        self.token_wait = TOKEN_WAIT
         record.ensure(conn)
 
     # ------------------------------------------------------------- resume
@@ -131,9 +138,22 @@ class Fts3Engine:
                         f[key] = [value]
         return body
 
-    def _refuse(self, file_id: int, why: str, now: float) -> None:
-        self.conn.execute("UPDATE files SET state='failed', error_class='auth', error_msg=?, "
-                          "updated=? WHERE id=?", (why, now, file_id))
+    def _refuse(self, file_id: int, tier: str, endpoint: str, dst: str, why: str,
+                now: float) -> None:
+        """The file fails as ``auth`` before submission, journalled as a failed attempt
+        (the local engine's refused transfer): report, status and --retry-failed see it."""
+        why = why.splitlines()[0][:500] if why else "auth"
+        with record.txn(self.conn):
+            self.conn.execute(
+                "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, ended, "
+                "streams, mode, status, error_class, error_msg) VALUES "
+                "(?,?,?,?,?,?,?,?, 'fts3', 'failed', 'auth', ?)",
+                (store.next_attempt_id(self.conn), file_id, tier, endpoint, dst, now, now,
+                 self.spec.tier(tier).streams, why))
+            self.conn.execute(
+                "UPDATE files SET state='failed', error_class='auth', error_msg=?, endpoint=?, "
+                "dst_url=?, attempts=attempts+1, updated=? WHERE id=?",
+                (why, endpoint, dst, now, file_id))
         log.warning("file %d: %s", file_id, why)
 
     # ------------------------------------------------------------- placement
@@ -175,7 +195,7 @@ class Fts3Engine:
             except _Paused:
                 continue
             if isinstance(tok, str):
-                self._refuse(r["id"], tok, now)
+                self._refuse(r["id"], tier.name, ep, dst, tok, now)
                 continue
             rows.append(FileRow(r["id"], r["src_url"], dst, ep, tier.name,
                                 r["size"], r["expected_checksum"],
@@ -223,9 +243,22 @@ class Fts3Engine:
             "SELECT count(*), min(not_before) FROM files WHERE state='pending'").fetchone()
         return n, nb
 
+    def _token_stall(self, now: float) -> str | None:
+        """Every tier with pending files paused for a token since ``token_wait`` (and no
+        job open): why, journalled as ``token_wait_over``; else None."""
+        waiting = [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT tier FROM files WHERE state='pending' ORDER BY tier")]
+        since = self.gate.stalled_since(waiting)
+        if since is None or now - since < self.token_wait:
+            return None
+        why = self.gate.message()
+        store.add_event(self.conn, "token_wait_over", tiers=waiting, reason=why)
+        log.warning("stopped waiting for a token after %.0f s: %s", now - since, why)
+        return why
+
     def run(self) -> Fts3Run:
         t0 = time.time()
-        wait, troubles = min(0.5, self.poll_every), 0
+        wait, troubles, paused = min(0.5, self.poll_every), 0, ""
         while not self.stop.is_set():
             now = time.time()
             try:
@@ -244,9 +277,14 @@ class Fts3Engine:
             pending, _ = self._left()
             if not open_ and not pending:
                 break
+            if not open_ and not record.in_doubt(self.conn):
+                paused = self._token_stall(time.time()) or ""
+                if paused:
+                    break
             if self.stop.wait(wait):
                 break
             wait = min(self.poll_every, wait * 2)
         failed = self.conn.execute("SELECT count(*) FROM files WHERE state='failed'").fetchone()[0]
-        state = "interrupted" if self.stop.is_set() else ("partial" if failed else "done")
-        return Fts3Run(state, self.submitted, time.time() - t0)
+        state = "interrupted" if self.stop.is_set() or paused else (
+            "partial" if failed else "done")
+        return Fts3Run(state, self.submitted, time.time() - t0, paused)

@@ -116,7 +116,7 @@ def run(conn: sqlite3.Connection, spec: CampaignSpec, stop: threading.Event,
         raise
     t = totals(conn)
     if out.state == "interrupted":
-        store.add_event(conn, "interrupted", signal="SIGINT",
+        store.add_event(conn, "interrupted", signal=None if out.paused else "SIGINT",
                         in_flight=len(record.open_jobs(conn)))
     else:
         store.add_event(conn, "finished", done=t.done, failed=t.failed,

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ from fts3.rest.client import easy  # type: ignore[import-untyped]
 from gridxfer.campaign import runner
 from gridxfer.campaign.fts3 import engine as fts3_engine
 from gridxfer.campaign.journal import store
+from gridxfer.campaign.report.status import campaign_status
+from gridxfer.campaign.report.summary import build_report
 from gridxfer.testbed import tokens as testbed_tokens
 from gridxfer.testbed.fts3rules import token_id
 from gridxfer.testbed.fts3standin import StandIn
@@ -103,7 +108,23 @@ def test_a_token_without_the_destination_scope_fails_its_files_as_auth_unsubmitt
     assert res.files_failed == 6 and not standin.posts
     conn = sqlite3.connect(store.journal_path("fts3tok"))
     assert conn.execute("SELECT DISTINCT error_class FROM files").fetchall() == [("auth",)]
+    # journalled as a failed attempt, as the local engine journals a refused transfer
+    rows = conn.execute("SELECT a.status, a.error_class, a.error_msg, a.endpoint, f.attempts,"
+                        " f.endpoint FROM attempts a JOIN files f ON f.id = a.file_id"
+                        ).fetchall()
     conn.close()
+    assert len(rows) == 6 and {r[:2] for r in rows} == {("failed", "auth")}
+    assert all("lacks storage.create:/run1/f" in r[2] for r in rows)
+    assert all(r[3] in POOL and r[4] == 1 and r[5] == r[3] for r in rows)
+    assert build_report("fts3tok").endpoints and sum(
+        g.failures.get("auth", 0) for g in build_report("fts3tok").links) == 6
+    st = campaign_status("fts3tok")
+    assert st.ended is not None and {f["attempts"] for f in st.failed_files} == {1}
+    _write(tmp_path / "dst.tok", testbed_tokens.mint(issuer, ["storage.create:/run1"]))
+    res = runner.resume_campaign("fts3tok", retry_failed=True)
+    assert res.state == "done" and res.files_done == 6 and len(standin.posts) >= 1, res
+    for tok in (src, dst):
+        assert tok not in json.dumps(st.to_dict()) and tok[:40] not in json.dumps(st.to_dict())
 
 
 @pytest.mark.parametrize("tokens, refusal", [
@@ -178,3 +199,31 @@ def test_a_job_whose_post_went_unanswered_is_posted_again_with_fresh_tokens(
     assert len(again) == 1 and standin.duplicates == 0
     assert all(e["source_tokens"] == [src] and e["destination_tokens"] == [dst]
                for e in again[0]["files"])
+
+
+def test_a_tier_paused_for_its_token_stops_the_run_resumable_after_token_wait(
+        tmp_path, gridxfer_home, standin, issuer, monkeypatch):
+    """The local engine's bound (``credentials.TOKEN_WAIT``): nothing open on the server
+    and every tier with files paused that long -> interrupted, resumable, with the reason.
+    Before, the FTS3 loop waited forever (the timer's SIGINT ends such a run here)."""
+    monkeypatch.setattr(fts3_engine, "TOKEN_WAIT", 0.5)
+    src = testbed_tokens.mint(issuer, ["storage.read:/run1"])
+    short = testbed_tokens.mint(issuer, ["storage.create:/run1"], lifetime=30)
+    dst_file = _write(tmp_path / "dst.tok", short)
+    f = campaign(tmp_path, standin, _write(tmp_path / "src.tok", src), dst_file)
+    timer = threading.Timer(60, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        res = runner.run_campaign(f)
+    finally:
+        timer.cancel()
+    assert res.state == "interrupted" and res.files_failed == 0 and not standin.posts, res
+    assert "expires in" in res.paused and str(dst_file) in res.paused
+    over = _events("token_wait_over")
+    assert len(over) == 1 and over[0]["tiers"] == ["disk"] and "expires in" in over[0]["reason"]
+    assert [p["tier"] for p in campaign_status("fts3tok").paused] == ["disk"]
+    assert short not in res.paused + json.dumps(over) and short[:40] not in json.dumps(over)
+    dst_file.write_text(testbed_tokens.mint(issuer, ["storage.create:/run1"]))
+    res = runner.resume_campaign("fts3tok")
+    assert res.state == "done" and res.files_done == 6, res
+    assert campaign_status("fts3tok").paused == ()
