@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import fnmatch
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gridxfer.errors import UsageError
+from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
+from gridxfer.campaign.journal import store as journal
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,21 @@ class Filters:
 
 
 NO_FILTERS = Filters()
+
+
+@contextmanager
+def scoped(name: str, f: Filters) -> Iterator[tuple[sqlite3.Connection, dict[str, str]]]:
+    """Campaign ``name``'s journal opened read-only under the damaged-journal guards, with
+    ``f`` applied (``scope``): yields the connection and the endpoint names (URL -> name)."""
+    path = journal.journal_path(name)
+    conn = journal.connect(path, readonly=True)
+    try:
+        with journalcheck.reading(path):
+            names = endpoint_names.read(conn)
+            scope(conn, f)
+            yield conn, names
+    finally:
+        conn.close()
 
 
 def scope(conn: sqlite3.Connection, f: Filters) -> None:

@@ -22,10 +22,9 @@ import numpy as np
 
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import redact
-from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.journal import store as journal
-from gridxfer.campaign.report.filters import NO_FILTERS, Filters, scope
+from gridxfer.campaign.report.filters import NO_FILTERS, Filters, scoped
 from gridxfer.campaign.report.summary import MB, timeline
 
 SHOWN_EXCLUSIONS = 6
@@ -70,15 +69,8 @@ class PngData:
 
 def png_data(name: str, filters: Filters = NO_FILTERS) -> PngData:
     tl = timeline(name, filters=filters)
-    path = journal.journal_path(name)
-    conn = journal.connect(path, readonly=True)
-    try:
-        with journalcheck.reading(path):
-            names = endpoint_names.read(conn)
-            scope(conn, filters)
-            return _read(conn, name, names, tl, filters)
-    finally:
-        conn.close()
+    with scoped(name, filters) as (conn, names):
+        return _read(conn, name, names, tl, filters)
 
 
 def _read(conn: Any, name: str, names: dict[str, str], tl: dict[str, Any],

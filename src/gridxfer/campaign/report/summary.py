@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from gridxfer.campaign.journal import store as journal
-from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
-from gridxfer.campaign.report.filters import NO_FILTERS, Filters, scope
+from gridxfer.campaign.report.filters import NO_FILTERS, Filters, scoped
 from gridxfer.campaign.report.intervals import overlap
 from gridxfer.campaign.report.share import ShareReport, endpoint_share
 from gridxfer.campaign.report.tape import TapeReport, curves, tape_report
@@ -80,15 +79,8 @@ class Report:
 
 def build_report(name: str, *, buckets: int = 12, bins: int = 10,
                  filters: Filters = NO_FILTERS) -> Report:
-    path = journal.journal_path(name)
-    conn = journal.connect(path, readonly=True)
-    try:
-        with journalcheck.reading(path):
-            names = endpoint_names.read(conn)
-            scope(conn, filters)
-            return _build(conn, name, buckets, bins, names, bool(filters))
-    finally:
-        conn.close()
+    with scoped(name, filters) as (conn, names):
+        return _build(conn, name, buckets, bins, names, bool(filters))
 
 
 def _build(conn, name: str, n_buckets: int, n_bins: int, names: dict[str, str],
@@ -198,25 +190,18 @@ def timeline(name: str, points: int = 200, filters: Filters = NO_FILTERS) -> dic
     """Throughput over time: {'t': seconds, 'aggregate': B/s, 'links': {tier: B/s},
     'sessions': {endpoint name: attempts in flight at each t}} from every ended
     attempt's bytes spread evenly over its duration."""
-    path = journal.journal_path(name)
-    conn = journal.connect(path, readonly=True)
-    try:
-        with journalcheck.reading(path):
-            names = endpoint_names.read(conn)
-            scope(conn, filters)
-            a = _load_attempts(conn)
-            if not a:
-                return {"t": [], "aggregate": [], "links": {}, "sessions": {}, "tape": {}}
-            t0, t1 = float(a["s"].min()), float(a["e"].max())
-            last = conn.execute("SELECT max(on_tape) FROM files").fetchone()[0] \
-                if "on_tape" in {r[1] for r in conn.execute("PRAGMA table_info(files)")} else None
-            t1 = max(t1, last or t1)
-            width = max((t1 - t0) / points, 0.05)
-            edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
-            mids = ((edges[:-1] + edges[1:]) / 2 - t0).tolist()
-            tape = curves(conn, t0, (edges[1:] - t0).tolist())    # by each bin's end
-    finally:
-        conn.close()
+    with scoped(name, filters) as (conn, names):
+        a = _load_attempts(conn)
+        if not a:
+            return {"t": [], "aggregate": [], "links": {}, "sessions": {}, "tape": {}}
+        t0, t1 = float(a["s"].min()), float(a["e"].max())
+        last = conn.execute("SELECT max(on_tape) FROM files").fetchone()[0] \
+            if "on_tape" in {r[1] for r in conn.execute("PRAGMA table_info(files)")} else None
+        t1 = max(t1, last or t1)
+        width = max((t1 - t0) / points, 0.05)
+        edges = t0 + np.arange(0, math.ceil((t1 - t0) / width) + 1) * width
+        mids = ((edges[:-1] + edges[1:]) / 2 - t0).tolist()
+        tape = curves(conn, t0, (edges[1:] - t0).tolist())    # by each bin's end
     dur = np.maximum(a["e"] - a["s"], 1e-6)
     rate = a["b"] / dur
 

@@ -23,7 +23,6 @@ gfal2 falls back on ``BEARER_TOKEN`` (and X.509 for anonymous servers).
 from __future__ import annotations
 
 import re
-import stat as pystat
 import threading
 import time
 from dataclasses import replace
@@ -38,6 +37,7 @@ from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.dstcheck import DestinationCheck
+from gridxfer.movers.gfal import meta
 from gridxfer.movers.gfal.mover import GfalMover, new_context
 from gridxfer.movers.integrity import LocalOps, Ops, verified_copy
 from gridxfer.movers.urls import scheme_of
@@ -93,28 +93,10 @@ class HttpOps:
         return http_context(urlsplit(url).netloc, {url: self._token or token_for(url)})
 
     def stat(self, url: str) -> Entry:
-        try:
-            st = self._ctx(url).stat(url)
-        except gfal2.GError as exc:
-            raise transfer_error(exc, url) from None
-        return Entry(url=url, size=int(st.st_size), is_dir=pystat.S_ISDIR(st.st_mode))
+        return meta.stat_entry(self._ctx(url), url)
 
     def listdir(self, url: str) -> list[Entry]:
-        base = url.rstrip("/") + "/"
-        out = []
-        try:
-            handle = self._ctx(url).opendir(base)
-            while True:
-                dirent, st = handle.readpp()
-                if dirent is None:
-                    break
-                if dirent.d_name in (".", ".."):
-                    continue
-                out.append(Entry(url=names.join_url(base, dirent.d_name, check=False),
-                                 size=int(st.st_size), is_dir=pystat.S_ISDIR(st.st_mode)))
-        except gfal2.GError as exc:
-            raise transfer_error(exc, url) from None
-        return sorted(out, key=lambda e: e.url)
+        return meta.list_entries(self._ctx(url), url)
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         """The server's adler32 (XrdHttp: ``Want-Digest``), 8 lowercase hex digits. A 5xx

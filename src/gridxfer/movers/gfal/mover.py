@@ -9,7 +9,6 @@ globus-url-copy movers; this mover reports the streams it really used.
 from __future__ import annotations
 
 import signal
-import stat as pystat
 import threading
 import time
 from typing import Any
@@ -20,6 +19,7 @@ import gfal2
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.gfal import agent as gfalagent
+from gridxfer.movers.gfal import meta
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
@@ -102,30 +102,10 @@ class GfalMover:
 
     # -- metadata ---------------------------------------------------------------
     def stat(self, url: str) -> Entry:
-        try:
-            st = context(url).stat(_g(url))
-        except gfal2.GError as exc:
-            raise transfer_error(exc, url) from None
-        return Entry(url=url, size=int(st.st_size), is_dir=pystat.S_ISDIR(st.st_mode))
+        return meta.stat_entry(context(url), url, _g(url))
 
     def listdir(self, url: str) -> list[Entry]:
-        ctx = context(url)
-        base = url.rstrip("/") + "/"
-        try:
-            handle = ctx.opendir(_g(url))
-            out = []
-            while True:
-                dirent, st = handle.readpp()
-                if dirent is None:
-                    break
-                if dirent.d_name in (".", ".."):
-                    continue
-                out.append(Entry(url=names.join_url(base, dirent.d_name, check=False),
-                                 size=int(st.st_size),
-                                 is_dir=pystat.S_ISDIR(st.st_mode)))
-        except gfal2.GError as exc:
-            raise transfer_error(exc, url) from None
-        return sorted(out, key=lambda e: e.url)
+        return meta.list_entries(context(url), url, _g(url))
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         require_adler32(algorithm)
