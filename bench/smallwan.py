@@ -35,8 +35,9 @@ from pathlib import Path
 
 from gridxfer.units import fmt_bytes, parse_size
 
-from bench.common import (PYTHON, BenchError, Result, best_of, check_copies, command_line,
-                          empty_dir, env_vars, gridxfer_run, make_files, md_table, run_timed,
+from bench.testbed import netns_testbed
+from bench.common import (BenchError, Result, best_of, check_copies, command_line,
+                          empty_dir, gridxfer_run, make_files, md_table, run_timed,
                           shm_parent)
 from bench.record import Goal, write_record
 from bench.rtcount import counting
@@ -64,29 +65,9 @@ links:
 def grid(work: Path, rate: str, rtt: str):
     """`gridxfer testbed up` on TOPOLOGY; yields (src endpoint, dst endpoint, user, dst netns)."""
     from gridxfer.testbed import netgrid
-    from gridxfer.testbed.inventory import load_inventory
-    topo = work / "small-wan.yaml"
-    topo.write_text(TOPOLOGY.format(rate=rate, rtt=rtt))
-    os.chmod(work, 0o755)
-    home = work / "home"
-    home.mkdir(mode=0o700, exist_ok=True)
-    gx = str(Path(PYTHON).parent / "gridxfer")
-    env = {**os.environ, "GRIDXFER_HOME": str(home), "GRIDXFER_TESTBED_DIR": str(work)}
-    with env_vars({"GRIDXFER_HOME": str(home), "GRIDXFER_TESTBED_DIR": str(work)}):
-        try:
-            up = subprocess.run([gx, "testbed", "up", str(topo)], env=env, capture_output=True,
-                                text=True, timeout=600)
-            if up.returncode != 0:
-                raise BenchError(f"testbed up failed: {(up.stderr or up.stdout).strip()[-400:]}")
-            inv = load_inventory()
-            if inv.mode != "netns":
-                raise BenchError(f"testbed came up in {inv.mode} mode, not netns")
-            ns = netgrid.hosts()["bs-dst"].netns
-            with env_vars(inv.client_env()):
-                yield (inv.endpoints["bs-src-xrd"], inv.endpoints["bs-dst-xrd"],
-                       inv.extra.get("service_user", "gridxfer"), ns)
-        finally:
-            subprocess.run([gx, "testbed", "down"], env=env, capture_output=True, timeout=300)
+    with netns_testbed(work, TOPOLOGY.format(rate=rate, rtt=rtt), "small-wan.yaml") as inv:
+        yield (inv.endpoints["bs-src-xrd"], inv.endpoints["bs-dst-xrd"],
+               inv.extra.get("service_user", "gridxfer"), netgrid.hosts()["bs-dst"].netns)
 
 
 def _pinned(tool: str) -> bool:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import PYTHON, BenchError, Result, env_vars
+from bench.testbed import netns_testbed
+from bench.common import Result, env_vars
 
 CEILING = "iperf3"      # --wan: the link's own ceiling, memory to memory, not a peer
 
@@ -68,25 +67,6 @@ links:
 def wan_grid(work: Path, rate: str, rtt: str):
     """`gridxfer testbed up` on a generated topology; yields (xrd, gsiftp, user, src): src
     is an XRootD on this host's side of the link (the HTTP-TPC source)."""
-    from gridxfer.testbed.inventory import load_inventory
-    topo = work / "wan.yaml"
-    topo.write_text(WAN_TOPOLOGY.format(rate=rate, rtt=rtt))
-    os.chmod(work, 0o755)      # the servers run as an unprivileged user under work/
-    home = work / "home"
-    home.mkdir(mode=0o700, exist_ok=True)
-    gx = str(Path(PYTHON).parent / "gridxfer")
-    env = {**os.environ, "GRIDXFER_HOME": str(home), "GRIDXFER_TESTBED_DIR": str(work)}
-    with env_vars({"GRIDXFER_HOME": str(home)}):
-        try:
-            up = subprocess.run([gx, "testbed", "up", str(topo)], env=env, capture_output=True,
-                                text=True, timeout=600)
-            if up.returncode != 0:
-                raise BenchError(f"testbed up failed: {(up.stderr or up.stdout).strip()[-400:]}")
-            inv = load_inventory()
-            if inv.mode != "netns":
-                raise BenchError(f"testbed came up in {inv.mode} mode, not netns")
-            with env_vars(inv.client_env()):
-                yield (inv.endpoints["bb-se01-xrd"], inv.endpoints["bb-se01-gsiftp"],
-                       inv.extra.get("service_user", "gridxfer"), inv.endpoints["bb-se00-xrd"])
-        finally:
-            subprocess.run([gx, "testbed", "down"], env=env, capture_output=True, timeout=300)
+    with netns_testbed(work, WAN_TOPOLOGY.format(rate=rate, rtt=rtt), "wan.yaml") as inv:
+        yield (inv.endpoints["bb-se01-xrd"], inv.endpoints["bb-se01-gsiftp"],
+               inv.extra.get("service_user", "gridxfer"), inv.endpoints["bb-se00-xrd"])
