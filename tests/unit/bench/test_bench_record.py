@@ -209,6 +209,7 @@ def test_summary_shows_the_latest_record_of_the_suite_command(tmp_path):
 # ---------------------------------------------------------------- the repository's files
 def test_benchmarks_md_stays_one_screen_and_every_results_line_parses():
     assert (ROOT / "BENCHMARKS.md").stat().st_size < 15 * 1024
+    assert len((ROOT / "BENCHMARKS.md").read_text().splitlines()) <= 60, "one screen"
     files = sorted((ROOT / "bench" / "results").glob("*.jsonl"))
     from bench.__main__ import SUITE
     # every record file belongs to a benchmark of the suite (a new entry has no file until
