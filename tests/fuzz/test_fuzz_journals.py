@@ -193,6 +193,21 @@ def test_list_shows_unreadable_journals_and_goes_on(good_journal, tmp_path):
     assert not tally.problems, tally.report("list")
 
 
+def test_a_journal_stopped_while_planning_says_so_in_status_and_list(good_journal):
+    """Not "?" and zero counts: the plan never committed, and `run` starts it again."""
+    home = good_journal.parent.parent
+    _write(home, good_journal, random.Random(37))
+    o = run_gx(["campaign", "status", "j-unplanned"])
+    assert o.code == 0 and o.out.strip().startswith(
+        "campaign j-unplanned: unplanned: stopped while planning"), o.out
+    assert "campaign run FILE" in o.out
+    line = next(x for x in run_gx(["campaign", "list"]).out.splitlines()
+                if x.startswith("j-unplanned "))
+    assert "unplanned" in line and "stopped while planning" in line, line
+    assert json.loads(run_gx(["campaign", "status", "--json", "j-unplanned"]).out)[
+        "state"] == "unplanned"
+
+
 def test_checks_on_damaged_journals(good_journal, tmp_path):
     from gridxfer.monitoring.checks import buffer, throughput
     home = good_journal.parent.parent

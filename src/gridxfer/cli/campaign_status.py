@@ -85,6 +85,9 @@ def render_status(st, as_json: bool, links: bool) -> None:
         from gridxfer.cli import jsonshape
         _echo_json(jsonshape.status(st))
         return
+    if st.error:                        # stopped while planning: nothing else to show
+        _echo(f"campaign {st.name}: {st.state}: {st.error}")
+        return
     total = sum(st.files.values())
     f = st.files
     if st.filters:
@@ -177,7 +180,7 @@ def list_cmd(as_json: bool) -> None:
     if not items:
         _echo("no campaigns")
     for s in items:
-        if s.state == "unreadable":
+        if s.error:                     # unreadable, or stopped while planning
             click.echo(f"{s.name:24} {s.state:12} {s.error}")
             continue
         total = sum(s.files.values())

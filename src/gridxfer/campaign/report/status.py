@@ -74,6 +74,10 @@ def _running(path: Path, pid: str | None) -> bool:
 FAILED_SHOWN = 100
 
 
+UNPLANNED = ("stopped while planning, nothing was planned; `gridxfer campaign run FILE` "
+             "starts it again")
+
+
 def campaign_status(name: str, *, links: bool = False,
                     filters: Filters = NO_FILTERS) -> CampaignStatus:
     return _status(journal.journal_path(name), links=links, filters=filters)
@@ -105,6 +109,8 @@ def _read_status(conn, path: Path, links: bool, names: dict[str, str],
     state = "".join(c if c.isprintable() else "?" for c in meta.get("state", "?"))[:20]
     if state == "running" and not _running(path, meta.get("pid")):
         state = "interrupted"          # killed: resume recovers it
+    if not meta and not counts:        # the plan's one transaction never committed
+        return CampaignStatus(path.stem, str(path), "unplanned", {}, {}, {}, error=UNPLANNED)
     link_rows: tuple[dict, ...] = ()
     excluded: tuple[dict, ...] = ()
     if links:
