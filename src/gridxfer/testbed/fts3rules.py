@@ -2,13 +2,23 @@
 stores for a transfer job (src/fts3rest/fts3rest/lib/JobBuilder.py and
 JobBuilder_utils.py, read at the mirrored HEAD; none of its code is copied).
 
-``build_job(body, vo)`` returns the stored job and its files, or raises ``Refused`` with
-the message fts-rest answers (HTTP 400). Written from the server's source, independently of
+``build_job(body, vo, ...)`` returns the stored job, its files and the ``t_token`` rows
+(claims only: the stand-in keeps no token), or raises ``Refused`` with the message
+fts-rest answers (HTTP 400), ``Conflict`` (409) or ``Broken`` (500).
+
+Per-file tokens as fts-rest-flask 3.13.4 treats them (read there, then measured on it with
+MariaDB, docs/fts3.md): a token user's (``oauth2``) job without token lists gets the
+submitter's token on both sides; with lists, both are needed, one per source/destination,
+each a JWT with iss, nbf, exp, scope and aud, and such a job may not stage from or archive
+to tape; its files wait in TOKEN_PREP (no refresh token yet). A certificate user's tokens
+are not stored: its files' token ids then break ``t_file``'s foreign key (409) unless a
+token user sent that token before. Written from the server's source, independently of
 gridxfer's own mapping (``campaign/fts3``), so a test of one against the other means
 something. Not an FTS3 server: only what gridxfer submits and polls.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import json
@@ -30,6 +40,14 @@ DEFAULTS: dict[str, Any] = {   # fts-rest's DEFAULT_PARAMS (the transfer ones)
 
 class Refused(Exception):
     """fts-rest's BadRequest: HTTP 400 with this message."""
+
+
+class Conflict(Refused):
+    """fts-rest's Conflict: HTTP 409 (an IntegrityError on insert)."""
+
+
+class Broken(Refused):
+    """An exception fts-rest does not turn into a BadRequest: HTTP 500."""
 
 
 def _int(value: Any, default: int = -1) -> int:      # fts-rest's safe_int
@@ -100,9 +118,70 @@ def job_id_of(params: dict[str, Any], vo: str) -> str:
     return str(uuid.uuid5(uuid.uuid5(BASE_ID, vo), str(sid)))
 
 
-def token_id(token: str | None) -> str | None:
-    """fts-rest's ``generate_token_id``: what the server keeps of a token (a digest)."""
-    return None if token is None else hashlib.sha1(token.encode()).hexdigest()  # nosec
+def token_id(token: Any) -> str | None:
+    """fts-rest's ``generate_token_id``: a token's id (``t_token.token_id``, char(16))."""
+    if token is None:
+        return None
+    if not isinstance(token, str):
+        raise Broken(f"token does not have the encode() method: type(token) = {type(token)}")
+    return hashlib.sha1(token.encode()).hexdigest()[:16]  # nosec
+
+
+CLAIMS = ("iss", "nbf", "exp", "scope", "aud")      # JobBuilder._populate_tokens
+
+
+def _claims(token: str) -> dict[str, Any]:
+    parts = token.split(".")
+    try:
+        if len(parts) < 3:
+            raise ValueError
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        payload = {}
+    for claim in CLAIMS:
+        if claim not in payload:
+            raise Refused(f"Token does not contain a{'n' if claim[0] in 'aei' else ''} "
+                          f"{claim} claim")
+    return {k: payload[k] for k in CLAIMS}
+
+
+def token_rows(files_in: list[dict[str, Any]], bearer: str | None, params: dict[str, Any]
+               ) -> dict[str, dict[str, Any]]:
+    """A token user's job (``oauth2``): JobBuilder's single-token fill-in and
+    ``_validate_transfer_tokens``, then the t_token rows (id -> claims) and the tape
+    refusals of the jobs controller. Mutates ``files_in`` as the server does."""
+    if not any("source_tokens" in e or "destination_tokens" in e for e in files_in):
+        for e in files_in:
+            e["source_tokens"] = [bearer] * len(e["sources"])
+            e["destination_tokens"] = [bearer] * len(e["destinations"])
+    for e in files_in:
+        src, dst = e.get("source_tokens", []), e.get("destination_tokens", [])
+        if not (src or dst):
+            continue
+        if not (src and dst):
+            raise Refused("Both source_tokens and destination_tokens are required if one of "
+                          "them is present.")
+        for key, urls, side in (("source_tokens", "sources", "source"),
+                                ("destination_tokens", "destinations", "destination")):
+            if len(e[key]) != len(e[urls]):
+                raise Refused(f"Length of {key} should be equal to the length of {urls}.")
+            for url, tok in zip(e[urls], e[key], strict=True):
+                if not tok:
+                    raise Refused(f"Token for {side} '{url}' is missing.")
+    rows: dict[str, str] = {}
+    for e in files_in:
+        for tok in [*e.get("source_tokens", []), *e.get("destination_tokens", [])]:
+            tid = token_id(tok)
+            assert tid is not None
+            rows[tid] = tok
+    out = {tid: _claims(tok) for tid, tok in rows.items()}
+    if _int(params["archive_timeout"]) > 0:
+        raise Refused("Requests to archive to tape using token authentication are not "
+                      "supported")
+    if _int(params["bring_online"]) > 0:
+        raise Refused("Requests to retrieve from tape using token authentication are not "
+                      "supported")
+    return out
 
 
 def _tokens(entry: dict[str, Any], key: str, urls: str, what: str) -> list[Any]:
@@ -119,9 +198,11 @@ def _tokens(entry: dict[str, Any], key: str, urls: str, what: str) -> list[Any]:
     return tokens
 
 
-def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
-              next_file_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The job and file rows fts-rest would store for ``body`` (or ``Refused``)."""
+def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str, next_file_id: int,
+              bearer: str | None = None, known: Any = frozenset()
+              ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The job, file and t_token rows fts-rest would store for ``body`` (or ``Refused``);
+    ``bearer``: a token user's own token, ``known``: the token ids stored already."""
     if body.get("delete"):
         raise Refused("Deletion jobs are no longer supported by FTS")
     files_in = body.get("files")
@@ -140,6 +221,7 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
     if overwrite in ("M", "Q") and job_type != "H":
         raise Refused("'overwrite-hop' requires multihop job submission")
     state = "STAGING" if staging else "SUBMITTED"
+    tokens = token_rows(files_in, bearer, params) if method == "oauth2" else {}
     files: list[dict[str, Any]] = []
     for entry in files_in:
         src_tokens = _tokens(entry, "source_tokens", "sources", "Source")
@@ -159,11 +241,20 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
                     "file_metadata": None if meta is None else _metadata(
                         meta, FILE_METADATA_LIMIT),
                     "src_token_id": token_id(src_token),
-                    "dst_token_id": token_id(dst_token),
+                    "dst_token_id": token_id(dst_token), "file_state_initial": None,
                     "reason": None, "start_time": None, "finish_time": None,
                     "throughput": None, "tx_duration": None})
     if not files:
         raise Refused("No valid pairs available")
+    for f in files:
+        ids = {f["src_token_id"], f["dst_token_id"]} - {None}
+        if method != "oauth2" and ids - set(known):
+            raise Conflict("The submission is duplicated (MySQLdb.IntegrityError) (1452, "
+                           "'Cannot add or update a child row: a foreign key constraint "
+                           "fails (t_file, CONSTRAINT src_token_id/dst_token_id FOREIGN KEY "
+                           "REFERENCES t_token (token_id))')")
+        if method == "oauth2" and ids and f["file_state"] != "NOT_USED":
+            f.update(file_state_initial=f["file_state"], file_state="TOKEN_PREP")
     has_checksum = False        # fts-rest's _check_checksum: the last file given one decides
     for entry in files_in:
         if entry.get("checksum") is not None:
@@ -196,4 +287,4 @@ def build_job(body: dict[str, Any], vo: str, user_dn: str, method: str,
         "job_finished": None, "reason": None, "cancel_job": False,
         "internal_job_params": f"nostreams:{_int(params.get('nostreams'), 1)}"
         if params.get("nostreams") else None}
-    return job, files
+    return job, files, tokens

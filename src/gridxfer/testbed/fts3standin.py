@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from gridxfer.testbed.fts3delegation import (
     DelegationError, Delegations, delegation_id, server_context, user_dn)
-from gridxfer.testbed.fts3rules import Refused, build_job
+from gridxfer.testbed.fts3rules import Broken, Conflict, Refused, build_job
 
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 FailRule = Callable[[dict[str, Any]], "str | None"]
@@ -42,6 +42,7 @@ class StandIn:
         self.on_submit = on_submit      # called with the stored job before the reply
         self.jobs: dict[str, dict[str, Any]] = {}
         self.files: dict[str, list[dict[str, Any]]] = {}
+        self.tokens: dict[str, dict[str, Any]] = {}     # t_token: id -> claims (no token)
         self.posts: list[dict[str, Any]] = []       # every POST /jobs body, accepted or not
         self.refused: list[str] = []
         self.duplicates = 0                          # submissions of an existing job id
@@ -87,13 +88,19 @@ class StandIn:
         with self.lock:
             self.posts.append(body)
             try:
-                job, files = build_job(body, vo, dn, method, self._next_file)
+                job, files, tokens = build_job(json.loads(json.dumps(body)), vo, dn, method,
+                                               self._next_file, self.token, self.tokens)
             except (Refused, KeyError, TypeError, ValueError) as exc:
                 self.refused.append(str(exc))
-                return 400, {"status": "400 Bad Request", "message": str(exc)}
+                code, status = ((409, "409 Conflict") if isinstance(exc, Conflict) else
+                                (500, "500 Internal Server Error") if isinstance(exc, Broken)
+                                else (400, "400 Bad Request"))
+                return code, {"status": status, "message": str(exc)}
             if job["job_id"] in self.jobs:
                 self.duplicates += 1
-                return 409, {"status": "409 Conflict", "message": "duplicate job id"}
+                return 409, {"status": "409 Conflict",
+                             "message": "The sid provided by the user is duplicated"}
+            self.tokens.update(tokens)
             self._next_file += len(files)
             self.jobs[job["job_id"]] = job
             self.files[job["job_id"]] = files
@@ -107,6 +114,8 @@ class StandIn:
     def _sequence(self, job: dict[str, Any], f: dict[str, Any]) -> list[str]:
         seq = ["STAGING"] if job["bring_online"] > 0 or job["copy_pin_lifetime"] > 0 else []
         seq += ["SUBMITTED", "ACTIVE"]
+        if f.get("file_state_initial"):         # a token file: the refresh token first
+            seq.insert(0, "TOKEN_PREP")
         if job["archive_timeout"] > 0:
             seq.append("ARCHIVING")
         return seq + ["FINISHED"]

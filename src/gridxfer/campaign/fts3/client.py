@@ -73,6 +73,9 @@ class Fts3Client:
         except Exception as exc:  # noqa: BLE001  (the client raises bare Exception too)
             raise _error(exc, f"endpoint {engine.endpoint}") from None
         self.endpoint = engine.endpoint
+        # what fts-rest puts on both sides of a token user's job without token lists; it
+        # also fills the side without a ``token:`` (never logged, never journalled)
+        self.access_token: str | None = token.value if token else None
         self._vo: str | None = None
 
     def vo(self) -> str:

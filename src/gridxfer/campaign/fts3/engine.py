@@ -14,8 +14,9 @@ the jobs keep running on the server; ``resume`` polls again).
 - **Tokens**: a file whose source or destination endpoint has a ``token:`` gets them
   per file from the local engine's grant (``engine.credentials.TokenGate``: lifetime
   for the file's size, storage scopes). A *pause* keeps the tier's files pending (journal
-  ``tier_paused``/``tier_resumed``), a *refuse* fails the file as ``auth``. A side
-  without ``token:`` sends none (a discovered token is not handed to FTS3). A job in
+  ``tier_paused``/``tier_resumed``), a *refuse* fails the file as ``auth``. With one
+  side's ``token:`` only, the other sends the FTS3 access token (fts-rest takes both lists
+  or none, and gives a job without lists that token); a discovered token is not handed on. A job in
   doubt is resubmitted with fresh tokens (the journal keeps none). As in the local
   engine, once no job is open and every tier with files has waited ``TOKEN_WAIT`` for a
   token, the run stops, interrupted and resumable (event ``token_wait_over``).
@@ -119,8 +120,14 @@ class Fts3Engine:
             raise _Paused(g.pause)
         if g.tokens is None:
             return None
-        return TokenPair(src=g.tokens.src if src_ts is not None else None,
-                         dst=g.tokens.dst if dst_ts is not None else None)
+        s_tok = g.tokens.src if src_ts is not None else None
+        d_tok = g.tokens.dst if dst_ts is not None else None
+        if (s_tok is None) != (d_tok is None):
+            # fts-rest takes both lists or none; the other side gets what the server gives
+            # a side without a list: the FTS3 access token
+            fill: str | None = getattr(self.client, "access_token", None)
+            s_tok, d_tok = s_tok or fill, d_tok or fill
+        return TokenPair(src=s_tok, dst=d_tok)
 
     def _retokened(self, jid: str, body: dict[str, Any]) -> dict[str, Any]:
         """An in-doubt job's body (kept without tokens) with its files' tokens again."""

@@ -8,7 +8,12 @@ submission (fts-rest's ``validate_url`` and overwrite rules), so nothing is subm
 - ``overwrite_hop: true``: fts-rest refuses it without ``multihop``, and gridxfer submits
   single-hop jobs only;
 - gridxfer's ``job_metadata`` (the user's plus the campaign's name) over the server's
-  ``JobMetadataSizeLimit`` (2048 bytes of JSON in the configuration fts-rest ships).
+  ``JobMetadataSizeLimit`` (2048 bytes of JSON in the configuration fts-rest ships);
+- what the server refuses for the way gridxfer authenticates (``auth_conflicts``; measured
+  on fts-rest-flask 3.13.4, docs/fts3.md): a storage ``token:`` with an X.509 proxy
+  (per-file tokens are kept in ``t_token`` for token users only: a proxy's job fails on
+  ``t_file``'s foreign key, HTTP 409), and with ``fts3.token`` an ``archive`` tier or a
+  ``bring_online`` source ("... to tape using token authentication are not supported").
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from yaml.nodes import Node
 
-from gridxfer.campaign.spec.model import CampaignSpec, EngineSpec
+from gridxfer.campaign.spec.model import CampaignSpec, EngineSpec, SourceSpec, TierSpec
 from gridxfer.errors import UsageError
 from gridxfer.redact import redact
 from gridxfer.campaign.spec.nodes import Checker
@@ -87,6 +92,27 @@ def engine_spec(c: Checker, top: dict[str, Node], base_dir: Path) -> EngineSpec:
     return EngineSpec(kind=kind, endpoint=endpoint, proxy=proxy, reuse=reuse, token=token)
 
 
+def auth_conflicts(engine: EngineSpec, source: SourceSpec,
+                   dests: Sequence[TierSpec]) -> list[tuple[str, str]]:
+    """(where, why) of what fts-rest refuses for this authentication (module docstring)."""
+    out: list[tuple[str, str]] = []
+    if engine.token is None:            # X.509: the proxy (given, or the client's rules)
+        sides = [("source.token", source.token is not None)]
+        sides += [(f"destinations.{t.name}.token", t.token is not None
+                   or bool(t.endpoint_tokens)) for t in dests]
+        out += [(where, "FTS3 keeps storage tokens only from a token-authenticated "
+                        "submission: give fts3.token, not an X.509 proxy (with a proxy "
+                        "fts-rest refuses the job: HTTP 409)") for where, has in sides if has]
+        return out
+    if source.bring_online is not None:
+        out.append(("source.bring_online", "FTS3 refuses to stage from tape for a "
+                                           "token-authenticated submission: use fts3.proxy"))
+    out += [(f"destinations.{t.name}.archive", "FTS3 refuses to archive to tape for a "
+                                               "token-authenticated submission: use fts3.proxy")
+             for t in dests if t.archive_timeout is not None]
+    return out
+
+
 def local_urls(urls: Sequence[tuple[str, Node | None, str]], c: Checker) -> None:
     """FTS3 cannot transfer local files (fts-rest ``validate_url``): refuse them."""
     for url, node, where in urls:
@@ -132,4 +158,6 @@ def override(spec: CampaignSpec, kind: str | None, endpoint: str | None) -> Camp
         for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
             if urlsplit(url).scheme in ("", "file"):
                 raise UsageError(f"FTS3 cannot transfer local files ({url}); use --engine local")
+        for where, why in auth_conflicts(eng, spec.source, spec.destinations):
+            raise UsageError(f"{spec.path or 'campaign'}: {where}: {why}")
     return replace(spec, engine=eng)

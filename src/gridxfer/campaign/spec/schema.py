@@ -109,6 +109,8 @@ def _campaign(c: _Checker, root: Node, base_dir: Path) -> CampaignSpec | None:
     engine = c.check(lambda: engine_mod.engine_spec(c, top, base_dir), engine_mod.EngineSpec())
     if engine.kind == "fts3" and name is not None and source is not None:
         fts3_refusals(c, top, name, source, dests, fts3["job_metadata"])
+        for where, why in engine_mod.auth_conflicts(engine, source, dests):
+            c.record(c.fail(top["fts3"], where, why))
     if c.errors or name is None or source is None or not dests:
         return None
     return CampaignSpec(name=name, source=source, destinations=dests, checksum=checksum,

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ from gridxfer.campaign import runner
 from gridxfer.campaign.cancel import cancel_campaign
 from gridxfer.campaign.journal import store
 from gridxfer.campaign.fts3 import engine as fts3_engine
-from gridxfer.testbed import tokens as testbed_tokens
 from gridxfer.testbed.fts3standin import StandIn
 
 SMALL, BIG = 1_000_000, 2_000_000_000
@@ -28,25 +28,32 @@ POOL1 = ("root://disk1.example//store/", "root://disk2.example//store/")
 POOL2 = ("root://tape1.example//archive/", "root://tape2.example//archive/")
 
 
-@pytest.fixture
-def token(tmp_path: Path) -> tuple[str, Path]:
-    issuer = testbed_tokens.make_issuer(tmp_path / "issuer")
-    value = testbed_tokens.mint(issuer, ["storage.read:/", "storage.modify:/"])
-    path = tmp_path / "fts3.token"
-    path.write_text(value)
-    path.chmod(0o600)
-    return value, path
+@dataclass(frozen=True)
+class Auth:
+    """X.509, as FTS3 takes a tape campaign: fts-rest refuses archive_timeout and
+    bring_online from a token-authenticated submission (docs/fts3.md)."""
+    proxy: Path
+    tls: tuple[str, str, str]
 
 
 @pytest.fixture
-def standin(token):
-    s = StandIn(token[0])
+def auth(grid_ca) -> Auth:
+    return Auth(Path(grid_ca.proxy), (grid_ca.host_cert, grid_ca.host_key, grid_ca.ca_cert))
+
+
+def standin_of(auth: Auth, **kw) -> StandIn:
+    return StandIn("no-token-here", tls=auth.tls, **kw)
+
+
+@pytest.fixture
+def standin(auth):
+    s = standin_of(auth)
     s.start()
     yield s
     s.stop()
 
 
-def campaign(tmp_path: Path, url: str, token_file: Path, *, files: int = 200,
+def campaign(tmp_path: Path, url: str, proxy: Path, *, files: int = 200,
              extra: str = "", name: str = "fts3camp") -> Path:
     lst = tmp_path / "files.list"
     lst.write_text("".join(f"run1/f{i:04d} {BIG if i % 50 == 0 else SMALL} 0000{i:04x}\n"
@@ -55,7 +62,7 @@ def campaign(tmp_path: Path, url: str, token_file: Path, *, files: int = 200,
     f.write_text(f"""
 campaign: {name}
 engine: fts3
-fts3: {{endpoint: "{url}", token: {{file: "{token_file}"}}}}
+fts3: {{endpoint: "{url}", proxy: "{proxy}"}}
 source: {{url: "root://source.example//data/", files: {{from: "{lst}"}}}}
 retries: {{max: 1, backoff: 0s}}
 priority: 4
@@ -79,8 +86,8 @@ def journal(name: str = "fts3camp") -> sqlite3.Connection:
 
 
 def test_a_campaign_becomes_correct_fts3_jobs_and_its_states_reach_the_journal(
-        tmp_path, gridxfer_home, standin, token):
-    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1]))
+        tmp_path, gridxfer_home, standin, auth):
+    res = runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy))
     assert res.state == "done" and res.files_done == 400 and res.files_failed == 0
     assert standin.refused == [] and standin.duplicates == 0
     jobs = list(standin.jobs.values())
@@ -115,17 +122,17 @@ def test_a_campaign_becomes_correct_fts3_jobs_and_its_states_reach_the_journal(
 
 
 def test_states_and_failures_map_onto_gridxfer_classes_with_retries_elsewhere(
-        tmp_path, gridxfer_home, token):
+        tmp_path, gridxfer_home, auth):
     def fail(f):                # disk1 is full; every copy of f0003 misses its source
         if f["dest_se"] == "root://disk1.example":
             return "DESTINATION [28] No space left on device"
         if f["source_surl"].endswith("f0003"):
             return "SOURCE [2] No such file or directory"
         return None
-    s = StandIn(token[0], fail=fail)
+    s = standin_of(auth, fail=fail)
     s.start()
     try:
-        res = runner.run_campaign(campaign(tmp_path, s.url, token[1], files=20))
+        res = runner.run_campaign(campaign(tmp_path, s.url, auth.proxy, files=20))
     finally:
         s.stop()
     assert res.state == "partial"
@@ -146,7 +153,7 @@ def test_states_and_failures_map_onto_gridxfer_classes_with_retries_elsewhere(
 
 
 def test_kill_between_submission_and_journal_write_then_resume_submits_nothing_twice(
-        tmp_path, gridxfer_home, token):
+        tmp_path, gridxfer_home, auth):
     """`gridxfer campaign run` is killed (SIGKILL) while the server stores its first job,
     before the reply: the job is on the server, the journal never heard of its id."""
     procs: list[subprocess.Popen] = []
@@ -154,10 +161,10 @@ def test_kill_between_submission_and_journal_write_then_resume_submits_nothing_t
     def kill(job):
         procs[0].kill()
         procs[0].wait(timeout=60)
-    s = StandIn(token[0], on_submit=kill)
+    s = standin_of(auth, on_submit=kill)
     s.start()
     try:
-        f = campaign(tmp_path, s.url, token[1], files=20)
+        f = campaign(tmp_path, s.url, auth.proxy, files=20)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "gridxfer.cli.main", "campaign", "run", "--quiet", str(f)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
@@ -174,13 +181,13 @@ def test_kill_between_submission_and_journal_write_then_resume_submits_nothing_t
         s.stop()
 
 
-def test_cancel_cancels_the_fts3_jobs(tmp_path, gridxfer_home, standin, token, monkeypatch):
+def test_cancel_cancels_the_fts3_jobs(tmp_path, gridxfer_home, standin, auth, monkeypatch):
     def ctrl_c(self):                   # a Ctrl-C right after the submission, before a poll
         self.stop.set()
         return 1
     poll = fts3_engine.Fts3Engine.poll
     monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", ctrl_c)
-    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=20))
+    res = runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy, files=20))
     assert res.state == "interrupted"
     assert {j["job_state"] for j in standin.jobs.values()} == {"SUBMITTED"}
     monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll)
@@ -203,8 +210,8 @@ def _gx(home: Path, *argv: str) -> subprocess.CompletedProcess:
 
 
 def test_status_report_and_the_throughput_check_read_an_fts3_campaign(
-        tmp_path, gridxfer_home, standin, token):
-    runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=20))
+        tmp_path, gridxfer_home, standin, auth):
+    runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy, files=20))
     st = json.loads(_gx(gridxfer_home, "-m", "gridxfer", "campaign", "status", "--json",
                         "--links", "fts3camp").stdout)
     assert st["files"]["done"] == 40 and st["state"] == "done", st
@@ -219,17 +226,17 @@ def test_status_report_and_the_throughput_check_read_an_fts3_campaign(
     everything = st.__repr__() + rep.stdout + chk.stdout + chk.stderr + \
         b"".join(p.read_bytes() for p in (gridxfer_home / "campaigns").iterdir()).decode(
             "latin-1")
-    assert token[0] not in everything and token[0][:40] not in everything
+    assert "PRIVATE KEY" not in everything
 
 
 def test_a_retry_after_resume_still_avoids_the_endpoint_the_file_failed_on(
-        tmp_path, gridxfer_home, token, monkeypatch):
+        tmp_path, gridxfer_home, auth, monkeypatch):
     """The failed endpoint is read from the journal, not kept in memory: a run interrupted
     right after its failures were journalled resumes with them going elsewhere."""
     def fail(f):
         return "DESTINATION [28] No space left on device" \
             if f["dest_se"] == "root://disk1.example" else None
-    s = StandIn(token[0], fail=fail)
+    s = standin_of(auth, fail=fail)
     s.start()
     poll = fts3_engine.Fts3Engine.poll
 
@@ -241,7 +248,7 @@ def test_a_retry_after_resume_still_avoids_the_endpoint_the_file_failed_on(
         return n
     try:
         monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll_then_stop)
-        res = runner.run_campaign(campaign(tmp_path, s.url, token[1], files=10))
+        res = runner.run_campaign(campaign(tmp_path, s.url, auth.proxy, files=10))
         assert res.state == "interrupted"
         monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll)
         res = runner.resume_campaign("fts3camp")
@@ -258,9 +265,9 @@ def test_a_retry_after_resume_still_avoids_the_endpoint_the_file_failed_on(
         assert last == POOL1[1]
 
 
-def test_the_live_view_is_fed_after_each_poll(tmp_path, gridxfer_home, standin, token):
+def test_the_live_view_is_fed_after_each_poll(tmp_path, gridxfer_home, standin, auth):
     seen = []
-    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=10),
+    res = runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy, files=10),
                               observers=[seen.append])
     assert res.state == "done" and seen
     assert seen[0].files_total == 20 and seen[0].files_done < 20
@@ -275,7 +282,7 @@ def test_the_live_view_is_fed_after_each_poll(tmp_path, gridxfer_home, standin, 
 
 
 def test_the_live_view_has_a_row_per_link_from_the_fts3_file_states(tmp_path, gridxfer_home,
-                                                                      standin, token):
+                                                                      standin, auth):
     """The stand-in holds its files (a daemon with no free slot) until the first snapshot:
     every file is queued on its link; then they move: active, archiving (tape), done."""
     seen = []
@@ -284,7 +291,7 @@ def test_the_live_view_has_a_row_per_link_from_the_fts3_file_states(tmp_path, gr
         seen.append(snap)
         standin.hold = False
     standin.hold = True
-    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=10),
+    res = runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy, files=10),
                               observers=[observe])
     assert res.state == "done"
     first = {ln.tier: ln for ln in seen[0].links}
@@ -306,8 +313,8 @@ def test_the_live_view_has_a_row_per_link_from_the_fts3_file_states(tmp_path, gr
 
 
 def test_a_staged_source_maps_to_bring_online_and_its_staging_reaches_the_journal(
-        tmp_path, gridxfer_home, standin, token):
-    f = campaign(tmp_path, standin.url, token[1], files=10)
+        tmp_path, gridxfer_home, standin, auth):
+    f = campaign(tmp_path, standin.url, auth.proxy, files=10)
     f.write_text(f.read_text().replace(
         'source: {url: "root://source.example//data/", ',
         'source: {bring_online: {timeout: 1h, pin_lifetime: 30m}, '
@@ -322,10 +329,10 @@ def test_a_staged_source_maps_to_bring_online_and_its_staging_reaches_the_journa
 
 
 def test_server_errors_are_waited_out_and_an_unanswered_post_is_not_posted_twice(
-        tmp_path, gridxfer_home, standin, token):
+        tmp_path, gridxfer_home, standin, auth):
     """The first POST is stored but answered 503, then two status requests fail too."""
     standin.flaky = 3
-    res = runner.run_campaign(campaign(tmp_path, standin.url, token[1], files=10))
+    res = runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy, files=10))
     assert res.state == "done" and res.files_done == 20
     assert standin.flaky == 0 and standin.duplicates == 0
     seen = [f["source_surl"] + f["dest_surl"] for j in standin.files.values() for f in j]
@@ -333,9 +340,9 @@ def test_server_errors_are_waited_out_and_an_unanswered_post_is_not_posted_twice
 
 
 def test_cancel_while_the_runner_polls_stops_it_and_cancels_the_jobs(tmp_path, gridxfer_home,
-                                                                   standin, token):
+                                                                   standin, auth):
     standin.hold = True                 # the jobs stay SUBMITTED: the runner keeps polling
-    f = campaign(tmp_path, standin.url, token[1], files=10)
+    f = campaign(tmp_path, standin.url, auth.proxy, files=10)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gridxfer.cli.main", "campaign", "run", "--quiet", str(f)],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},

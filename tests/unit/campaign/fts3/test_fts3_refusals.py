@@ -128,3 +128,48 @@ def test_a_bad_fts3_url_is_one_line_without_its_secret(tmp_path, gridxfer_home, 
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--fts3: expected" in err, err
     assert "pw0rd" not in err
+
+
+@pytest.mark.parametrize("auth, source, tier, message", [
+    ("token: {{file: {tok}}}", "", ", archive: {{timeout: 1h}}",
+     "destinations.t.archive: FTS3 refuses to archive to tape for a token-authenticated"),
+    ("token: {{file: {tok}}}", "bring_online: {{timeout: 1h}}, ", "",
+     "source.bring_online: FTS3 refuses to stage from tape for a token-authenticated"),
+    ("proxy: /tmp/x509up_gx", "token: {{file: {tok}}}, ", "",
+     "source.token: FTS3 keeps storage tokens only from a token-authenticated submission"),
+    ("proxy: /tmp/x509up_gx", "", ", token: {{file: {tok}}}",
+     "destinations.t.token: FTS3 keeps storage tokens only from a token-authenticated"),
+    ("", "", ", token: {{file: {tok}}}", "destinations.t.token: FTS3 keeps storage tokens"),
+])
+def test_what_fts_rest_refuses_for_the_authentication_is_refused_before_submission(
+        tmp_path, gridxfer_home, standin, capsys, auth, source, tier, message):
+    """Measured on fts-rest-flask 3.13.4 (docs/fts3.md): tape with a token user -> 400;
+    storage tokens from a certificate user -> 409 (t_file's foreign key to t_token)."""
+    tok = tmp_path / "tok"
+    tok.write_text(standin.token)
+    tok.chmod(0o600)
+    f = tmp_path / "c.yaml"
+    f.write_text((
+        "campaign: authref\nengine: fts3\n"
+        "fts3: {{endpoint: \"{url}\"" + (", " + auth if auth else "") + "}}\n"
+        "source: {{" + source + "url: \"root://s.example//d/\", files: [{{name: a, size: 1}}]}}\n"
+        "destinations:\n  - {{tier: t, pool: [\"root://d.example//x/\"]" + tier + "}}\n"
+    ).format(url=standin.url, tok=tok))
+    assert main(["campaign", "run", "--quiet", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert standin.posts == [] and standin.token not in err
+
+
+def test_engine_on_the_command_line_refuses_storage_tokens_without_an_fts3_token(
+        tmp_path, gridxfer_home, standin, capsys):
+    tok = tmp_path / "tok"
+    tok.write_text(standin.token)
+    tok.chmod(0o600)
+    f = tmp_path / "local.yaml"
+    f.write_text(f'campaign: local\nsource: {{url: "root://s.example//d/", files: '
+                 f'[{{name: a, size: 10}}], token: {{file: {tok}}}}}\n'
+                 f'destinations:\n  - {{tier: t, pool: ["root://d.example//x/"]}}\n')
+    assert main(["campaign", "run", "--quiet", "--fts3", standin.url, str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "source.token: FTS3 keeps storage tokens only" in err and standin.posts == []
