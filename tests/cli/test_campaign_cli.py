@@ -132,7 +132,10 @@ def test_run_status_report_list(local, capsys):
     assert "per link" in text and "distribution" in text and "share" in text
 
     assert main(["campaign", "list", "--json"]) == 0
-    assert [c["name"] for c in json.loads(capsys.readouterr().out)] == ["c1"]
+    listed = json.loads(capsys.readouterr().out)      # the status documents of `status --json`
+    assert [(c["campaign"], c["kind"], c["schema"], c["error"]) for c in listed] == \
+        [("c1", "status", 1, None)]
+    assert listed[0]["files"]["done"] == 6
 
     # a second run of the same campaign is refused (resume it instead)
     assert main(["campaign", "run", "--quiet", str(spec)]) == 2

@@ -187,7 +187,7 @@ def test_list_shows_unreadable_journals_and_goes_on(good_journal, tmp_path):
     o = run_gx(["campaign", "list", "--json"])
     tally.add("list --json", o, judge_gx(o, {0}))
     items = json.loads(o.out)
-    assert {i["name"] for i in items} >= {"good", "j-garbage", "j-empty"}
+    assert {i["campaign"] for i in items} >= {"good", "j-garbage", "j-empty"}
     bad = [i for i in items if i["state"] == "unreadable"]
     assert bad and all(i["error"] for i in bad)
     assert not tally.problems, tally.report("list")

@@ -175,7 +175,8 @@ def list_cmd(as_json: bool) -> None:
     from gridxfer.campaign.runner import list_campaigns
     items = list_campaigns()
     if as_json:
-        _echo_json([s.to_dict() for s in items])
+        from gridxfer.cli import jsonshape
+        _echo_json(jsonshape.listing(items))
         return
     if not items:
         _echo("no campaigns")

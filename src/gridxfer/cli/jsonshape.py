@@ -1,5 +1,7 @@
-"""The one ``--json`` shape, ``"schema": 1``, of ``campaign run``/``resume``, ``status`` and
-``report`` (pinned by ``tests/contract/test_json_schema.py``; documented in the README).
+"""The one ``--json`` shape, ``"schema": 1``, of ``campaign run``/``resume``, ``status``,
+``report`` and ``list`` (a list of status documents, each with ``error``: null, or why the
+journal is unreadable or unplanned); pinned by ``tests/contract/test_json_schema.py``,
+documented in the README.
 
 Every kind has the same top-level keys; what only one kind has sits under its own key::
 
@@ -87,6 +89,11 @@ def status(st: Any) -> dict[str, Any]:
                           "paused": list(getattr(st, "paused", ())),
                           "tape": st.tape.to_dict() if st.tape is not None else None})
     return d
+
+
+def listing(items: Any) -> list[dict[str, Any]]:
+    """``campaign list --json``: one status document per journal, plus ``error``."""
+    return [{**status(st), "error": st.error or None} for st in items]
 
 
 def run(result: Any, st: Any | None) -> dict[str, Any]:
