@@ -229,6 +229,23 @@ def test_no_matching_files_leaves_no_journal(local, capsys):
     assert not list((Path(os.environ["GRIDXFER_HOME"]) / "campaigns").glob("c1.sqlite*"))
 
 
+@pytest.mark.parametrize("files", ['{glob: "*.nothing"}', '{glob: "*.dat"}'])
+def test_run_refuses_a_staged_source_it_cannot_ask_before_listing_as_dry_run_does(
+        local, capsys, files):
+    """The same one line from `run` and `--dry-run`, whether the glob matches or not (the
+    fuzz suite found `run` saying "matched no files" where `--dry-run` named the tape)."""
+    spec = campaign(local, files=files, extra="")
+    text = spec.read_text().replace('files: ' + files + '}',
+                                    'files: ' + files + ', bring_online: {timeout: 1h}}')
+    spec.write_text(text)
+    said = []
+    for argv in (["--dry-run", "--no-probe"], []):
+        assert main(["campaign", "run", "--quiet", *argv, str(spec)]) == 2
+        said.append(capsys.readouterr().err)
+    assert said[0] == said[1] and "cannot report whether a file is on tape" in said[0], said
+    assert not list((Path(os.environ["GRIDXFER_HOME"]) / "campaigns").glob("c1.sqlite*"))
+
+
 @pytest.mark.parametrize("dry", [False, True])
 def test_every_error_of_a_campaign_file_one_line_each(tmp_path, gridxfer_home, capsys, dry):
     """Issue 22: one run reports every error, each `file:line: field: message`, exit 2."""

@@ -78,11 +78,18 @@ class Plan:
         return tuple(out)
 
 
+def refuse_tape(spec: CampaignSpec, ops_factory: Callable | None = None) -> None:
+    """`run` and `--dry-run` alike, before the source is listed: a tape-backed tier or a
+    staged source whose protocol or server cannot say what is on tape (exit 2). Not for
+    the FTS3 engine: FTS3 asks the tape, not this host."""
+    if spec.engine.kind == "local":
+        check_tape(spec, tape_factory_for(ops_factory or default_ops_factory))
+
+
 def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int = PAIRS,
               probe: bool = True, ops_factory: Callable | None = None,
               mover_factory: Callable | None = None) -> Plan:
-    # the run's own refusal: tape-backed where the protocol cannot ask (exit 2)
-    check_tape(spec, tape_factory_for(ops_factory or default_ops_factory))
+    refuse_tape(spec, ops_factory)       # the run's own refusal, before its listing
     tiers = by_priority(spec.destinations)
     shares = ActivityShares(spec)
     per_activity: dict[str, int] = {}

@@ -243,6 +243,7 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     if dry:
         return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
+        dryrun.refuse_tape(spec, kw.get("ops_factory"))    # where --dry-run refuses it
         path, _ = plan(spec, replace=replace)
         return _execute(path, spec, recovered=0, **kw)
 
