@@ -49,14 +49,23 @@ def _parts(url: str) -> SplitResult | None:
         return None
 
 
+def endpoint_problem(url: str) -> str | None:
+    """Why ``url`` is not an FTS3 REST URL (https://host:8446), or None."""
+    parts = _parts(url)
+    if parts is None or parts.scheme not in ("https", "http") or not parts.hostname \
+            or any(not ch.isprintable() or ch.isspace() for ch in url):
+        return f"expected the FTS3 REST URL (https://host:8446), got {redact(url)!r}"
+    if parts.username or parts.password or parts.query or parts.fragment:
+        shown = url.split("#", 1)[0] + ("#***" if parts.fragment else "")
+        return f"no user, password, query or fragment in the FTS3 URL, got {redact(shown)!r}"
+    return None
+
+
 def endpoint_url(c: Checker, node: Node, where: str) -> str:
     url = c.string(node, where)
-    parts = _parts(url)
-    if parts is None or parts.scheme not in ("https", "http") or not parts.hostname:
-        raise c.fail(node, where, f"expected the FTS3 REST URL (https://host:8446), got "
-                                  f"{redact(url)!r}")
-    if parts.username or parts.password or parts.query:
-        raise c.fail(node, where, "no user, password or query in the FTS3 URL")
+    problem = endpoint_problem(url)
+    if problem:
+        raise c.fail(node, where, problem)
     return url.rstrip("/")
 
 
@@ -142,12 +151,9 @@ def override(spec: CampaignSpec, kind: str | None, endpoint: str | None) -> Camp
         raise UsageError(f"--engine: expected one of {', '.join(ENGINES)}, got {kind!r}")
     eng = spec.engine
     if endpoint is not None:
-        parts = _parts(endpoint)
-        if parts is None or parts.scheme not in ("https", "http") or not parts.hostname \
-                or parts.username \
-                or parts.password or parts.query:
-            raise UsageError(f"--fts3: expected the FTS3 REST URL (https://host:8446) without "
-                             f"user, password or query, got {redact(endpoint)!r}")
+        problem = endpoint_problem(endpoint)
+        if problem:
+            raise UsageError(f"--fts3: {problem}")
         eng = replace(eng, endpoint=endpoint.rstrip("/"), kind=kind or "fts3")
     elif kind is not None:
         eng = replace(eng, kind=kind)

@@ -119,15 +119,31 @@ def test_job_metadata_up_to_the_servers_2048_bytes_is_submitted(tmp_path, gridxf
 
 
 @pytest.mark.parametrize("url", ["", "https://[::1", "https://h:99999", "ftp://u:pw0rd@h",
-                                 "https://u:pw0rd@h:8446", "https://h:8446/?access_token=pw0rd"])
+                                 "https://u:pw0rd@h:8446", "https://h:8446/?access_token=pw0rd",
+                                 "https://a\nb:8446", "https://h\x1b[2J:8446", "https://h :8446",
+                                 "https://h:8446/#pw0rd"])
 def test_a_bad_fts3_url_is_one_line_without_its_secret(tmp_path, gridxfer_home, capsys, url):
     f = tmp_path / "c.yaml"
     f.write_text('campaign: u\nsource: {url: "root://s.example//d/", files: [{name: a, size: 1}]}'
                  '\ndestinations:\n  - {tier: t, pool: ["root://d.example//x/"]}\n')
     assert main(["campaign", "run", "--quiet", "--fts3", url, str(f)]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "--fts3: expected" in err, err
-    assert "pw0rd" not in err
+    assert len(err.strip().splitlines()) == 1 and "--fts3: " in err, err
+    assert "FTS3 URL" in err or "FTS3 REST URL" in err, err
+    assert "pw0rd" not in err and "\x1b" not in err
+
+
+@pytest.mark.parametrize("url", ["https://a\\nb:8446", "https://h:8446/#x", "https://u:p@h"])
+def test_a_bad_fts3_endpoint_in_the_campaign_file_is_refused_at_its_line(tmp_path,
+                                                                         gridxfer_home, capsys,
+                                                                         url):
+    f = tmp_path / "c.yaml"
+    f.write_text('campaign: u\nengine: fts3\nfts3: {endpoint: "' + url + '"}\n'
+                 'source: {url: "root://s.example//d/", files: [{name: a, size: 1}]}\n'
+                 'destinations:\n  - {tier: t, pool: ["root://d.example//x/"]}\n')
+    assert main(["campaign", "run", "--quiet", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"{f}:3: fts3.endpoint" in err, err
 
 
 @pytest.mark.parametrize("auth, source, tier, message", [
