@@ -223,8 +223,9 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_
     it fails where a run would (exit 2 bad input, 3 files a run would fail)."""
     from gridxfer.campaign import runner
     from gridxfer.campaign.spec.schema import load_spec
+    from gridxfer.campaign.spec import engine as engine_spec
     _check_selector(selector)
-    spec = load_spec(file)
+    spec = engine_spec.override(load_spec(file), engine, fts3)    # --dry-run plans this one
     if dry_run:
         from gridxfer.cli import campaign_plan
         runner.prepare_environment(spec)

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 
 import click
 
-from gridxfer.errors import GridxferError, Interrupted, PartialFailure
+from gridxfer.errors import GridxferError, Interrupted, PartialFailure, UsageError
 from gridxfer.limits import MAX_DURATION, MAX_STREAMS, parse_within, require
-from gridxfer.movers.names import printable
+from gridxfer.movers.names import printable, valid_utf8
 from gridxfer.redact import redact, redact_obj
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_duration
 
@@ -71,6 +71,10 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
     params = TransferParams(streams=n_streams, timeout=parse_within(
         timeout, parse_duration, MAX_DURATION, "-t/--timeout"), checksum=algo, verify=verify,
         expected_checksum=expected, overwrite=force, third_party=tpc)
+    for a in args:
+        if not valid_utf8(a):          # bytes that are not UTF-8: gfal2 and XrdCl take UTF-8
+            raise UsageError(f"{printable(a.encode('utf-8', 'backslashreplace').decode())}: "
+                             f"not valid UTF-8; gridxfer copies names that are")
     urls = [onecopy.to_url(_resolve(a)) for a in args]
     pairs = onecopy.destinations(urls[:-1], urls[-1])
     results = []

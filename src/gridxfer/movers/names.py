@@ -74,6 +74,7 @@ _PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*"
                     r"(?:/[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*)*")
 _PLAIN_URL = re.compile(r"[A-Za-z0-9+.-]+://[A-Za-z0-9._~:@\[\]-]*[A-Za-z0-9._~+=,@/-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def register(scheme: str, protocol: Protocol) -> None:
@@ -94,6 +95,11 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
 
 
+def valid_utf8(text: str) -> bool:
+    """False for text decoded from bytes that are not UTF-8 (surrogate escapes)."""
+    return not _SURROGATE.search(text)
+
+
 def check_name(name: str) -> None:
     """The protocol-free part of the rule (module docstring); raises ``bad_name``."""
     if _PLAIN.fullmatch(name):
@@ -102,6 +108,8 @@ def check_name(name: str) -> None:
         raise bad_name(name, "empty")
     if _CONTROL.search(name):
         raise bad_name(name, "control character")
+    if not valid_utf8(name):          # os.fsdecode of bytes that are not UTF-8
+        raise bad_name(name, "not valid UTF-8 (URLs carry UTF-8 names only)")
     for part in name.split("/"):
         if part in ("", ".", ".."):
             raise bad_name(name, "empty, '.' or '..' path component")

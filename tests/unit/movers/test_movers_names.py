@@ -169,3 +169,12 @@ def test_http_names_are_percent_encoded_and_refuse_a_question_mark(scheme):
         names.join_url(base, "a?b")
     with pytest.raises(TransferError, match="bad_name"):
         names.check_url(base + "a%3Fb")
+
+
+@pytest.mark.parametrize("name", ["bad\udcff.dat", "d/\udc80x", "\ud800"])
+def test_a_name_that_is_not_utf8_is_a_bad_name(name):
+    """os.fsdecode of non-UTF-8 bytes: gfal2 and XrdCl raised UnicodeEncodeError on it."""
+    assert not names.valid_utf8(name)
+    with pytest.raises(TransferError, match="not valid UTF-8") as caught:
+        names.check_name(name)
+    assert caught.value.error_class is ErrorClass.BAD_NAME
