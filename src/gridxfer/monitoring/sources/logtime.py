@@ -32,8 +32,8 @@ def zone_arg(text: str) -> str:
     """Validate an IANA zone name (``Europe/Zurich``, ``UTC``); ValueError otherwise."""
     try:
         ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {text!r} (use an IANA name such as "
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:    # OSError: a name too long
+        raise ValueError(f"unknown time zone {text[:60]!r} (use an IANA name such as "
                          f"Europe/Zurich or UTC)") from exc
     return text
 
