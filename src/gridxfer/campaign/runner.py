@@ -42,7 +42,7 @@ from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerRes
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.spec import engine as engine_spec
-from gridxfer.campaign.fts3 import run as fts3_run
+from gridxfer.campaign.fts3 import client as fts3_client, run as fts3_run
 from gridxfer.campaign import dryrun, reload as reload_mod
 from gridxfer.campaign.reload import journal_spec as _journal_spec
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
@@ -225,6 +225,8 @@ def dry_run(spec: CampaignSpec, *, replace: bool = False, probe: bool = True,
     """The plan (``dryrun.py``): first pairs, counts per tier, every endpoint probed once;
     refused where `run` would refuse (no file, a journal of that name, a credential)."""
     path = _may_plan(spec, replace)
+    if spec.engine.kind == "fts3":
+        fts3_client.access_token(spec.engine)      # as `run` refuses a bad fts3.token
     with source_tokens(spec):
         plan_ = dryrun.make_plan(spec, _entries(spec), pairs=pairs, probe=probe)
     n, size = (plan_.tiers[0].files, plan_.tiers[0].bytes) if plan_.tiers else (0, 0)
@@ -244,6 +246,8 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
         return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
         dryrun.refuse_tape(spec, kw.get("ops_factory"))    # where --dry-run refuses it
+        if spec.engine.kind == "fts3":
+            fts3_client.access_token(spec.engine)  # a bad fts3.token: refused before the plan
         path, _ = plan(spec, replace=replace)
         return _execute(path, spec, recovered=0, **kw)
 

@@ -19,7 +19,7 @@ from fts3.rest.client import easy  # type: ignore[import-untyped]
 from fts3.rest.client import exceptions as fts3_errors  # type: ignore[import-untyped]
 
 from gridxfer.auth.sources import read_token, source_from
-from gridxfer.auth.tokens import TokenError
+from gridxfer.auth.tokens import Token, TokenError
 from gridxfer.campaign.spec.model import EngineSpec
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import redact
@@ -54,18 +54,23 @@ def _error(exc: Exception, what: str) -> GridxferError:
     return Fts3Error(f"FTS3 {what}: {text}")
 
 
+def access_token(engine: EngineSpec) -> Token | None:
+    """The FTS3 token of ``fts3.token`` (None without one); a bad one is a UsageError, so
+    ``run`` calls this before planning too (nothing journalled for a run that is refused)."""
+    if not engine.endpoint:
+        raise UsageError("engine fts3 needs an endpoint: fts3: {endpoint: URL} or --fts3 URL")
+    if engine.token is None:
+        return None
+    try:
+        return read_token(source_from({k: v for k, v in asdict(engine.token).items()
+                                       if k in ("file", "env", "command", "timeout") and v}))
+    except TokenError as exc:
+        raise UsageError(f"fts3.token: {exc}") from None
+
+
 class Fts3Client:
     def __init__(self, engine: EngineSpec) -> None:
-        if not engine.endpoint:
-            raise UsageError("engine fts3 needs an endpoint: fts3: {endpoint: URL} or --fts3 URL")
-        token = None
-        if engine.token is not None:
-            try:
-                token = read_token(source_from(
-                    {k: v for k, v in asdict(engine.token).items()
-                     if k in ("file", "env", "command", "timeout") and v}))
-            except TokenError as exc:
-                raise UsageError(f"fts3.token: {exc}") from None
+        token = access_token(engine)
         try:
             self.context = easy.Context(
                 engine.endpoint, ucert=engine.proxy, ukey=engine.proxy,

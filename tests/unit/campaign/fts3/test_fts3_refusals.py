@@ -189,3 +189,17 @@ def test_engine_on_the_command_line_refuses_storage_tokens_without_an_fts3_token
     assert main(["campaign", "run", "--quiet", "--fts3", standin.url, str(f)]) == 2
     err = capsys.readouterr().err
     assert "source.token: FTS3 keeps storage tokens only" in err and standin.posts == []
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_a_bad_fts3_token_is_refused_before_anything_is_planned(tmp_path, gridxfer_home,
+                                                                 standin, capsys, dry):
+    """`run` planned and journalled the campaign, then refused the token (exit 2), leaving a
+    "planned" journal that `run` then refused as existing; `--dry-run` said nothing."""
+    code, _ = run(tmp_path, standin.url, *(["--dry-run", "--no-probe"] if dry else []),
+                  token="not-a-jwt")
+    err = capsys.readouterr().err
+    assert code == 2 and "fts3.token:" in err and "JWT" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not list((gridxfer_home / "campaigns").glob("*.sqlite*"))
+    assert standin.jobs == {}
