@@ -39,6 +39,10 @@ class NotFound(Fts3Error):
     pass
 
 
+class Conflict(Fts3Error):
+    """HTTP 409: the server has a job with this id already (the client says only "409")."""
+
+
 class Transient(Fts3Error):
     """The server did not answer, or answered 5xx: try again later (the engine does)."""
 
@@ -49,6 +53,8 @@ def _error(exc: Exception, what: str) -> GridxferError:
         return NotFound(f"FTS3 {what}: not found")
     if isinstance(exc, fts3_errors.ServerError | requests.ConnectionError | requests.Timeout):
         return Transient(f"FTS3 {what}: {text}")
+    if isinstance(exc, fts3_errors.ClientError) and text.rsplit(" ", 1)[-1] == "409":
+        return Conflict(f"FTS3 {what}: 409 Conflict (a job with this id exists)")
     if isinstance(exc, fts3_errors.ClientError) and "Bad request" in text:
         return UsageError(f"FTS3 refused the {what}: {text}")
     return Fts3Error(f"FTS3 {what}: {text}")

@@ -26,6 +26,7 @@ the jobs keep running on the server; ``resume`` polls again).
 from __future__ import annotations
 
 import logging
+import hashlib
 import threading
 import time
 import uuid
@@ -35,7 +36,7 @@ from typing import Any
 
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.apply import Apply
-from gridxfer.campaign.fts3.client import Fts3Client, Transient
+from gridxfer.campaign.fts3.client import Conflict, Fts3Client, Transient
 from gridxfer.campaign.engine import credentials
 from gridxfer.campaign.engine.credentials import Credentials, TokenGate
 from gridxfer.campaign.fts3.jobs import BASE_ID, TOKEN_KEYS, FileRow, build
@@ -82,6 +83,21 @@ class Fts3Engine:
         self.gate = TokenGate(Credentials(spec))
         self.token_wait = TOKEN_WAIT
         record.ensure(conn)
+        # the journal's own seed for job ids: resumes keep it, `run --replace` changes it
+        created = store.get_meta(conn).get("created", "")
+        self.plan_id = hashlib.sha256(created.encode()).hexdigest()[:12] if created else ""
+
+    def _post(self, jid: str, job: dict) -> None:
+        """Submit; a 409 for a job the server has under this id is that job, posted before."""
+        try:
+            got = self.client.submit(job)
+        except Conflict:
+            if self.client.job(jid) is None:
+                raise
+            log.info("fts3 job %s is on the server already: taken as submitted", jid)
+            return
+        if got != jid:
+            log.warning("fts3 job id %s, expected %s", got, jid)
 
     # ------------------------------------------------------------- resume
     def settle_in_doubt(self) -> int:
@@ -94,9 +110,7 @@ class Fts3Engine:
                 log.info("fts3 job %s was submitted before the run was killed", jid)
             else:
                 import json
-                got = self.client.submit(self._retokened(jid, json.loads(body)))
-                if got != jid:
-                    log.warning("fts3 job id %s, expected %s", got, jid)
+                self._post(jid, self._retokened(jid, json.loads(body)))
                 self.submitted += 1
             record.submitted(self.conn, jid)
         return found
@@ -223,13 +237,11 @@ class Fts3Engine:
                      .fetchone()[0])
         dst = {r.file_id: r.dst_url for r in rows}
         staging = self.spec.source.bring_online is not None
-        for plan in build(self.spec, rows, round_):
+        for plan in build(self.spec, rows, round_, self.plan_id):
             jid = job_id(self.client.vo(), plan.sid)
             record.intend(self.conn, jid, plan, round_, dst,
                           self.spec.tier(plan.tier).streams, staging, now)
-            got = self.client.submit(plan.job)
-            if got != jid:
-                log.warning("fts3 job id %s, expected %s", got, jid)
+            self._post(jid, plan.job)
             record.submitted(self.conn, jid)
             store.add_event(self.conn, "fts3_submitted", job_id=jid, tier=plan.tier,
                             endpoint=plan.endpoint, files=len(plan.file_ids))

@@ -136,9 +136,13 @@ def _params(spec: CampaignSpec, tier: TierSpec, reuse: bool, prio: int) -> dict[
         copy_pin_lifetime=int(staging.pin_lifetime) if staging else None)
 
 
-def sid_of(spec: CampaignSpec, tier: str, round_: int, file_ids: Sequence[int]) -> str:
+def sid_of(spec: CampaignSpec, tier: str, round_: int, file_ids: Sequence[int],
+           plan_id: str = "") -> str:
+    """The deterministic job id's seed. ``plan_id`` (the journal's, from when it was planned)
+    keeps it the same across resumes of one journal, and new after ``run --replace``: the
+    same campaign planned again is new jobs (the server answers 409 to an id it has)."""
     digest = hashlib.sha256(",".join(map(str, file_ids)).encode()).hexdigest()[:24]
-    return f"gridxfer:{spec.name}:{tier}:{round_}:{digest}"
+    return f"gridxfer:{spec.name}:{plan_id}{':' if plan_id else ''}{tier}:{round_}:{digest}"
 
 
 def _reuse(spec: CampaignSpec, chunk: Sequence[FileRow]) -> bool:
@@ -147,7 +151,8 @@ def _reuse(spec: CampaignSpec, chunk: Sequence[FileRow]) -> bool:
     return spec.engine.reuse == "always" or all(r.size <= SMALL_FILE for r in chunk)
 
 
-def build(spec: CampaignSpec, rows: Iterable[FileRow], round_: int = 0) -> list[JobPlan]:
+def build(spec: CampaignSpec, rows: Iterable[FileRow], round_: int = 0,
+          plan_id: str = "") -> list[JobPlan]:
     """The jobs for ``rows`` (already placed): one group per (tier, source storage,
     destination endpoint, priority, small or not), cut at ``MAX_FILES``."""
     groups: dict[tuple[str, str, str, int, bool], list[FileRow]] = {}
@@ -163,7 +168,7 @@ def build(spec: CampaignSpec, rows: Iterable[FileRow], round_: int = 0) -> list[
             chunk = members[start:start + MAX_FILES]
             ids = tuple(r.file_id for r in chunk)
             reuse = _reuse(spec, chunk)
-            sid = sid_of(spec, tier_name, round_, ids)
+            sid = sid_of(spec, tier_name, round_, ids, plan_id)
             job = easy.new_job(
                 [_transfer(spec, r) for r in chunk],
                 metadata=job_metadata(spec, tier_name, round_),
