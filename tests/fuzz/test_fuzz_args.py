@@ -100,7 +100,9 @@ def _gx_cases(tmp: Path, rnd: random.Random) -> list[tuple[list[str], set[int]]]
         (["campaign", "run", "--dry-run", "--quiet", "--engine", "{}", str(spec)], err2),
         (["campaign", "run", "--dry-run", "--quiet", "--fts3", "{}", str(spec)], err2),
         (["copy", "{}", str(tmp / "copied")], {1, 2}),
-        (["copy", str(tmp / "src" / "a.dat"), "{}"], {0, 1, 2}),
+        # below tmp however weird ("../../x" included): copy makes missing directories
+        (["copy", str(tmp / "src" / "a.dat"), str(tmp / "out" / "a" / "b") + "/{}"],
+         {0, 1, 2}),
         (["copy", "-t", "{}", str(tmp / "src" / "a.dat"), str(tmp / "copied")], {0, 2}),
         (["copy", "--checksum-mode", "{}", str(tmp / "src" / "a.dat"), str(tmp / "c2")], {0, 2}),
         (["{}"], err2),
@@ -198,7 +200,8 @@ def _gx_cases(tmp: Path, rnd: random.Random) -> list[tuple[list[str], set[int]]]
     return cases
 
 
-def test_gridxfer_arguments(tmp_path, home):
+def test_gridxfer_arguments(tmp_path, home, monkeypatch):
+    monkeypatch.chdir(tmp_path)         # relative weird values land here, not in the clone
     tally = Tally()
     for argv, allowed in _gx_cases(tmp_path, random.Random(41)):
         o = run_gx(argv)
