@@ -9,8 +9,6 @@ import pytest
 from fts3.rest.client import easy
 
 from gridxfer.cli.main import main
-from gridxfer.testbed import tokens as testbed_tokens
-from gridxfer.testbed.fts3standin import StandIn
 
 BASE = """
 campaign: refuse
@@ -20,20 +18,6 @@ source: {{url: "{src}", files: [{{name: a, size: 10}}]}}
 destinations:
   - {{tier: t, pool: ["{dst}"]}}
 {extra}"""
-
-
-@pytest.fixture(scope="module")
-def jwt(tmp_path_factory) -> str:
-    issuer = testbed_tokens.make_issuer(tmp_path_factory.mktemp("issuer"))
-    return testbed_tokens.mint(issuer, ["storage.read:/"])
-
-
-@pytest.fixture
-def standin(jwt):
-    s = StandIn(jwt)
-    s.start()
-    yield s
-    s.stop()
 
 
 def run(tmp_path: Path, url: str, *args: str, token: str = "", src: str = "root://s.example//d/",

@@ -9,25 +9,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
 
 from gridxfer.cli.main import main
-from gridxfer.testbed import tokens as testbed_tokens
-from gridxfer.testbed.fts3standin import StandIn
-
-
-@pytest.fixture(scope="module")
-def jwt(tmp_path_factory) -> str:
-    issuer = testbed_tokens.make_issuer(tmp_path_factory.mktemp("issuer"))
-    return testbed_tokens.mint(issuer, ["storage.read:/"])
-
-
-@pytest.fixture
-def standin(jwt):
-    s = StandIn(jwt)
-    s.start()
-    yield s
-    s.stop()
 
 
 def campaign(tmp_path: Path, url: str, token: str) -> Path:
