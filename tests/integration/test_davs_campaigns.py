@@ -115,9 +115,9 @@ def test_kill9_during_davs_copies_then_resume(make_grid, tmp_path, kind):
     """A throttled XrdHttp (4 MB/s) keeps each copy busy for about a second: the kill
     lands mid-transfer. Uploads go from local files; TPCs are pulled from the slow
     server. After resume every file is complete and no temporary name is left.
-    ``upload-hostile``: names that need percent-encoding are written in place (XrdHttp's
-    MOVE cannot name them): the resume's recovery finds the partial final file by its
-    size and removes it before the file is copied again."""
+    ``upload-hostile``: names that need percent-encoding go through a temporary name too
+    (davmove.py's decoded MOVE): right after the kill, every file under its final name
+    is whole (before issue 20's fix they were written in place, partial ones visible)."""
     inv = make_grid([ServerSpec("slow", "xrootd", "T0", throttle=4e6),
                      ServerSpec("dst", "xrootd", "T1")])
     home = tmp_path / "grid0"                   # make_grid's home for this grid
@@ -165,6 +165,11 @@ timeout: 120s
         left = conn.execute("SELECT count(*) FROM files WHERE state != 'done'").fetchone()[0]
         active = conn.execute("SELECT count(*) FROM attempts WHERE status = 'active'").fetchone()[0]
     assert left > 0 and active > 0          # killed with copies in flight
+    if kind == "upload-hostile":            # issue 20: no partial file under a final name
+        where = Path(inv.endpoints["slow"].data_dir) / name
+        final = {n: where / n for n in expected if (where / n).exists()}
+        assert {n: adler32(p.read_bytes()) for n, p in final.items()} == \
+            {n: expected[n] for n in final}
     res = subprocess.run([*GRIDXFER, "campaign", "resume", name, "--quiet"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"exit {res.returncode}: {res.stdout}{res.stderr}"

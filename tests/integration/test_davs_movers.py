@@ -8,6 +8,7 @@ of an HTTP-TPC on its stdin: never in a process's arguments or environment.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -205,10 +206,80 @@ def test_hostile_names_are_quoted_for_http(grid, payload, tmp_path, name):
     assert out.checksum == SUM
     on_disk = Path(grid.endpoints["h-xrd"].data_dir) / "hostile" / name
     assert on_disk.read_bytes() == DATA                       # the raw name, decoded once
+    assert not [n for n in os.listdir(on_disk.parent) if n.startswith(f".{name}.")]
     listed = {names.listed_name(e.url) for e in mover_for(base).listdir(base)}
     assert name in listed
     back = f"file://{tmp_path}/back"
     assert get_mover(url, back).copy(url, back, params=params()).checksum == SUM
+
+
+def test_a_hostile_upload_is_never_visible_under_its_final_name(grid, tmp_path):
+    """Issue 20: every HOSTILE name goes through a temporary name and ``MOVE``
+    (davmove.py: the decoded Destination), so its final name, whenever it is seen during
+    the uploads, holds the whole file. The throttled server (2 MB/s for all of them)
+    keeps the uploads busy for seconds. Before: written in place, seen growing."""
+    data = os.urandom(3 << 20)
+    src = tmp_path / "big.dat"
+    src.write_bytes(data)
+    base = grid.endpoints["h-slow"].davs_url + "moved/"
+    where = Path(grid.endpoints["h-slow"].data_dir) / "moved"
+    caught: list[BaseException] = []
+
+    def upload(name: str) -> None:
+        url = names.join_url(base, name)
+        try:
+            get_mover(f"file://{src}", url).copy(f"file://{src}", url,
+                                                 params=params(overwrite=True))
+        except BaseException as exc:     # noqa: BLE001 - checked below
+            caught.append(exc)
+
+    workers = [threading.Thread(target=upload, args=(n,)) for n in HOSTILE]
+    for w in workers:
+        w.start()
+    seen: dict[str, set[int]] = {n: set() for n in HOSTILE}
+    while any(w.is_alive() for w in workers):
+        for name in HOSTILE:
+            with contextlib.suppress(FileNotFoundError):
+                seen[name].add((where / name).stat().st_size)
+        time.sleep(0.005)
+    for w in workers:
+        w.join()
+    assert not caught, caught
+    assert {n: s for n, s in seen.items() if s - {len(data)}} == {}     # never partial
+    assert sorted(os.listdir(where)) == sorted(HOSTILE)                 # nothing else left
+    for name in HOSTILE:
+        assert (where / name).read_bytes() == data, name
+
+
+def test_a_hostile_name_is_moved_with_a_create_only_token(grid, mint, payload):
+    """The decoded MOVE carries the destination's token (storage.create may MOVE a new
+    file: measured); a refused MOVE is ``auth`` and its message holds no token."""
+    from gridxfer.movers.gfal import davmove
+    name = "sp ace #ü%41'&.dat"
+    dst = names.join_url(grid.resolve("t2-davs1/mvh/"), name)
+    up = TokenPair(dst=mint("storage.read:/mvh", "storage.create:/mvh"))
+    out = get_mover(payload, dst).copy(payload, dst, params=params(tokens=up))
+    where = disk(grid, grid.resolve("t2-davs1/mvh/f")).parent
+    assert out.checksum == SUM and (where / name).read_bytes() == DATA
+    assert os.listdir(where) == [name]
+    src = names.join_url(grid.resolve("t2-davs1/mvh/"), ".x y.gxpart-1")
+    (where / ".x y.gxpart-1").write_bytes(b"x")
+    token = mint("storage.read:/mvh")
+    with pytest.raises(TransferError) as err:
+        davmove.move(src, names.join_url(grid.resolve("t2-davs1/mvh/"), "x y"), token)
+    assert err.value.error_class is ErrorClass.AUTH, err.value
+    assert sorted(os.listdir(where)) == [".x y.gxpart-1", name]
+    assert token.rsplit(".", 1)[1] not in str(err.value) and "eyJ" not in str(err.value)
+
+
+def test_a_name_ending_in_a_space_is_still_written_in_place(grid, payload):
+    """XrdHttp trims the Destination header: ``trail `` would become ``trail``. Such a
+    name keeps the in-place write (davmove.carries is false)."""
+    base = grid.endpoints["h-xrd"].davs_url + "trail/"
+    url = names.join_url(base, "trail.dat ")
+    out = get_mover(payload, url).copy(payload, url, params=params(overwrite=True))
+    assert out.checksum == SUM
+    assert leftovers(grid, url) == ["trail.dat "]
 
 
 def test_a_question_mark_is_a_bad_name_for_http(grid, payload):

@@ -38,7 +38,8 @@ davs, https     percent-encoded;       davix sends the path as given; XrdHttp de
                 ``?`` refused          ``%XX`` (``+`` stays ``+``), then cuts at a
                                        decoded ``?`` as at CGI (``a%3Fb`` writes ``a``).
                                        Its MOVE does not decode ``Destination``:
-                                       ``davs.py`` writes an encoded name in place
+                                       ``davmove.py`` sends it decoded (a name
+                                       ending in a space: written in place)
 anything else   percent-encoded        ``register`` a scheme whose tools read it
                                        differently
 =============== ====================== ==============================================
@@ -93,6 +94,11 @@ def bad_name(name: str, why: str) -> TransferError:
 def printable(text: str) -> str:
     """``text`` on one terminal line: control characters as ``\\xNN`` escapes."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+
+
+def has_control(text: str) -> bool:
+    """``text`` holds a control character or a line/paragraph separator."""
+    return bool(_CONTROL.search(text))
 
 
 def valid_utf8(text: str) -> bool:

@@ -8,7 +8,8 @@ library is the default unless a measurement says otherwise.
 Integrity (the one path, ``integrity.verified_copy``): XrdHttp 5.5.3 writes a PUT
 straight into the named file, so an interrupted upload would be visible under the final
 name. Every copy therefore writes the temporary name (``.name.gxpart-*``) and renames it
-with WebDAV ``MOVE`` once size and adler32 match. The server's adler32 is gfal2's
+with WebDAV ``MOVE`` once size and adler32 match (a name that needs percent-encoding:
+``davmove``, whose decoded ``Destination`` XrdHttp 5.5.3 needs). The server's adler32 is gfal2's
 checksum, which XrdHttp answers to ``Want-Digest: adler32`` (``Digest: adler32=<8 hex>``);
 ``normalise_adler32`` zero-pads it. A failed copy deletes the temporary name: with the
 WLCG scopes this needs ``storage.modify`` (``storage.create`` may PUT and MOVE a new file
@@ -37,7 +38,7 @@ from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.dstcheck import DestinationCheck
-from gridxfer.movers.gfal import meta
+from gridxfer.movers.gfal import davmove, meta
 from gridxfer.movers.gfal.mover import GfalMover, new_context
 from gridxfer.movers.integrity import LocalOps, Ops, verified_copy
 from gridxfer.movers.urls import scheme_of
@@ -127,8 +128,13 @@ class HttpOps:
                 raise transfer_error(exc, url, side="destination") from None
 
     def rename(self, src: str, dst: str) -> None:
-        """WebDAV MOVE within one server (nothing to do for a file written in place)."""
+        """WebDAV MOVE within one server (nothing to do for a file written in place). A
+        final name that needs percent-encoding goes through ``davmove`` (the decoded
+        ``Destination`` that gfal2 cannot send)."""
         if src == dst:
+            return
+        if names.encoded(dst):
+            davmove.move(src, dst, self._token or token_for(dst))
             return
         try:
             self._ctx(dst).rename(src, dst)
@@ -170,10 +176,11 @@ class DavsMover(HttpOps):
             raise UsageError(f"HTTP third-party copy needs davs/https on both ends: {src} -> {dst}")
         tokens = params.tokens or TokenPair()
         src_ops, dst_ops = ops_for(src, tokens.src), ops_for(dst, tokens.dst)
-        if pair[1] in HTTP and names.encoded(dst):
+        if pair[1] in HTTP and names.encoded(dst) and not davmove.carries(dst):
             # XrdHttp 5.5.3's MOVE takes the Destination path literally (no %XX decoding;
-            # XrdHttpReq.cc, measured): a name that needs encoding is written in place,
-            # verified there and deleted on failure, visible while it is written
+            # XrdHttpReq.cc, measured): davmove sends it decoded, which names every file
+            # but one ending in white space (the header is trimmed). Those few are written
+            # in place, verified there and deleted on failure, visible while written
             params = replace(params, temp_url=dst)
 
         # overwrite off: the destination's HEAD runs beside the copy, not one round trip

@@ -1,0 +1,121 @@
+"""The one WebDAV ``MOVE`` gfal2 cannot send: a temporary name renamed to a final name
+that needs percent-encoding in a URL, with the ``Destination`` header carrying the
+DECODED path (the name's own UTF-8 bytes; the request line stays percent-encoded).
+
+Why own code here: XrdHttp 5.5.3 hands the ``Destination`` path to the file system as
+it is, without ``%XX`` decoding (XrdHttpReq.cc, ``rtMOVE``: ``parseURL(destination)``
+then the path goes into ``kXR_mv`` unchanged), and gfal2/davix always send the
+percent-encoded URL there: ``MOVE .../.sp%20ace.dat.gxpart-x`` to ``.../sp%20ace.dat``
+makes the file ``sp%20ace.dat``. Neither has an option for a raw header (gfal2's
+``rename`` takes two URLs). Measured on the testbed's XrdHttp 5.5.3 over TLS, anonymous
+and with SciTokens (tests/integration/test_davs_movers.py), name by name:
+
+============================ ======================== ================================
+name                         encoded ``Destination``  decoded ``Destination`` (here)
+============================ ======================== ================================
+``sp ace``, ``hash#tag``,    the literal ``%XX`` name the right name
+``pct%41``, ``ünï``,
+``quote'"``, ``amp&semi;``,
+``colon:x``, `` lead``
+``plus+sign``                right (nothing encoded)  right
+``trail ``                   ``trail%20``             ``trail`` (XrdHttp trims the
+                                                      header value): not carried
+``q?mark``                   cut at ``?`` (a bad      cut at ``?``: not carried
+                             name for davs anyway)
+============================ ======================== ================================
+
+So ``carries(url)`` is true for every name but one that ends in white space (or holds
+``?``, which ``names`` refuses for davs anyway); ``davs.py`` writes those few in place,
+as before. A ``MOVE`` onto an existing name replaces it (201), as gfal2's rename does.
+
+TLS: the server is verified against ``X509_CERT_DIR`` (a capath; default
+``/etc/grid-security/certificates``, as gfal2), the system store if neither exists;
+``REQUESTS_CA_BUNDLE`` and the environment's proxies are not read (``trust_env``
+off), as gfal2 reads neither. Auth as the rest of the davs mover: the destination's
+bearer token in an ``Authorization`` header (then this thread's for the server,
+``movers.tokens``, then ``BEARER_TOKEN`` as gfal2 reads it), or with no token the
+X.509 proxy (``X509_USER_PROXY``, else ``/tmp/x509up_u<uid>``) as client certificate.
+A token is never logged, put in an error or in a URL.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from urllib.parse import unquote, urlsplit
+
+import requests
+
+from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.movers import names
+from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.tokens import token_for
+
+MOVE_TIMEOUT = (30.0, 120.0)        # s: connect, then the answer (a rename: no data)
+_TRIMMED = " \t\r\n\v\f"            # XrdHttp trims these off the header value's ends
+_HTTP_SCHEME = {"davs": "https", "https": "https", "dav": "http", "http": "http"}
+_local = threading.local()
+
+
+def carries(url: str) -> bool:
+    """A decoded ``Destination`` names ``url``'s file exactly on XrdHttp 5.5.3
+    (module docstring: not a name ending in white space, not one with '?')."""
+    path = unquote(urlsplit(url).path)
+    return bool(path) and "?" not in path and path[-1] not in _TRIMMED \
+        and not names.has_control(path)
+
+
+def move(src: str, dst: str, token: str | None = None) -> None:
+    """WebDAV ``MOVE`` of ``src`` to ``dst`` (one server), the destination path sent
+    decoded. ``token``: the destination's bearer token. Raises ``TransferError``."""
+    if not carries(dst):
+        raise names.bad_name(unquote(urlsplit(dst).path),
+                             "XrdHttp's MOVE cannot name it (a trailing space or '?')")
+    parts = urlsplit(dst)
+    scheme = _HTTP_SCHEME.get(parts.scheme)
+    if scheme is None or urlsplit(src).netloc != parts.netloc:
+        raise TransferError(ErrorClass.OTHER, f"{src} -> {dst}: MOVE within one davs server only")
+    destination = f"{scheme}://{parts.netloc}{unquote(parts.path)}".encode()
+    headers: dict[str, str | bytes] = {"Destination": destination}
+    cert = None
+    bearer = token or token_for(dst) or os.environ.get("BEARER_TOKEN")
+    if bearer:
+        headers["Authorization"] = f"Bearer {bearer}"
+    else:
+        cert = _proxy()
+    try:
+        answer = _session().request("MOVE", _http_url(src, scheme), headers=headers,
+                                    cert=cert, verify=_capath(), timeout=MOVE_TIMEOUT,
+                                    allow_redirects=False)
+    except requests.Timeout:
+        raise TransferError(ErrorClass.TIMEOUT, f"{dst}: MOVE timed out") from None
+    except requests.RequestException as exc:
+        raise transfer_error(f"MOVE: {type(exc).__name__}: {exc}", dst,
+                             side="destination") from None
+    if answer.status_code not in (200, 201, 204):
+        text = names.printable(" ".join(answer.text.split())[:200])
+        raise transfer_error(f"MOVE: HTTP {answer.status_code} {answer.reason}: {text}", dst,
+                             side="destination")
+
+
+def _http_url(url: str, scheme: str) -> str:
+    return scheme + url[url.index("://"):]
+
+
+def _session() -> requests.Session:
+    """This thread's session: its TLS connections are kept for the next file's MOVE."""
+    session = getattr(_local, "session", None)
+    if session is None:
+        session = _local.session = requests.Session()
+        session.trust_env = False
+    return session
+
+
+def _capath() -> str | bool:
+    path = os.environ.get("X509_CERT_DIR") or "/etc/grid-security/certificates"
+    return path if os.path.isdir(path) else True
+
+
+def _proxy() -> str | None:
+    path = os.environ.get("X509_USER_PROXY") or f"/tmp/x509up_u{os.getuid()}"
+    return path if os.path.isfile(path) else None
+
