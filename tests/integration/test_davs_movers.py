@@ -272,6 +272,20 @@ def test_a_hostile_name_is_moved_with_a_create_only_token(grid, mint, payload):
     assert token.rsplit(".", 1)[1] not in str(err.value) and "eyJ" not in str(err.value)
 
 
+@pytest.mark.parametrize("mode", ["pull", "push"])
+def test_a_tpc_to_a_hostile_name_is_moved_into_place(grid, mode, monkeypatch):
+    """HTTP-TPC writes the temporary name too; the decoded MOVE names the file."""
+    monkeypatch.setenv("GRIDXFER_HTTP_TPC_MODE", mode)
+    localgrid.put_local(grid, "h-xrd", f"tpch/{mode}.src", DATA)
+    src = grid.endpoints["h-xrd"].davs_url + f"tpch/{mode}.src"
+    name = f"{mode} #ü%41.dat"
+    dst = names.join_url(grid.endpoints["h-xrd"].davs_url + f"tpch/{mode}/", name)
+    out = get_mover(src, dst, third_party=True).copy(src, dst, params=params(third_party=True))
+    assert (out.mode, out.checksum) == (f"http-tpc-{mode}", SUM)
+    where = Path(grid.endpoints["h-xrd"].data_dir) / "tpch" / mode
+    assert os.listdir(where) == [name] and (where / name).read_bytes() == DATA
+
+
 def test_a_name_ending_in_a_space_is_still_written_in_place(grid, payload):
     """XrdHttp trims the Destination header: ``trail `` would become ``trail``. Such a
     name keeps the in-place write (davmove.carries is false)."""
