@@ -36,6 +36,7 @@ class CancelResult:
     cancelled: int              # pending files marked cancelled (no runner)
     recovered: int = 0          # attempts an earlier run left active, settled
     removed: int = 0            # temporary or partial files removed
+    fts3_unknown: int = 0       # FTS3 jobs the server had no record of (files cancelled here)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,7 +58,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
         lock.acquire()          # the runner stopped polling: now cancel its FTS3 jobs
     try:
         conn = journal.connect(path)
-        by_fts3 = 0
+        by_fts3 = unknown = 0
         try:
             # runner imports us
             from gridxfer.campaign.runner import _journal_spec, prepare_environment
@@ -66,9 +67,10 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
             if spec.engine.kind == "fts3":       # its active attempts are jobs on the server
                 swept = Swept(0, 0)
                 before = journal.count_cancelled(conn)
-                jobs = fts3_run.cancel(conn, spec)
-                by_fts3 = journal.count_cancelled(conn) - before
-                journal.add_event(conn, "fts3_cancelled", jobs=jobs, files=by_fts3)
+                out = fts3_run.cancel(conn, spec)
+                by_fts3, unknown = journal.count_cancelled(conn) - before, out.unknown
+                journal.add_event(conn, "fts3_cancelled", jobs=out.jobs, files=by_fts3,
+                                  unknown=unknown)
             else:
                 swept = sweep(conn, spec, mover_factory, ops_factory)
             now = time.time()
@@ -89,7 +91,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     finally:
         lock.release()
     return CancelResult(name, stopped.stopped_pid if stopped else None, n + by_fts3,
-                        swept.recovered, swept.removed)
+                        swept.recovered, swept.removed, unknown)
 
 
 def _fts3(path: Any) -> bool:

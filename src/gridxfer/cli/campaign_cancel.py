@@ -33,3 +33,6 @@ def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
         _echo(f"campaign {name}: {r.cancelled} pending files cancelled, {r.removed} "
               f"temporary or partial files removed; run them later with: "
               f"gridxfer campaign resume {name} --retry-cancelled")
+    if r.fts3_unknown and not as_json:
+        _echo(f"campaign {name}: the FTS3 server had no record of {r.fts3_unknown} of its "
+              f"jobs (purged, or not this server's); their files are cancelled here")

@@ -111,6 +111,11 @@ class StandIn:
             return 503, {"status": "503 Service Unavailable", "message": "try again"}
         return 200, {"job_id": job["job_id"]}
 
+    def purge(self, job_id: str) -> None:
+        """Forget a job, as FTS3's database clean-up does with old jobs (or another server)."""
+        with self.lock:
+            del self.jobs[job_id], self.files[job_id]
+
     def _sequence(self, job: dict[str, Any], f: dict[str, Any]) -> list[str]:
         seq = ["STAGING"] if job["bring_online"] > 0 or job["copy_pin_lifetime"] > 0 else []
         seq += ["SUBMITTED", "ACTIVE"]
@@ -268,7 +273,9 @@ class _Handler(BaseHTTPRequestHandler):
             o.flaky -= 1
             return self._reply(503, {"status": "503 Service Unavailable", "message": "later"})
         fields = query.get("files", [""])[0].split(",") if "files" in query else []
-        ids = [i for i in m.group(1).split(",") if i]
+        # as fts-rest-flask's jobs.get: a list unless ONE id ("<id>," is two); 404/207
+        raw = m.group(1).split(",")
+        ids = [i for i in raw if i]
         with o.lock:
             out: list[Any] = []
             for job_id in ids:
@@ -286,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
                                     for f in o.files[job_id]]
                 out.append(job)
         missing = [j for j in out if j["http_status"].startswith("404")]
-        if len(ids) == 1:
+        if len(raw) == 1:
             return self._reply(404 if missing else 200, out[0])
         return self._reply(207 if missing else 200, out)
 
@@ -308,9 +315,9 @@ class _Handler(BaseHTTPRequestHandler):
         m = _JOBS.fullmatch(self.path.rstrip("/"))
         if not m or m.group(2):
             return self._reply(404, {"status": "404 Not Found", "message": self.path})
-        ids = [i for i in m.group(1).split(",") if i]
+        raw = m.group(1).split(",")
         with self.owner.lock:
-            replies = [self.owner.cancel(i) for i in ids]
-        if len(ids) == 1:
+            replies = [self.owner.cancel(i) for i in raw if i]
+        if len(raw) == 1:
             return self._reply(*replies[0])
         self._reply(207 if any(c != 200 for c, _ in replies) else 200, [r for _, r in replies])

@@ -5,6 +5,11 @@ end, bytes, rate and error class; one transaction per poll.
 A failed file is retried under the campaign's ``retries`` (exponential backoff from
 ``retries.backoff``) when its class is retryable; its next submission avoids the endpoints
 its failed attempts name (``engine.place``, from the journal) where the pool has another.
+
+A job the server does not know (its 404 entry: purged from the server, or a damaged
+journal) ends its files' attempts here: failed as ``other`` ("FTS3 has no job <id>", so
+retried under ``retries``), or cancelled while ``campaign cancel`` polls; the job is not
+polled again (``record.NO_JOB``), event ``fts3_job_unknown``.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import time
 from typing import Any
 
 from gridxfer.campaign.fts3 import record, states
+from gridxfer.campaign.journal import store
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.spec.model import CampaignSpec
 from gridxfer.errors import ErrorClass
@@ -44,11 +50,16 @@ class Apply:
         self.conn, self.spec = conn, spec
         self.throughput: dict[str, float] = {}      # endpoint -> bytes/s FTS3 reported
         self.cancelling = False                      # set by `campaign cancel`'s path
+        self.unknown: list[str] = []                 # jobs the server did not know
 
     def jobs(self, replies: list[dict[str, Any]], now: float) -> None:
         with record.txn(self.conn):
             for job in replies:
-                if not str(job.get("http_status", "200")).startswith("2"):
+                status = str(job.get("http_status", "200"))
+                if status.startswith("404"):
+                    self._unknown(str(job.get("job_id")), now)
+                    continue
+                if not status.startswith("2"):
                     log.warning("fts3 job %s: %s", job.get("job_id"), job.get("http_status"))
                     continue
                 self._job(job, now)
@@ -68,6 +79,32 @@ class Apply:
                 self._file(fid, aid, tier, endpoint, was, new, f, now)
                 record.file_state(self.conn, aid, new)
         record.job_state(self.conn, jid, str(job.get("job_state") or "ACTIVE"))
+
+    def _unknown(self, jid: str, now: float) -> None:
+        row = self.conn.execute("SELECT endpoint FROM fts3_jobs WHERE job_id=?",
+                                (jid,)).fetchone()
+        if row is None:
+            return
+        msg = f"FTS3 has no job {jid}"
+        new = "CANCELED" if self.cancelling else "FAILED"
+        ec = ErrorClass.CANCELLED if self.cancelling else ErrorClass.OTHER
+        n = 0
+        for fid, (aid, was, _tier) in record.attempts_of(self.conn, jid).items():
+            state = self.conn.execute("SELECT state FROM files WHERE id=?", (fid,)).fetchone()
+            if was in states.TERMINAL or state is None or \
+                    state[0] not in ("active", "staging", "archiving"):
+                continue
+            self._failed(fid, aid, row[0], was, new, {"reason": msg}, now, ec)
+            record.file_state(self.conn, aid, new)
+            n += 1
+        record.job_state(self.conn, jid, record.NO_JOB)
+        store.add_event(self.conn, "fts3_job_unknown", ts=now, job_id=jid, files=n,
+                        cancelled=self.cancelling)
+        self.unknown.append(jid)
+        log.warning("%s (purged from the server, or not this server's): its %d unfinished "
+                    "files %s", msg, n,
+                    "cancelled" if self.cancelling else "failed (class other; retried "
+                    "under the retry policy)")
 
     def _ended(self, aid: int, status: str, f: dict[str, Any], now: float,
                ec: str | None = None, msg: str | None = None) -> tuple[int, float]:
@@ -112,10 +149,10 @@ class Apply:
                       "state IN ('staging','pending')", (now, fid))
 
     def _failed(self, fid: int, aid: int, endpoint: str, was: str, new: str,
-                f: dict[str, Any], now: float) -> None:
+                f: dict[str, Any], now: float, ec: ErrorClass | None = None) -> None:
         c = self.conn
         msg = redact(str(f.get("reason") or new))[:500]
-        ec = states.error_class(msg, was=was, canceled=new == "CANCELED")
+        ec = ec or states.error_class(msg, was=was, canceled=new == "CANCELED")
         if was != "ARCHIVING":
             self._ended(aid, "cancelled" if ec is ErrorClass.CANCELLED else "failed", f, now,
                         ec.value, msg)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import requests
 from dataclasses import asdict
@@ -29,6 +30,9 @@ log = logging.getLogger(__name__)
 POLL_FIELDS = ("file_id", "file_state", "reason", "start_time", "finish_time", "filesize",
                "user_filesize", "tx_duration", "throughput", "dest_surl", "file_metadata")
 MAX_IDS = 50                    # job ids per status request
+MAX_TEXT = 300                  # characters of a server's text in an error line
+# fts-rest-flask's answer for an id it has no job for (jobs.get, as a 404 entry)
+NO_JOB = re.compile(r'No job with the id "([^"]+)" has been found')
 
 
 class Fts3Error(GridxferError):
@@ -49,6 +53,8 @@ class Transient(Fts3Error):
 
 def _error(exc: Exception, what: str) -> GridxferError:
     text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT] + "..."
     if isinstance(exc, fts3_errors.NotFound):
         return NotFound(f"FTS3 {what}: not found")
     if isinstance(exc, fts3_errors.ServerError | requests.ConnectionError | requests.Timeout):
@@ -113,17 +119,33 @@ class Fts3Client:
             return None
 
     def statuses(self, job_ids: list[str]) -> list[dict[str, Any]]:
-        """Jobs with their files' POLL_FIELDS, MAX_IDS ids per request."""
+        """Jobs with their files' POLL_FIELDS, MAX_IDS ids per request. A job the server
+        does not know comes back as fts-rest-flask's entry for it: ``{"job_id",
+        "http_status": "404 Not Found", "http_message"}``."""
         out: list[dict[str, Any]] = []
         for start in range(0, len(job_ids), MAX_IDS):
-            ids = job_ids[start:start + MAX_IDS]
-            path = f"/jobs/{','.join(ids)}?files={','.join(POLL_FIELDS)}"
-            try:
-                reply = json.loads(self.context.get(path))
-            except Exception as exc:  # noqa: BLE001
-                raise _error(exc, "status") from None
-            out.extend(reply if isinstance(reply, list) else [reply])
+            out.extend(self._statuses(job_ids[start:start + MAX_IDS]))
         return out
+
+    def _statuses(self, ids: list[str]) -> list[dict[str, Any]]:
+        """One GET /jobs/<ids>?files=... fts-rest-flask answers an unknown id with 404 (one
+        id) or 207 (several, a list with a 404 entry for it); the official client raises
+        NotFound, or ClientError whose ``reason`` is the 207 body (when some jobs were
+        found) or the entries' messages, one per line (when none was)."""
+        path = f"/jobs/{','.join(ids)}?files={','.join(POLL_FIELDS)}"
+        try:
+            reply = json.loads(self.context.get(path))
+        except fts3_errors.NotFound:
+            if len(ids) != 1:
+                raise _error(fts3_errors.ClientError("404"), "status") from None
+            return [_no_job(ids[0])]
+        except fts3_errors.ClientError as exc:
+            reply = _multistatus(exc, ids)
+            if reply is None:
+                raise _error(exc, "status") from None
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, "status") from None
+        return reply if isinstance(reply, list) else [reply]
 
     def cancel(self, job_ids: list[str]) -> int:
         """Cancel the jobs still running; returns how many the server cancelled."""
@@ -136,3 +158,27 @@ class Fts3Client:
             if isinstance(reply, dict) and reply.get("job_state") == "CANCELED":
                 done += 1
         return done
+
+
+def _no_job(job_id: str) -> dict[str, Any]:
+    return {"job_id": job_id, "http_status": "404 Not Found",
+            "http_message": f'No job with the id "{job_id}" has been found'}
+
+
+def _multistatus(exc: Exception, ids: list[str]) -> list[dict[str, Any]] | None:
+    """The entries of a 207 the official client raised as ClientError, or None if the
+    error is something else."""
+    reason = getattr(exc, "reason", None)
+    if not isinstance(reason, str):
+        return None
+    try:
+        body = json.loads(reason)
+    except ValueError:
+        body = None
+    if isinstance(body, list) and all(isinstance(e, dict) and "job_id" in e for e in body):
+        return body
+    lines = [line for line in reason.splitlines() if line.strip()]
+    missing = [m.group(1) if m else None for m in map(NO_JOB.fullmatch, lines)]
+    if lines and None not in missing and set(missing) == set(ids):
+        return [_no_job(str(j)) for j in missing]
+    return None

@@ -8,6 +8,9 @@ run (every reader works unchanged), plus two tables of its own.
   and posts ``body`` again only if the server has no such job: no file is submitted twice.
 - ``fts3_files(attempt_id, job_id, file_id, fts_state)``: which attempt is which FTS3 file.
 
+A job the server has no record of (purged from its database, or a damaged journal naming
+another server's job) gets the state ``NOT_FOUND`` (``NO_JOB``): no longer polled.
+
 No credential is stored: a job body carries URLs (checked credential-free at plan time),
 metadata and parameters, never a token: the per-file tokens are left out
 (``jobs.without_tokens``) and a resubmission asks for them again.
@@ -33,8 +36,9 @@ CREATE TABLE IF NOT EXISTS fts3_files (
     fts_state TEXT NOT NULL DEFAULT 'SUBMITTED');
 CREATE INDEX IF NOT EXISTS fts3_files_job ON fts3_files (job_id);
 """
+NO_JOB = "NOT_FOUND"            # fts3_jobs.state of a job the server does not know
 OPEN_JOBS = "SELECT job_id FROM fts3_jobs WHERE submitted=1 AND state NOT IN " \
-            "('FINISHED','FAILED','FINISHEDDIRTY','CANCELED') ORDER BY created"
+            "('FINISHED','FAILED','FINISHEDDIRTY','CANCELED','NOT_FOUND') ORDER BY created"
 
 
 def ensure(conn: sqlite3.Connection) -> None:

@@ -23,7 +23,7 @@ from gridxfer.campaign.fts3.states import TERMINAL
 from gridxfer.campaign.journal import store
 from gridxfer.campaign.spec.model import CampaignSpec
 
-__all__ = ["Fts3Run", "cancel", "run", "totals"]
+__all__ = ["Cancelled", "Fts3Run", "cancel", "run", "totals"]
 
 
 
@@ -125,16 +125,27 @@ def run(conn: sqlite3.Connection, spec: CampaignSpec, stop: threading.Event,
     return out
 
 
+@dataclass(frozen=True)
+class Cancelled:
+    jobs: int                   # jobs the server cancelled
+    unknown: int                # jobs the server had no record of: their files cancelled here
+
+
 def cancel(conn: sqlite3.Connection, spec: CampaignSpec,
-           client: Fts3Client | None = None) -> int:
-    """Cancel the campaign's unfinished FTS3 jobs (server side); the next poll, or this
-    one, writes their files as cancelled. Returns the jobs the server cancelled."""
+           client: Fts3Client | None = None) -> Cancelled:
+    """Cancel the campaign's unfinished FTS3 jobs (server side), then poll them once: the
+    cancelled jobs' files are written as cancelled, and so are those of a job the server
+    has no record of (purged, a damaged journal, or a job a killed run never posted)."""
     record.ensure(conn)
-    ids = record.open_jobs(conn) + [j for j, _ in record.in_doubt(conn)]
+    doubt = [j for j, _ in record.in_doubt(conn)]
+    ids = record.open_jobs(conn) + doubt
     if not ids:
-        return 0
+        return Cancelled(0, 0)
     client = client or Fts3Client(spec.engine)
     n = client.cancel(ids)
+    for jid in doubt:           # now cancelled on the server, or unknown to it: never posted
+        record.submitted(conn, jid)
     engine = Fts3Engine(conn, spec, client)
+    engine.apply.cancelling = True
     engine.poll()
-    return n
+    return Cancelled(n, len(engine.apply.unknown))
