@@ -110,6 +110,22 @@ def _wait_for_attempt(proc: subprocess.Popen, db: Path, timeout: float = 60) -> 
     raise AssertionError("no attempt started")
 
 
+def _wait_for_partial(where: Path, size_of: dict[str, int], timeout: float = 30) -> None:
+    """Until a file of the campaign is seen half written in ``where`` under any name (its
+    temporary name, or before issue 20's fix its final name), at most ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in os.scandir(where) if where.exists() else ():
+            name = entry.name[1:entry.name.find(TEMP_MARK)] if TEMP_MARK in entry.name \
+                else entry.name
+            try:
+                if 0 < entry.stat().st_size < size_of.get(name, 0):
+                    return
+            except FileNotFoundError:
+                continue
+        time.sleep(0.005)
+
+
 @pytest.mark.parametrize("kind", ["upload", "upload-hostile", "tpc"])
 def test_kill9_during_davs_copies_then_resume(make_grid, tmp_path, kind):
     """A throttled XrdHttp (4 MB/s) keeps each copy busy for about a second: the kill
@@ -130,12 +146,13 @@ def test_kill9_during_davs_copies_then_resume(make_grid, tmp_path, kind):
     else:
         src_dir = tmp_path / "src"
         src_dir.mkdir()
-        expected = {}
+        expected, size_of = {}, {}
         for i, size in enumerate(sizes):
             data = os.urandom(size)
             fname = f"f {i:03d} #ü.dat" if kind == "upload-hostile" else f"f{i:03d}.dat"
             (src_dir / fname).write_bytes(data)
             expected[fname] = adler32(data)
+            size_of[fname] = size
         source = f"file://{src_dir}/"
     dst = f"dst-davs/{name}/"
     spec = tmp_path / "c.yaml"
@@ -158,7 +175,10 @@ timeout: 120s
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = home / "campaigns" / f"{name}.sqlite"
     _wait_for_attempt(proc, db)
-    time.sleep(rnd.uniform(0.5, 1.5))
+    if kind == "upload-hostile":        # the kill lands while a file is half written
+        _wait_for_partial(Path(inv.endpoints["slow"].data_dir) / name, size_of)
+    else:
+        time.sleep(rnd.uniform(0.5, 1.5))
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     with sqlite3.connect(db) as conn:
