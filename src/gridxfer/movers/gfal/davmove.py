@@ -28,6 +28,13 @@ So ``carries(url)`` is true for every name but one that ends in white space (or 
 ``?``, which ``names`` refuses for davs anyway); ``davs.py`` writes those few in place,
 as before. A ``MOVE`` onto an existing name replaces it (201), as gfal2's rename does.
 
+Only where measured: ``plan(url)`` asks the server once (an ``OPTIONS``; its ``Server``
+header, cached per host) and sends the decoded ``Destination`` to XrdHttp 5.5 only
+(``Server: XrootD/v5.5.x``). Any other server gets gfal2's rename, the percent-encoded
+``Destination`` RFC 4918 asks for (dCache, StoRM and EOS decode it: a decoded one would
+turn ``pct%41`` into ``pctA`` there). Another XrdHttp version, or a server that does not
+answer, gets the old way: written in place (the right name, visible while written).
+
 TLS: the server is verified against ``X509_CERT_DIR`` (a capath; default
 ``/etc/grid-security/certificates``, as gfal2), the system store if neither exists;
 ``REQUESTS_CA_BUNDLE`` and the environment's proxies are not read (``trust_env``
@@ -40,6 +47,7 @@ A token is never logged, put in an error or in a URL.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from urllib.parse import unquote, urlsplit
 
@@ -62,6 +70,47 @@ def carries(url: str) -> bool:
     path = unquote(urlsplit(url).path)
     return bool(path) and "?" not in path and path[-1] not in _TRIMMED \
         and not names.has_control(path)
+
+
+MEASURED = re.compile(r"XrootD/v5\.5\.\d+\b")   # the XrdHttp whose MOVE the table shows
+_kinds: dict[str, str] = {}                        # host:port -> server_kind()
+_kinds_lock = threading.Lock()
+
+
+def server_kind(url: str, token: str | None = None) -> str:
+    """``literal`` (XrdHttp 5.5: the table above), ``rfc`` (not XRootD: decodes the
+    percent-encoded Destination) or ``unknown`` (another XrdHttp, or no answer), from the
+    ``Server`` header of one ``OPTIONS``; remembered per host:port once answered."""
+    parts = urlsplit(url)
+    with _kinds_lock:
+        known = _kinds.get(parts.netloc)
+    if known is not None:
+        return known
+    scheme = _HTTP_SCHEME.get(parts.scheme, "https")
+    bearer = token or token_for(url) or os.environ.get("BEARER_TOKEN")
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    try:
+        answer = _session().request("OPTIONS", f"{scheme}://{parts.netloc}/", headers=headers,
+                                    cert=None if bearer else _proxy(), verify=_capath(),
+                                    timeout=MOVE_TIMEOUT, allow_redirects=False)
+    except requests.RequestException:
+        return "unknown"                  # asked again next time
+    server = answer.headers.get("Server", "")
+    kind = "literal" if MEASURED.search(server) else \
+        "unknown" if "xrootd" in server.lower() else "rfc"
+    with _kinds_lock:
+        _kinds[parts.netloc] = kind
+    return kind
+
+
+def plan(url: str, token: str | None = None) -> str:
+    """How a file bound for ``url`` (a name that needs percent-encoding) reaches its
+    name: ``raw`` (temporary name, then ``move`` here), ``encoded`` (temporary name, then
+    gfal2's rename) or ``in_place`` (written under its final name)."""
+    kind = server_kind(url, token)
+    if kind == "literal":
+        return "raw" if carries(url) else "in_place"
+    return "encoded" if kind == "rfc" else "in_place"
 
 
 def move(src: str, dst: str, token: str | None = None) -> None:

@@ -133,8 +133,9 @@ class HttpOps:
         ``Destination`` that gfal2 cannot send)."""
         if src == dst:
             return
-        if names.encoded(dst):
-            davmove.move(src, dst, self._token or token_for(dst))
+        token = self._token or token_for(dst)
+        if names.encoded(dst) and davmove.plan(dst, token) == "raw":
+            davmove.move(src, dst, token)
             return
         try:
             self._ctx(dst).rename(src, dst)
@@ -176,10 +177,12 @@ class DavsMover(HttpOps):
             raise UsageError(f"HTTP third-party copy needs davs/https on both ends: {src} -> {dst}")
         tokens = params.tokens or TokenPair()
         src_ops, dst_ops = ops_for(src, tokens.src), ops_for(dst, tokens.dst)
-        if pair[1] in HTTP and names.encoded(dst) and not davmove.carries(dst):
+        if pair[1] in HTTP and names.encoded(dst) and \
+                davmove.plan(dst, tokens.dst) == "in_place":
             # XrdHttp 5.5.3's MOVE takes the Destination path literally (no %XX decoding;
             # XrdHttpReq.cc, measured): davmove sends it decoded, which names every file
-            # but one ending in white space (the header is trimmed). Those few are written
+            # but one ending in white space (the header is trimmed); other servers take
+            # gfal2's encoded one. The rest (those few, an unmeasured XrdHttp) are written
             # in place, verified there and deleted on failure, visible while written
             params = replace(params, temp_url=dst)
 
