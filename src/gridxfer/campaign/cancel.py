@@ -37,6 +37,8 @@ class CancelResult:
     recovered: int = 0          # attempts an earlier run left active, settled
     removed: int = 0            # temporary or partial files removed
     fts3_unknown: int = 0       # FTS3 jobs the server had no record of (files cancelled here)
+    fts3_files: int = 0         # of ``cancelled``: files that were FTS3's (active in jobs)
+    fts3_jobs: int = 0          # FTS3 jobs cancelled on the server
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,7 +60,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
         lock.acquire()          # the runner stopped polling: now cancel its FTS3 jobs
     try:
         conn = journal.connect(path)
-        by_fts3 = unknown = 0
+        by_fts3 = unknown = jobs = 0
         try:
             # runner imports us
             from gridxfer.campaign.runner import _journal_spec, prepare_environment
@@ -69,6 +71,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
                 before = journal.count_cancelled(conn)
                 out = fts3_run.cancel(conn, spec)
                 by_fts3, unknown = journal.count_cancelled(conn) - before, out.unknown
+                jobs = out.jobs
                 journal.add_event(conn, "fts3_cancelled", jobs=out.jobs, files=by_fts3,
                                   unknown=unknown)
             else:
@@ -91,7 +94,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
     finally:
         lock.release()
     return CancelResult(name, stopped.stopped_pid if stopped else None, n + by_fts3,
-                        swept.recovered, swept.removed, unknown)
+                        swept.recovered, swept.removed, unknown, by_fts3, jobs)
 
 
 def _fts3(path: Any) -> bool:

@@ -30,9 +30,11 @@ def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
         _echo(f"campaign {name}: stopped pid {r.stopped_pid}; "
               f"continue with: gridxfer campaign resume {name}")
     else:
-        _echo(f"campaign {name}: {r.cancelled} pending files cancelled, {r.removed} "
-              f"temporary or partial files removed; run them later with: "
-              f"gridxfer campaign resume {name} --retry-cancelled")
+        what = f"{r.cancelled} pending files cancelled" if not r.fts3_jobs else \
+            (f"{r.cancelled - r.fts3_files} pending files and the {r.fts3_files} files of "
+             f"{r.fts3_jobs} FTS3 jobs cancelled")
+        _echo(f"campaign {name}: {what}, {r.removed} temporary or partial files removed; run "
+              f"them later with: gridxfer campaign resume {name} --retry-cancelled")
     if r.fts3_unknown and not as_json:
         _echo(f"campaign {name}: the FTS3 server had no record of {r.fts3_unknown} of its "
               f"jobs (purged, or not this server's); their files are cancelled here")

@@ -193,12 +193,28 @@ def test_cancel_cancels_the_fts3_jobs(tmp_path, gridxfer_home, standin, auth, mo
     monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll)
     out = cancel_campaign("fts3camp")
     assert out.cancelled == 40
+    assert (out.fts3_files, out.fts3_jobs) == (40, len(standin.jobs))   # none was pending
     assert {j["job_state"] for j in standin.jobs.values()} == {"CANCELED"}
     conn = journal()
     assert conn.execute("SELECT count(*) FROM files WHERE error_class='cancelled'"
                         ).fetchone()[0] == 40
     assert json.loads(conn.execute("SELECT detail FROM events WHERE kind='fts3_cancelled'"
                                    ).fetchone()[0])["jobs"] == len(standin.jobs)
+
+
+def test_cancel_says_which_files_were_fts3s(tmp_path, gridxfer_home, standin, auth,
+                                            monkeypatch, capsys):
+    """Not "40 pending files cancelled": they were in FTS3's jobs, not pending here."""
+    from gridxfer.cli.main import main
+    poll = fts3_engine.Fts3Engine.poll
+    monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", lambda self: self.stop.set() or 1)
+    runner.run_campaign(campaign(tmp_path, standin.url, auth.proxy, files=20))
+    monkeypatch.setattr(fts3_engine.Fts3Engine, "poll", poll)
+    capsys.readouterr()
+    assert main(["campaign", "cancel", "fts3camp"]) == 0
+    out = capsys.readouterr().out
+    assert f"0 pending files and the 40 files of {len(standin.jobs)} FTS3 jobs cancelled" \
+        in out, out
 
 
 def _gx(home: Path, *argv: str) -> subprocess.CompletedProcess:
