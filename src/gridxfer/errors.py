@@ -84,6 +84,8 @@ class ErrorClass(enum.StrEnum):
     BAD_NAME = "bad_name"                  # name unsafe in a URL or path: never retried
     ARCHIVE_TIMEOUT = "archive_timeout"    # copied, but not on tape in time: not retried
     STAGING = "staging"                    # the tape source was not brought online: not retried
+    LOCKED = "locked"                      # the file is open in another session (HTTP 423,
+    #                                        kXR_FileLocked): retried, not the endpoint's fault
     OTHER = "other"                        # unknown: retried
 
     @property
@@ -92,7 +94,7 @@ class ErrorClass(enum.StrEnum):
 
 
 _RETRYABLE = frozenset({ErrorClass.TIMEOUT, ErrorClass.CONNECTION, ErrorClass.CHECKSUM,
-                        ErrorClass.OTHER, ErrorClass.NO_SPACE})
+                        ErrorClass.OTHER, ErrorClass.NO_SPACE, ErrorClass.LOCKED})
 # NO_SPACE is retryable *elsewhere*: the file may go to another endpoint of the pool,
 # while the full endpoint is excluded by the selector.
 

@@ -17,7 +17,6 @@ from gridxfer.errors import ErrorClass, TransferError
 
 # XRootD server error numbers (XProtocol.hh, kXR_*) -> POSIX errno.
 _KXR_ERRNO = {
-    3003: E.EBUSY,       # kXR_FileLocked
     3009: E.ENOSPC,      # kXR_NoSpace
     3010: E.EACCES,      # kXR_NotAuthorized
     3011: E.ENOENT,      # kXR_NotFound
@@ -93,7 +92,9 @@ _HTTP_AUTH = re.compile(r"\bHTTP[ /]?(?:1\.[01] )?40[13]\b|status code:? 40[13]\
 
 # HTTP 423 Locked: XrdHttp's answer while the file is still open for writing elsewhere
 # (kXR_FileLocked), e.g. by the server-side session of an upload whose client was just
-# killed, until the server notices. gfal2 hands it on as EEXIST; it is transient, retried.
+# killed, until the server notices. gfal2 hands it on as EEXIST. Its own class, ``locked``:
+# retried, and not counted against the endpoint (the file is busy, the server is fine: a
+# fresh-clone run saw three 423s in a row open the circuit and fail a tier's files).
 _HTTP_LOCKED = re.compile(r"\bHTTP[ /]?(?:1\.[01] )?423\b|status code:? 423\b", re.I)
 
 
@@ -127,6 +128,8 @@ def _parts(failure: Any) -> tuple[int | None, str, ErrorClass | None]:
     if hasattr(failure, "shellcode") and hasattr(failure, "code"):
         message = str(getattr(failure, "message", failure))
         code, num = int(failure.code), int(getattr(failure, "errno", 0) or 0)
+        if num == 3003:                     # kXR_FileLocked: another session has it open
+            return None, message, ErrorClass.LOCKED
         if num in _KXR_ERRNO:
             return _KXR_ERRNO[num], message, None
         if code in _XRDCL_CLASS:
@@ -146,7 +149,7 @@ def classify(failure: Any, *, side: str = "source") -> ErrorClass:
     if _HTTP_AUTH.search(text):
         return ErrorClass.AUTH
     if _HTTP_LOCKED.search(text):
-        return ErrorClass.OTHER
+        return ErrorClass.LOCKED
     if _CREDENTIALS.search(text):
         return ErrorClass.PERMISSION
     if code is not None:

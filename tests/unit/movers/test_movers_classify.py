@@ -124,4 +124,10 @@ def test_http_423_locked_is_retried_not_exists():
     failure = gfal2.GError("TRANSFER ERROR: Copy failed (streamed). Last attempt: HTTP 423 : "
                            "Permission refused", errno.EEXIST)
     got = classify(failure, side="destination")
-    assert got is not C.EXISTS and got.retryable
+    assert got is C.LOCKED and got.retryable
+
+
+def test_xrootd_file_locked_is_locked():
+    status = xrd(400, 3003, "[ERROR] Server responded with an error: [3003] file is already "
+                            "opened in write mode")
+    assert classify(status, side="destination") is C.LOCKED

@@ -58,7 +58,8 @@ REFRESH_HEADROOM = 100      # typical writes: with less room than this, each wri
 # failures that say nothing about the destination endpoint
 NOT_ENDPOINT_FAULT = frozenset({ErrorClass.SOURCE_MISSING.value, ErrorClass.EXISTS.value,
                                 ErrorClass.CANCELLED.value, ErrorClass.BAD_NAME.value,
-                                ErrorClass.AUTH.value})     # the token's fault, not the server's
+                                ErrorClass.AUTH.value,      # the token's fault, not the server's
+                                ErrorClass.LOCKED.value})   # that file is busy, not the server
 
 
 @dataclass

@@ -73,6 +73,16 @@ def test_bad_names_never_exclude_an_endpoint():
     assert eligible(p, stats(), 5.0)[0] == POOL
 
 
+def test_locked_files_never_exclude_an_endpoint():
+    """HTTP 423 / kXR_FileLocked: the file is open in another session (a killed upload's,
+    until the server notices). A fresh-clone run saw three in a row open the circuit and
+    fail the tier's remaining files (on_pool_down: fail)."""
+    p = DefaultExclusions(failure_threshold=3)
+    for _ in range(10):
+        p.record("a", False, "locked", 4.0)
+    assert eligible(p, stats(), 5.0)[0] == POOL
+
+
 def test_enospc_excludes_for_a_cooldown_that_doubles():
     p = DefaultExclusions(space_cooldown=30.0)
     p.record("b", False, "no_space", 100.0)
