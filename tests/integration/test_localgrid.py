@@ -154,14 +154,17 @@ def test_tpc_gsiftp_to_gsiftp(local_grid, payload):
     run(["gfal-copy", "-f", "-p", f"file://{payload}", src], env=env)
     # globus-url-copy between two gsiftp URLs is always third-party (server to server)
     run(["globus-url-copy", "-cd", src, dst], env=env)
-    # gfal-copy (gfal2 2.21.3) very rarely aborts with "free(): invalid pointer" (SIGABRT)
-    # on a gsiftp->gsiftp copy (seen 2 in ~50 runs, only with a loaded CPU): retry that once.
-    for _attempt in range(2):
+    # gfal-copy (gfal2 2.21.3's gridftp plugin) very rarely dies by a signal on a
+    # gsiftp->gsiftp copy: SIGABRT "free(): invalid pointer" (2 in ~50 runs, loaded CPU) and
+    # SIGSEGV (1 in 20 fresh-clone runs, two make tests side by side). That is the peer
+    # tool's crash, not the servers' answer this test checks: a death by a signal is tried
+    # again, up to three times; any exit status of its own is the answer.
+    for _attempt in range(3):
         res = subprocess.run(["gfal-copy", "-f", src, dst + ".gfal"], env=env, capture_output=True,
                              text=True, timeout=60)
-        if res.returncode != -signal.SIGABRT:
+        if res.returncode >= 0:
             break
-    assert res.returncode == 0, res.stderr[-500:]
+    assert res.returncode == 0, (res.returncode, res.stderr[-500:])
     assert adler32(local_grid.local_path(dst)) == adler32(payload)
     assert adler32(local_grid.local_path(dst + ".gfal")) == adler32(payload)
     # the server writes its log line as the session ends, which may be after gfal-copy has
