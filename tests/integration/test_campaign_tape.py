@@ -135,12 +135,22 @@ def test_a_campaign_to_a_tape_tier_completes_only_after_migration(make_grid, gri
         assert r["on_tape"] > r["copied"]
     urls = [base + n for n in data]
     assert set(residency(urls).values()) == {Residency.ON_TAPE}
-    assert 'mountType="ArchiveForUser"' in cta_sessions(ep)
     # the buffer check reads the same truth from the campaign's journal (what reached tape)
-    # as from the drives' CTA log: the same tape outflow, and the campaign's inflow
+    # as from the drives' CTA log: the same tape outflow, and the campaign's inflow. A drive
+    # logs its session after the unmount (1 s) that follows its last file, so the files are
+    # on tape before their session's line (a fresh-clone run read the log in between): poll
+    # the log's side with a deadline
     common = ["-p", ep.data_dir, "--inflow-campaign", "totape", "--tier", "T1", "-W", "15m"]
     by_journal = perf(run_check("buffer", *common, "--outflow-campaign", "totape").stdout)
-    by_log = perf(run_check("buffer", *common, "--cta", ep.tape_log, "--min-volume", "0").stdout)
+    deadline = time.monotonic() + 30
+    while True:
+        by_log = perf(run_check("buffer", *common, "--cta", ep.tape_log, "--min-volume",
+                                "0").stdout)
+        if by_log.get("outflow_MBps") == pytest.approx(by_journal["outflow_MBps"], abs=1e-3) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert 'mountType="ArchiveForUser"' in cta_sessions(ep)
     total = sum(len(d) for d in data.values())
     assert by_journal["outflow_MBps"] == pytest.approx(total / 900 / 1e6, rel=0.01, abs=1e-3)
     assert by_journal["outflow_MBps"] == pytest.approx(by_log["outflow_MBps"], abs=1e-3)
