@@ -69,3 +69,19 @@ def test_the_plugin_config_names_issuer_audience_and_base_path(issuer):
     cfg = tok_mod.scitokens_cfg(issuer, base_path="/data", default_user="gridxfer")
     assert "[Global]\naudience = " + issuer.audience in cfg
     assert f"issuer = {issuer.url}\nbase_path = /data\ndefault_user = gridxfer\n" in cfg
+
+
+def test_a_key_whose_coordinate_has_a_leading_zero_byte_is_a_valid_jwk():
+    """About 1 key in 64 has an x or y below 2**248. Debian 12's PyJWT ``to_jwk`` dropped
+    that byte, and PyJWT's own ``from_jwk`` (and any strict reader) then refused the key:
+    test_testbed_token_cli failed once in 13 runs on it."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    for _ in range(5000):
+        public = ec.generate_private_key(ec.SECP256R1()).public_key()
+        nums = public.public_numbers()
+        if min(nums.x, nums.y) < 1 << 248:
+            break
+    else:
+        pytest.fail("no key with a short coordinate in 5000 (chance about 1e-34)")
+    jwk = tok_mod.public_jwk(public)
+    assert jwt.PyJWK(jwk).key.public_numbers() == nums
