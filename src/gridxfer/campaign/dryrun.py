@@ -89,7 +89,6 @@ def refuse_tape(spec: CampaignSpec, ops_factory: Callable | None = None) -> None
 def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int = PAIRS,
               probe: bool = True, ops_factory: Callable | None = None,
               mover_factory: Callable | None = None) -> Plan:
-    refuse_tape(spec, ops_factory)       # the run's own refusal, before its listing
     tiers = by_priority(spec.destinations)
     shares = ActivityShares(spec)
     per_activity: dict[str, int] = {}

@@ -203,6 +203,15 @@ def _sweep_old(path: Path) -> None:
         conn.close()
 
 
+def _refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) -> None:
+    """What `run` and `--dry-run` refuse alike before the source is listed, so that both
+    say the same line and nothing is journalled: a tape tier or staged source this host
+    cannot ask (local engine), a bad ``fts3.token`` (FTS3 engine)."""
+    dryrun.refuse_tape(spec, ops_factory)
+    if spec.engine.kind == "fts3":
+        fts3_client.access_token(spec.engine)
+
+
 def _refuse_credentials(spec: CampaignSpec) -> None:
     """A spec built in Python skips ``load_spec``'s check: refuse it here, too."""
     for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
@@ -225,9 +234,8 @@ def dry_run(spec: CampaignSpec, *, replace: bool = False, probe: bool = True,
     """The plan (``dryrun.py``): first pairs, counts per tier, every endpoint probed once;
     refused where `run` would refuse (no file, a journal of that name, a credential)."""
     path = _may_plan(spec, replace)
-    if spec.engine.kind == "fts3":
-        fts3_client.access_token(spec.engine)      # as `run` refuses a bad fts3.token
     with source_tokens(spec):
+        _refuse_before_plan(spec)
         plan_ = dryrun.make_plan(spec, _entries(spec), pairs=pairs, probe=probe)
     n, size = (plan_.tiers[0].files, plan_.tiers[0].bytes) if plan_.tiers else (0, 0)
     if n == 0:
@@ -245,9 +253,8 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     if dry:
         return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
-        dryrun.refuse_tape(spec, kw.get("ops_factory"))    # where --dry-run refuses it
-        if spec.engine.kind == "fts3":
-            fts3_client.access_token(spec.engine)  # a bad fts3.token: refused before the plan
+        with source_tokens(spec):
+            _refuse_before_plan(spec, kw.get("ops_factory"))
         path, _ = plan(spec, replace=replace)
         return _execute(path, spec, recovered=0, **kw)
 
