@@ -8,8 +8,8 @@ are grouped per (tier, source storage, destination endpoint) and cut into jobs o
 source and one destination endpoint, as the server requires for a reuse job.
 
 The campaign's name and each file's journal id travel in ``job_metadata`` and each file's
-``metadata``; A file whose source or destination has a ``token:`` carries them per file, as the
-official client's ``new_transfer`` sends them (``source_tokens``/``destination_tokens``,
+``metadata``. A file whose source or destination has a ``token:`` carries both per file, as
+the official client's ``new_transfer`` sends them (``source_tokens``/``destination_tokens``,
 one per source/destination, fts-rest's JobBuilder); ``without_tokens`` is the body the
 journal keeps (never a token in it). ``sid`` (with the deterministic id generator)
 makes the job id a function of the campaign, the tier, the files and the round, so a
@@ -87,6 +87,8 @@ def _transfer(spec: CampaignSpec, row: FileRow) -> dict[str, Any]:
     checksum: str | None = f"ADLER32:{row.adler32}" if row.adler32 else "ADLER32"
     if spec.checksum.algorithm is None:
         checksum = None
+    # fts-rest takes both token lists or none (a 400 for one: checked on the real server);
+    # the engine gives a side without ``token:`` the FTS3 access token (engine._tokens)
     tok = row.tokens or TokenPair()
     both = {"source_token": tok.src, "destination_token": tok.dst} if tok.src and tok.dst \
         else {}
@@ -94,12 +96,6 @@ def _transfer(spec: CampaignSpec, row: FileRow) -> dict[str, Any]:
         row.src_url, row.dst_url, checksum=checksum, filesize=row.size,
         activity=row.activity or spec.activity,
         metadata={"gridxfer_campaign": spec.name, "file_id": row.file_id}, **both)
-    # one side only: the client insists on both, the server pads the other with None
-    # (JobBuilder's zip_longest): that side goes without a token (X.509 or anonymous)
-    if tok.src and not tok.dst:
-        transfer["source_tokens"] = [tok.src]
-    elif tok.dst and not tok.src:
-        transfer["destination_tokens"] = [tok.dst]
     return transfer
 
 
