@@ -1,13 +1,15 @@
 """The scheduler's journal writes: one transaction per scheduler loop (the results it
 collected and the transfers it dispatched), and one at the end of a run (batched, so a
-no-op mover runs thousands of files per second).
+no-op mover runs thousands of files per second); and the counts a run starts from.
 Row tuples are built by the scheduler in the column order of the statements below."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gridxfer.redact import redact
+from gridxfer.campaign.accounting.stats import Accounting
 from gridxfer.campaign.journal import store as journal
 
 
@@ -100,3 +102,20 @@ def record_end(c: sqlite3.Connection, state: str, kind: str, now: float, **detai
     journal.add_event(c, kind, ts=now, **detail)
     journal.set_meta(c, [("state", state), ("updated", repr(now))])
     c.execute("COMMIT")
+
+
+def load_counts(c: sqlite3.Connection, acct: Accounting, tiers: Iterable[str]) -> None:
+    """The journal's files per tier and state, loaded into ``acct`` as a run starts (a
+    resumed campaign's progress counts what earlier runs did)."""
+    counts = journal.tally(c)
+    for tier in tiers:
+        by = counts.get(tier, {})
+
+        def get(state: str, by: dict = by) -> tuple[int, int]:
+            return by.get(state, (0, 0))
+        acct.load(tier, files_total=sum(n for n, _ in by.values()),
+                  bytes_total=sum(b for _, b in by.values()),
+                  done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
+                  bytes_failed=get("failed")[1], archiving=get("archiving")[0],
+                  bytes_archiving=get("archiving")[1],
+                  queued=get("pending")[0] + get("active")[0] + get("staging")[0])

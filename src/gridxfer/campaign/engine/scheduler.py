@@ -11,10 +11,12 @@ exclusion, optimizer and mover factories, defaults in ``factories.py``. The part
 ``feed.py`` (pending files and retries), ``workers.py`` (threads), ``slots.py`` (per-link
 slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcomes.py``
 (results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers),
-``pooldown.py`` (excluded endpoints journalled; a tier whose whole pool is down).
+``pooldown.py`` (excluded endpoints journalled; a tier whose whole pool is down),
+``steering.py`` (each link's cap from its optimizer).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -28,12 +30,8 @@ from gridxfer.movers import names
 from gridxfer.movers.base import Mover
 from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
-from gridxfer.campaign.engine import ledger
-from gridxfer.campaign.policy import optimizer as optimizer_mod
-from gridxfer.campaign.engine import ceilings
-from gridxfer.campaign.engine import outcomes
-from gridxfer.campaign.policy import selection
-from gridxfer.campaign.engine import watchdog
+from gridxfer.campaign.engine import ceilings, ledger, outcomes, watchdog
+from gridxfer.campaign.policy import optimizer as optimizer_mod, selection
 from gridxfer.campaign.engine.attempt import run_attempt
 from gridxfer.campaign.engine.credentials import TOKEN_WAIT, Credentials, TokenGate
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
@@ -50,11 +48,10 @@ from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.accounting.stats import Accounting, StatsSnapshot
 from gridxfer.campaign.engine.slots import LinkSlots
+from gridxfer.campaign.engine.steering import Steering
 from gridxfer.campaign.engine.workers import WorkerPool
-import contextlib
 
 Observer = Callable[[StatsSnapshot], None]
-OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
 RESULTS_LINGER = 0.2         # s: finished attempts wait at most this long for a commit
 
@@ -88,7 +85,6 @@ class Scheduler:
         self.selectors = {t: selector_factory(n) for t, n in self.selector_names.items()}
         self.exclusions = (exclusion_factory() if exclusion_factory is not None
                            else default_exclusion_factory(spec))
-        self.optimizers = {t.name: optimizer_factory(t) for t in tiers}
         self.observers = list(observers)
         self.stop = stop or threading.Event()
         self.hurry = threading.Event()          # a second Ctrl-C: do not wait for transfers
@@ -101,13 +97,13 @@ class Scheduler:
         self._feed = PendingFeed(conn, self.tiers, ActivityShares(spec))   # FTS3's shares
         self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
                                  wait=spec.pool_down_wait)    # exclusions, pools down
-        self._next_opt = {t: 0.0 for t in self.tiers}
         self._attempt_id = journal.next_attempt_id(conn)
         self._tmp_tag = os.urandom(3).hex()     # + attempt id: this run's temporary names
         self._movers = ThreadMovers(self.mover_factory, spec.third_party)
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the journal was last committed
         self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
+        self.steering = Steering(self.tiers, optimizer_factory)   # each link's cap
         self.tape = TapeFlow(conn, spec, self.acct, self._feed,   # archiving and staging
                              tape_factory or tape_factory_for(self.ops_factory), clock=clock,
                              wake=self._pool.wake, first_poll=tape_first_poll)
@@ -117,7 +113,7 @@ class Scheduler:
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
         self.tape.load(self.clock())
-        self._load_counts()
+        ledger.load_counts(self.conn, self.acct, self.tiers)
         journal.add_event(self.conn, "started", selector=self.selector_names,
                           tiers=sorted(self.tiers))
         journal.set_meta(self.conn, [("state", "running")])
@@ -152,44 +148,17 @@ class Scheduler:
         interpreter exit can abort the process); policies with ``close()`` are closed."""
         self._pool.close()
         self.tape.close(1.0 if self.hurry.is_set() else 10.0)
-        for obj in (self.exclusions, *self.selectors.values(), *self.optimizers.values()):
+        self.steering.close()
+        for obj in (self.exclusions, *self.selectors.values()):
             close = getattr(obj, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):
                     close()
         self._pool.join(1.0 if self.hurry.is_set() else 10.0)
 
-    def _load_counts(self) -> None:
-        counts = journal.tally(self.conn)
-        for tier in self.tiers:
-            by = counts.get(tier, {})
-
-            def get(state: str, by: dict = by) -> tuple[int, int]:
-                return by.get(state, (0, 0))
-            self.acct.load(tier, files_total=sum(n for n, _ in by.values()),
-                           bytes_total=sum(b for _, b in by.values()),
-                           done=get("done")[0], failed=get("failed")[0], bytes_done=get("done")[1],
-                           bytes_failed=get("failed")[1], archiving=get("archiving")[0],
-                           bytes_archiving=get("archiving")[1],
-                           queued=get("pending")[0] + get("active")[0] + get("staging")[0])
-
     def _tick(self, now: float) -> None:
         self.acct.tick(now)
-        events = []
-        for tier, opt in self.optimizers.items():
-            if now < self._next_opt[tier]:
-                continue
-            self._next_opt[tier] = now + OPTIMIZER_PERIOD
-            sample = self.acct.link_sample(tier, now)
-            decision = opt.update(now, sample)
-            spec = self.tiers[tier]
-            active = max(1, min(decision.active, spec.max_active))
-            decision = optimizer_mod.Decision(active, decision.reason)
-            self._slots.set_cap(tier, active)
-            prev = self.acct.cap(tier)
-            if active != prev:
-                self.acct.set_cap(tier, active, decision.reason)
-                events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
+        events = self.steering.step(now, self.acct, self._slots)
         for tier in self.tiers:     # also links with every slot taken (_dispatch skips those)
             if not self.acct.queued(tier):
                 continue
@@ -350,23 +319,10 @@ class Scheduler:
         return SchedulerResult(state, snap.files_done, snap.files_failed, now - self.started, snap)
 
     def _shutdown(self) -> SchedulerResult:
-        for job in self._inflight.values():
-            job.cancel.set()
-        deadline = self.clock() + self.stop_grace
-        while self._inflight and self.clock() < deadline and not self.hurry.is_set():
-            self._drain(block=0.1)
-        self._drain(block=0.0)                  # what ended meanwhile is not stuck
+        stuck = watchdog.wind_down(self._inflight, drain=lambda b: self._drain(block=b),
+                                   clock=self.clock, grace=self.stop_grace, hurry=self.hurry,
+                                   write_off=self._pool.write_off)
         now = self.clock()
-        stuck = list(self._inflight.values())
-        self._pool.write_off(stuck)
-        # Still in a mover (a second Ctrl-C, or past the grace): it may go on writing, or
-        # close a POSC file under its final name, until the process ends. Its attempt and
-        # file stay 'active', so the next resume settles them as after a kill -9 (temp
-        # removed, the destination verified or deleted). Those still waiting for a slot
-        # never started: back to pending.
-        for job in stuck:
-            if job.running:
-                del self._inflight[job.attempt_id]
         waiting = [j for j in stuck if not j.running]
         if waiting:
             self._apply([Result(j, None, ErrorClass.CANCELLED, "interrupted", now)

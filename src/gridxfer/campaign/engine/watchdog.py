@@ -4,11 +4,13 @@ The mover enforces the campaign's timeout itself; this catches one that ignores 
 ``timeout + GRACE`` a running transfer is cancelled; still running ``ABANDON_AFTER`` later,
 it is given up: journalled as a timeout (its worker is written off and replaced by the
 scheduler), and the not yet started jobs handed to the same worker go back to the queue. So
-one hung call cannot stall a campaign.
+one hung call cannot stall a campaign. On a stop (Ctrl-C, SIGTERM) ``wind_down`` cancels
+what is in flight and waits for it a bounded time.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 
 from gridxfer.errors import ErrorClass
 from gridxfer.campaign.engine.jobs import Job, Result
@@ -47,3 +49,27 @@ def stranded(abandoned: Iterable[Result], inflight: Mapping[int, Job],
                                   "requeued: its worker is stuck in an abandoned transfer",
                                   now, requeue=True))
     return out
+
+
+def wind_down(inflight: dict[int, Job], *, drain: Callable[[float], None],
+              clock: Callable[[], float], grace: float, hurry: threading.Event,
+              write_off: Callable[[list[Job]], None]) -> list[Job]:
+    """A stop: cancel every job in flight and collect results (``drain``) for up to
+    ``grace`` s, not after a second Ctrl-C (``hurry``). The jobs still there are written
+    off and returned. A running one is dropped from ``inflight``: it may go on writing, or
+    close a POSC file under its final name, until the process ends, so its attempt and
+    file stay 'active' and the next resume settles them as after a kill -9 (temp removed,
+    the destination verified or deleted). Those still waiting for a slot never started
+    and stay in ``inflight`` for the caller to put back."""
+    for job in inflight.values():
+        job.cancel.set()
+    deadline = clock() + grace
+    while inflight and clock() < deadline and not hurry.is_set():
+        drain(0.1)
+    drain(0.0)                              # what ended meanwhile is not stuck
+    stuck = list(inflight.values())
+    write_off(stuck)
+    for job in stuck:
+        if job.running:
+            del inflight[job.attempt_id]
+    return stuck

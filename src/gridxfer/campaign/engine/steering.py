@@ -1,0 +1,58 @@
+"""The concurrency of every link, decided once a second on the dispatcher's tick.
+
+Each tier's optimizer (``policy/optimizer.py``) reads its link's sample and answers a
+number of transfers; it is held to ``1 .. max_active`` (a tier without ``max_active``
+has the ceiling ``ceilings.py`` gave it), the slots take it as the link's cap, the
+accounting records it, and a change becomes an ``optimizer`` journal event with its
+reason (``campaign report`` and ``status`` read the trail back).
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gridxfer.campaign.accounting.stats import Accounting
+from gridxfer.campaign.engine.slots import LinkSlots
+from gridxfer.campaign.policy import optimizer as optimizer_mod
+from gridxfer.campaign.spec.schema import TierSpec
+
+OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
+
+Event = tuple[str, dict[str, Any]]
+
+
+class Steering:
+    """One optimizer per tier and when it is next asked. Dispatcher thread only."""
+
+    def __init__(self, tiers: Mapping[str, TierSpec],
+                 factory: Callable[[TierSpec], optimizer_mod.ConcurrencyOptimizer]) -> None:
+        self.tiers = tiers
+        self.optimizers = {name: factory(t) for name, t in tiers.items()}
+        self._next = dict.fromkeys(tiers, 0.0)
+
+    def step(self, now: float, acct: Accounting, slots: LinkSlots) -> list[Event]:
+        """Ask every link whose period is over; the journal events of the caps changed."""
+        events: list[Event] = []
+        for tier, opt in self.optimizers.items():
+            if now < self._next[tier]:
+                continue
+            self._next[tier] = now + OPTIMIZER_PERIOD
+            sample = acct.link_sample(tier, now)
+            decision = opt.update(now, sample)
+            active = max(1, min(decision.active, self.tiers[tier].max_active))
+            decision = optimizer_mod.Decision(active, decision.reason)
+            slots.set_cap(tier, active)
+            prev = acct.cap(tier)
+            if active != prev:
+                acct.set_cap(tier, active, decision.reason)
+                events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
+        return events
+
+    def close(self) -> None:
+        """Optimizers with a ``close()`` (a plug-in's own thread or file) are closed."""
+        for opt in self.optimizers.values():
+            close = getattr(opt, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
