@@ -22,7 +22,7 @@ import signal
 import sqlite3
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,55 +38,19 @@ from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
 from gridxfer.campaign.engine.recovery import Swept, recover, sweep  # noqa: F401  (recover re-exported for callers)
-from gridxfer.campaign.engine.scheduler import Observer, Scheduler, SchedulerResult
+from gridxfer.campaign.engine.scheduler import Observer, Scheduler
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.spec import engine as engine_spec
 from gridxfer.campaign.fts3 import client as fts3_client, run as fts3_run
-from gridxfer.campaign import dryrun, reload as reload_mod
+from gridxfer.campaign import dryrun, reload as reload_mod, results
+from gridxfer.campaign.results import CampaignResult, FileFailure  # noqa: F401  (re-exported)
 from gridxfer.campaign.reload import journal_spec as _journal_spec
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
     CampaignStatus, _alive, campaign_status, list_campaigns)
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class FileFailure:
-    name: str
-    tier: str
-    src_url: str
-    dst_url: str | None
-    error_class: str | None
-    error_msg: str | None
-    attempts: int
-
-
-@dataclass(frozen=True)
-class CampaignResult:
-    name: str
-    journal: str
-    state: str                  # done | partial | interrupted | planned (dry run)
-    files_total: int
-    files_done: int
-    files_failed: int
-    bytes_total: int
-    bytes_done: int
-    seconds: float
-    mean_rate: float            # bytes/s of this run
-    recovered: int = 0          # attempts recovered after a crash (resume)
-    failures: tuple[FileFailure, ...] = ()
-    dry_run: bool = False
-    cleaned: int | None = None  # resume: temporary/partial files of earlier runs removed
-    cancelled: int = 0          # files `campaign cancel` took out (failed, class cancelled)
-    paused: str = ""            # interrupted: why its tiers waited for a token (no token in it)
-    edited: dict[str, Any] | None = None    # resume: the campaign file's edits (reload.py)
-    reloaded: bool = False      # resume --reload applied them
-    plan: dryrun.Plan | None = None     # --dry-run: pairs, tiers, endpoint probes
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # ------------------------------------------------------------------ environment
@@ -314,7 +278,7 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
         with _signals(sched.stop, sched.hurry):
             res = sched.run()
         log.info("campaign %s: %s after %.1f s", spec.name, res.state, res.seconds)
-        out = _result(conn, path, spec, res, recovered, cleaned)
+        out = results.from_scheduler(conn, path, spec.name, res, recovered, cleaned)
         if res.state == "interrupted" and sched.tokens.paused:
             out = replace(out, paused=redact(sched.tokens.message()))
         return out
@@ -331,23 +295,5 @@ def _execute_fts3(conn: sqlite3.Connection, path: Path, spec: CampaignSpec,
     t = fts3_run.totals(conn)
     return CampaignResult(spec.name, str(path), run.state, t.files, t.done, t.failed, t.bytes,
                           t.bytes_done, round(run.seconds, 3),
-                          t.bytes_done / max(run.seconds, 1e-3), recovered, _failures(conn),
+                          t.bytes_done / max(run.seconds, 1e-3), recovered, results.failures(conn),
                           cancelled=journal.count_cancelled(conn), paused=redact(run.paused))
-
-
-def _failures(conn: sqlite3.Connection) -> tuple[FileFailure, ...]:
-    return tuple(FileFailure(r["name"], r["tier"], r["src_url"], r["dst_url"],
-                             r["error_class"], r["error_msg"], r["attempts"])
-                 for r in conn.execute(
-                     "SELECT name, tier, src_url, dst_url, error_class, error_msg, attempts "
-                     "FROM files WHERE state = 'failed' ORDER BY id LIMIT 1000"))
-
-
-def _result(conn, path: Path, spec: CampaignSpec, res: SchedulerResult,
-            recovered: int, cleaned: int | None = None) -> CampaignResult:
-    snap = res.snapshot
-    failures = _failures(conn)
-    return CampaignResult(spec.name, str(path), res.state, snap.files_total, snap.files_done,
-                          snap.files_failed, snap.bytes_total, snap.bytes_done,
-                          round(res.seconds, 3), snap.mean_rate, recovered, failures,
-                          cleaned=cleaned, cancelled=journal.count_cancelled(conn))
