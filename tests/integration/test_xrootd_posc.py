@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine import recovery
 from gridxfer.campaign.spec.schema import CampaignSpec, ChecksumSpec, SourceSpec, TierSpec
 from gridxfer.errors import ErrorClass, TransferError
@@ -182,7 +182,7 @@ def die_mid_upload(how: str, src: Path, dst: str, nbytes: int) -> None:
 
 def active_attempt(conn, spec: CampaignSpec, src: str, dst: str, size: int, want: str) -> None:
     """A journal as a killed campaign leaves it: the file active, its attempt active."""
-    journal.plan(conn, {"name": spec.name}, [("f.dat", src, size, "T9", want)])
+    planning.plan(conn, {"name": spec.name}, [("f.dat", src, size, "T9", want)])
     conn.execute("UPDATE files SET state='active', attempts=1, endpoint=?, dst_url=?",
                  (spec.destinations[0].pool[0], dst))
     conn.execute("INSERT INTO attempts (file_id, tier, endpoint, dst_url, started) "

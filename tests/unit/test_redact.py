@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine import ledger
 from gridxfer.campaign.spec.schema import load_spec
 from gridxfer.errors import SpecError
@@ -81,7 +81,7 @@ def test_list_file_refuses_a_name_with_a_credential(tmp_path):
 def test_journal_writes_are_redacted(tmp_path):
     path = tmp_path / "j.sqlite"
     conn = journal.connect(path, create=True)
-    journal.plan(conn, {"name": "j", "spec": json.dumps({"u": "root://b:hunter2@h//"})},
+    planning.plan(conn, {"name": "j", "spec": json.dumps({"u": "root://b:hunter2@h//"})},
                  [("ok.root", "file:///s/ok.root", 1, "T1", None),
                   ("x?authz=hunter2", "file:///s/x?authz=hunter2", 2, "T1", None),
                   ("y%3Ftoken%3Dhunter2", "file:///s/y%253Ftoken%253Dhunter2", 3, "T1", None)])

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.movers import tokens as movers_tokens
 from gridxfer.campaign.journal import check as journalcheck
@@ -107,7 +107,7 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
             [spec.source.url, *(u for t in spec.destinations for u in t.pool)],
             dict(spec.names)))])
         with source_tokens(spec):           # the listing carries the source's token
-            count = journal.plan(conn, meta, rows)
+            count = planning.plan(conn, meta, rows)
         if count == 0:
             raise _no_files(spec)
     except BaseException:

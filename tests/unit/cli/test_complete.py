@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from gridxfer.campaign.journal import names, store
+from gridxfer.campaign.journal import names, planning, store
 
 
 def _complete(words: str, home, extra_env: dict | None = None) -> list[str]:
@@ -26,7 +26,7 @@ def _complete(words: str, home, extra_env: dict | None = None) -> list[str]:
 def test_campaign_and_endpoint_names(gridxfer_home):
     for name in ("sc-t0-t1", "sc-t0-t2", "other"):
         conn = store.connect(store.journal_path(name), create=True)
-        store.plan(conn, {"name": name, "state": "done",
+        planning.plan(conn, {"name": name, "state": "done",
                           **dict([names.meta_item({"root://se01.example//d/": "cnaf-se01"})])},
                    [("f", "root://s//f", 1, "T1", None)])
         conn.close()

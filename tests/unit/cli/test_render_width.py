@@ -115,11 +115,11 @@ def test_summary_lines_break_between_figures_only():
 
 
 def test_status_summary_fits_a_terminal(monkeypatch, capsys, gridxfer_home):
-    from gridxfer.campaign.journal import store
+    from gridxfer.campaign.journal import planning, store
     from gridxfer.cli import columns
     from gridxfer.cli.main import main
     conn = store.connect(store.journal_path("a-rather-long-campaign-name-2026"), create=True)
-    store.plan(conn, {"name": "a-rather-long-campaign-name-2026", "state": "running"},
+    planning.plan(conn, {"name": "a-rather-long-campaign-name-2026", "state": "running"},
                [(f"f{i}", f"root://s//f{i}", 10**9, "T1", None) for i in range(3)])
     conn.close()
     monkeypatch.setattr(columns, "terminal_width", lambda: 60)

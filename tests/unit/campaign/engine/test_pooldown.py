@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine import scheduler
 from gridxfer.campaign.policy.exclusion_log import ExcludedEndpoint
 from gridxfer.campaign.policy.exclusions import DefaultExclusions
@@ -147,7 +147,7 @@ def campaign(pool, n, *, retries=_RETRIES, wait=0.0, circuit=_CIRCUIT, max_activ
                         retries=retries, checksum=ChecksumSpec(None, "none"),
                         circuit_breaker=circuit, pool_down_wait=wait, timeout=30.0)
     conn = journal.connect(journal.journal_path(spec.name), create=True)
-    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src.invalid:1//s/f{i}", 100, "T1",
+    planning.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src.invalid:1//s/f{i}", 100, "T1",
                                               None) for i in range(n)))
     return spec, conn
 

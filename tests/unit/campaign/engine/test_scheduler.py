@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gridxfer.campaign import runner
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.engine import scheduler
 from gridxfer.campaign.engine import slots
@@ -96,7 +96,7 @@ def make_spec(n_tiers=1, max_active=3, retries=2, pool=POOL, **kw):
 
 def plan(spec, n=10, expected=None, size=100):
     conn = journal.connect(journal.journal_path(spec.name), create=True)
-    journal.plan(conn, {"name": spec.name},
+    planning.plan(conn, {"name": spec.name},
                  ((f"f{i}", f"root://src.invalid:1//s/f{i}", size, t.name,
                                               expected) for i in range(n)
                                              for t in spec.destinations))

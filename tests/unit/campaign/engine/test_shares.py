@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gridxfer.campaign.engine.feed import PendingFeed
 from gridxfer.campaign.engine.shares import ActivityShares
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.spec.model import CampaignSpec, FileItem, SourceSpec, TierSpec
 
 
@@ -17,7 +17,7 @@ def _spec(files, shares=(("Express", 3.0), ("default", 1.0)), activity="default"
 def _feed(tmp_path, spec):
     conn = journal.connect(tmp_path / "j.sqlite", create=True)
     rows = [(f.name, f"root://h//s/{f.name}", 1, "T", None, None) for f in spec.source.files]
-    journal.plan(conn, {"name": "s"}, rows)
+    planning.plan(conn, {"name": "s"}, rows)
     return PendingFeed(conn, ["T"], ActivityShares(spec))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from gridxfer.campaign.engine import recovery, scheduler
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.spec.model import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
                                           StagingSpec, TierSpec)
 from gridxfer.errors import ErrorClass, TransferError
@@ -148,7 +148,7 @@ def make_spec(archive=60.0, staging=None, disk_tier=False):
 
 def plan(spec, n):
     conn = journal.connect(journal.journal_path(spec.name), create=True)
-    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"{SRC}f{i}", 100, t.name, None)
+    planning.plan(conn, {"name": spec.name}, ((f"f{i}", f"{SRC}f{i}", 100, t.name, None)
                                              for i in range(n) for t in spec.destinations))
     return conn
 

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 import time
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine import recovery
 from gridxfer.campaign.engine import scheduler
 from gridxfer.campaign.spec.schema import (CampaignSpec, ChecksumSpec, RetrySpec, SourceSpec,
@@ -76,7 +76,7 @@ def make(n=4, max_active=2):
                         retries=RetrySpec(0, 0.01), checksum=ChecksumSpec(None, "none"))
     path = journal.journal_path(spec.name)
     conn = journal.connect(path, create=True)
-    journal.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src.invalid:1//s/f{i}", 100,
+    planning.plan(conn, {"name": spec.name}, ((f"f{i}", f"root://src.invalid:1//s/f{i}", 100,
                                               "T0", None) for i in range(n)))
     return spec, conn, path
 

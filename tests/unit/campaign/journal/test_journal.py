@@ -6,14 +6,14 @@ import stat
 import time
 
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 
 
 def _plan(n=100, tiers=("T1", "T2")):
     path = journal.journal_path("j1")
     conn = journal.connect(path, create=True)
     rows = ((f"f{i}", f"root://h//d/f{i}", i, t, None) for i in range(n) for t in tiers)
-    count = journal.plan(conn, {"name": "j1", "state": "planned"}, rows, chunk=37)
+    count = planning.plan(conn, {"name": "j1", "state": "planned"}, rows, chunk=37)
     return path, conn, count
 
 
@@ -31,7 +31,7 @@ def test_plan_and_tally(gridxfer_home):
 
 def test_plan_is_idempotent_per_src_and_tier(gridxfer_home):
     _, conn, _ = _plan(10)
-    journal.plan(conn, {}, [("f1", "root://h//d/f1", 1, "T1", None)])
+    planning.plan(conn, {}, [("f1", "root://h//d/f1", 1, "T1", None)])
     assert sum(n for by in journal.tally(conn).values() for n, _ in by.values()) == 20
 
 
@@ -69,7 +69,7 @@ def test_a_name_that_is_not_utf8_fails_alone_as_bad_name(tmp_path):
     conn = journal.connect(tmp_path / "j.sqlite", create=True)
     rows = [("ok.dat", "file:///d/ok.dat", 1, "T1", None),
             ("bad\udcff.dat", "file:///d/bad\udcff.dat", 1, "T1", None)]
-    assert journal.plan(conn, {"name": "x"}, rows) == 2
+    assert planning.plan(conn, {"name": "x"}, rows) == 2
     got = dict(conn.execute("SELECT name, state || ' ' || ifnull(error_class, '') FROM files"))
     assert got == {"ok.dat": "pending ", "bad\\xff.dat": "failed bad_name"}
     msg = conn.execute("SELECT error_msg FROM files WHERE state = 'failed'").fetchone()[0]
@@ -81,7 +81,7 @@ def test_plan_counts_inserted_rows_and_keeps_types(tmp_path):
     rows = [("caf\u00e9.dat", "file:///d/caf\u00e9.dat", 5, "T1", "0000abcd"),
             ("b.dat", "file:///d/b.dat", 7, "T1", None),
             ("b.dat", "file:///d/b.dat", 7, "T1", None)]          # same source, same tier
-    assert journal.plan(conn, {"name": "x"}, rows, chunk=2) == 2
+    assert planning.plan(conn, {"name": "x"}, rows, chunk=2) == 2
     got = conn.execute("SELECT name, size, typeof(size), tier, expected_checksum, state "
                        "FROM files ORDER BY id").fetchall()
     assert [tuple(r) for r in got] == [("caf\u00e9.dat", 5, "integer", "T1", "0000abcd", "pending"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gridxfer.campaign.journal import names, store
+from gridxfer.campaign.journal import names, planning, store
 
 # the case: three testbed endpoints on loopback, ephemeral ports, one host
 LOOP = ["root://127.0.0.1:41463//data/", "root://127.0.0.1:55375//data/",
@@ -48,7 +48,7 @@ def test_a_password_never_reaches_a_name():
 
 def test_journalled_names_are_read_back_and_unknown_endpoints_named(gridxfer_home):
     conn = store.connect(store.journal_path("n1"), create=True)
-    store.plan(conn, {"name": "n1", "state": "planned",
+    planning.plan(conn, {"name": "n1", "state": "planned",
                       **dict([names.meta_item({LOOP[0]: "t1a-xrd1"})])},
                [("f0", "root://s//f0", 1, "T1", None)])
     conn.execute("INSERT INTO attempts (file_id, tier, endpoint, dst_url, started) "

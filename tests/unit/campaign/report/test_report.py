@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.report.png import write_png
 from gridxfer.campaign.report.summary import build_report, nice_width, overlap, timeline
 
@@ -17,7 +17,7 @@ MB = 1_000_000
 @pytest.fixture
 def jn(gridxfer_home):
     conn = journal.connect(journal.journal_path("r1"), create=True)
-    journal.plan(conn, {"name": "r1", "state": "partial"},
+    planning.plan(conn, {"name": "r1", "state": "partial"},
                  [(f"f{i}", f"root://s//f{i}", 10 * MB, "T1", None) for i in range(4)])
     # f0..f2 done: A at 10 and 20 MB/s, B at 30 MB/s; f3 failed twice on B
     rows = [(1, 1, A, 0.0, 1.0, 10 * MB, "ok", None), (2, 2, A, 0.0, 0.5, 10 * MB, "ok", None),

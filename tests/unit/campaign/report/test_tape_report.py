@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from gridxfer.campaign.journal import store as journal
+from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.report import summary, tape
 from gridxfer.campaign.report.status import campaign_status
 from gridxfer.campaign.spec.model import (CampaignSpec, SourceSpec, StagingSpec, TierSpec,
@@ -22,7 +22,7 @@ def _journal():
                         (TierSpec("T1", ("root://t.invalid//t/",), archive_timeout=3600.0),
                          TierSpec("T2", ("root://d.invalid//d/",))))
     conn = journal.connect(journal.journal_path("tr"), create=True)
-    journal.plan(conn, {"name": "tr", "spec": json.dumps(spec_to_dict(spec))},
+    planning.plan(conn, {"name": "tr", "spec": json.dumps(spec_to_dict(spec))},
                  [(f"f{i}", f"root://s.invalid//s/f{i}", 1_000_000, t, None)
                   for i in range(10) for t in ("T1", "T2")])
     # T1: f0-f5 on tape after 10..60 s; f6, f7 archiving since NOW-100 / NOW-50; f8 timed out
@@ -82,6 +82,6 @@ def test_a_campaign_without_tape_reports_none(gridxfer_home):
     conn = journal.connect(journal.journal_path("d"), create=True)
     spec = CampaignSpec("d", SourceSpec("root://s.invalid//s/"),
                         (TierSpec("T2", ("root://d.invalid//d/",)),))
-    journal.plan(conn, {"name": "d", "spec": json.dumps(spec_to_dict(spec))},
+    planning.plan(conn, {"name": "d", "spec": json.dumps(spec_to_dict(spec))},
                  [("a", "root://s.invalid//s/a", 1, "T2", None)])
     assert tape.tape_report(conn, NOW) is None
