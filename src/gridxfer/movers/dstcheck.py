@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from gridxfer.errors import TransferError
 from gridxfer.movers.base import Cancel, CancelFlag, TransferParams
-from gridxfer.movers.integrity import Ops, background, destination_exists, exists
+from gridxfer.movers.integrity import background, destination_exists, exists
+from gridxfer.movers.ops import Ops
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

@@ -20,7 +20,8 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import (Cancel, ProgressFn, TransferOutcome, TransferParams,
                                   capabilities_of, normalise_adler32)
 from gridxfer.movers.names import join_url, listed_name
-from gridxfer.movers.integrity import LocalOps, checksum_policy, destination_exists, exists
+from gridxfer.movers.integrity import checksum_policy, destination_exists, exists
+from gridxfer.movers.ops import LocalOps
 from gridxfer.movers.registry import get_mover, mover_for
 from gridxfer.movers.urls import scheme_of, split_dir
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact

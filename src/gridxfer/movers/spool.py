@@ -21,7 +21,8 @@ import threading
 from gridxfer.errors import UsageError
 from gridxfer.movers import routes
 from gridxfer.movers.base import ProgressFn, RawMover, TransferOutcome, TransferParams
-from gridxfer.movers.integrity import DelegatedOps, ListingOps, verified_copy
+from gridxfer.movers.integrity import verified_copy
+from gridxfer.movers.ops import DelegatedOps, ListingOps
 from gridxfer.movers.gfal.mover import GfalMover
 from gridxfer.movers.gridftp.mover import GridFTPMover
 from gridxfer.movers.urls import scheme_of

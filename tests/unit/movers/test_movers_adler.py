@@ -7,7 +7,7 @@ import zlib
 import pytest
 
 from gridxfer.movers import adler
-from gridxfer.movers.integrity import adler32_file
+from gridxfer.movers.ops import adler32_file
 
 
 def test_zlib_ng_is_the_one_in_use():

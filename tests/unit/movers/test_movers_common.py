@@ -8,7 +8,8 @@ import pytest
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import TransferParams, normalise_adler32
-from gridxfer.movers.integrity import LocalOps, adler32_file, verified_copy
+from gridxfer.movers.integrity import verified_copy
+from gridxfer.movers.ops import LocalOps, adler32_file
 from gridxfer.movers.urls import (is_temp_name, local_path, scheme_of, split_dir,
                                   temp_url, url_path, with_user)
 

@@ -40,7 +40,8 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.dstcheck import DestinationCheck
 from gridxfer.movers.gfal import davmove, meta
 from gridxfer.movers.gfal.mover import GfalMover, new_context
-from gridxfer.movers.integrity import LocalOps, Ops, verified_copy
+from gridxfer.movers.integrity import verified_copy
+from gridxfer.movers.ops import LocalOps, Ops
 from gridxfer.movers.urls import scheme_of
 
 HTTP = routes.HTTP

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TokenPair, TransferParams
 from gridxfer.movers.gfal import agent
-from gridxfer.movers.integrity import Ops
+from gridxfer.movers.ops import Ops
 
 PULL, PUSH = "3rd pull", "3rd push"
 # a pull that fails with one of these says nothing about whether push would work

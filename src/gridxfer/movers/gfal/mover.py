@@ -140,7 +140,7 @@ class GfalMover:
         has it (root://); GridFTP has no space query (TransferError OTHER)."""
         import json
         if scheme_of(url) == "file":
-            from gridxfer.movers.integrity import LocalOps
+            from gridxfer.movers.ops import LocalOps
             return LocalOps().space(url)
         server = urlsplit(url).netloc
         with _NO_SPACE_LOCK:

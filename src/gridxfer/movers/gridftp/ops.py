@@ -11,7 +11,8 @@ from gridxfer.movers.base import Entry, Mover, ProgressFn, TransferOutcome, Tran
 from gridxfer.movers.gfal.mover import GfalMover
 from gridxfer.movers.gridftp.client import NativeGridFTP
 from gridxfer.movers.gridftp.control import NativeUnavailable
-from gridxfer.movers.integrity import DelegatedOps, ListingOps, LocalOps, verified_copy
+from gridxfer.movers.integrity import verified_copy
+from gridxfer.movers.ops import DelegatedOps, ListingOps, LocalOps
 from gridxfer.movers.urls import scheme_of
 
 

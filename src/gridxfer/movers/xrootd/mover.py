@@ -30,8 +30,8 @@ from gridxfer.movers import routes
 from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.integrity import (LocalOps, check_destination_sum, checksum_policy,
-                                       verified_copy)
+from gridxfer.movers.integrity import check_destination_sum, checksum_policy, verified_copy
+from gridxfer.movers.ops import LocalOps
 from gridxfer.movers.names import check_url, join_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrootd.parallel import _SLOTS
