@@ -247,7 +247,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         ap.error(f"unknown tools: {', '.join(sorted(unknown))} (choose from {', '.join(TOOLS)})")
 
-    shm = shm_parent()
+    shm = shm_parent(3 * args.files * args.size)    # sources, copies, an HTTP-TPC source
     work = Path(tempfile.mkdtemp(prefix="gridxfer-bench-bulk-", dir=shm))
     results: list[Result] = []
     try:

@@ -203,11 +203,13 @@ def make_files(directory: Path, count: int, size: int, prefix: str = "f") -> lis
     return out
 
 
-def shm_parent() -> str:
-    """Where benchmark data lives: /dev/shm when it has room (keeps the disk out of it)."""
+def shm_parent(need: int = 0) -> str:
+    """Where benchmark data lives: /dev/shm when it has room (keeps the disk out of it),
+    at least 8 GiB and twice ``need`` bytes (tmpfs is memory: 160 x 64 MB of sources,
+    their copies and an HTTP-TPC source would not fit a 23 GB VM's)."""
     with contextlib.suppress(OSError):
         st = os.statvfs("/dev/shm")
-        if st.f_bavail * st.f_frsize > 8 << 30:
+        if st.f_bavail * st.f_frsize > max(8 << 30, 2 * need):
             return "/dev/shm"
     return tempfile.gettempdir()
 

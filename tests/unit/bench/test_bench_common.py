@@ -200,3 +200,8 @@ def test_children_run_this_checkout_installed_or_not(tmp_path):
     res = subprocess.run([*gridxfer_cmd(), "--version"], env=child_env(), cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
+
+
+def test_data_too_big_for_half_of_dev_shm_goes_to_disk():
+    import tempfile
+    assert common.shm_parent(1 << 50) == tempfile.gettempdir()      # 1 PiB: never in memory
