@@ -67,10 +67,12 @@ timeout: 300s
                 camp.kill()
                 camp.wait()
     bad = [r for r in results if r[1] != 0]
-    rates = [float(r[2].split(" - ")[1].split(" MB/s")[0]) for r in results if r[1] == 0]
-    print(f"\n{len(results)} checks over {DURATION:.0f}s, rate {min(rates):.2f}.."
-          f"{max(rates):.2f} MB/s, non-OK: {len(bad)}")
-    assert len(results) >= DURATION / 20
     assert not bad, bad
-    alerts = cmd_file.read_text().splitlines() if cmd_file.exists() else []
+    rates = [float(r[2].split(" - ")[1].split(" MB/s")[0]) for r in results]
+    print(f"\n{len(results)} checks over {DURATION:.0f}s, rate {min(rates):.2f}.."
+          f"{max(rates):.2f} MB/s")
+    assert len(results) >= DURATION / 20
+    # the alerter's passive results: an OK one may close the run (its end), no other
+    results_sent = cmd_file.read_text().splitlines() if cmd_file.exists() else []
+    alerts = [line for line in results_sent if line.split(";")[3] != "0"]
     assert alerts == [], alerts

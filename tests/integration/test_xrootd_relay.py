@@ -18,6 +18,7 @@ from gridxfer.movers import TransferParams, get_mover
 from gridxfer.movers.xrootd import pipeline, relay as xrdrelay
 from gridxfer.movers.xrootd.env import client as xrd
 from gridxfer.movers.xrootd.mover import XRootDMover
+from gridxfer.movers.xrootd.upload import READ_BACK_MAX
 from gridxfer.testbed import localgrid
 
 pytestmark = pytest.mark.integration
@@ -102,7 +103,7 @@ def test_small_files_go_open_write_close_with_no_metadata_requests(pair, monkeyp
         assert pair.disk(pair.dst(name)).read_bytes() == data
 
 
-@pytest.mark.parametrize("size", [0, 1, 1 << 20, xrdrelay.RELAY_MAX])
+@pytest.mark.parametrize("size", [0, 1, READ_BACK_MAX])
 def test_verified_by_reading_back_without_checksum_queries(pair, monkeypatch, size):
     queries: list[str] = []
     monkeypatch.setattr(XRootDMover, "checksum",
@@ -112,6 +113,30 @@ def test_verified_by_reading_back_without_checksum_queries(pair, monkeypatch, si
     assert out.mode == "xrdcl-relay" and out.checksum == adler(data)
     assert pair.disk(pair.dst("f.dat")).read_bytes() == data
     assert queries == []
+
+
+@pytest.mark.parametrize("size", [READ_BACK_MAX + 1, 1 << 20, xrdrelay.RELAY_MAX])
+def test_above_the_read_back_size_the_server_adler32_is_asked_once(pair, monkeypatch, size):
+    """Not sent back (a throttled xrootd's rate halved with 4 MB read back: the slow
+    steady-run test): the server's own adler32, one query, after the close."""
+    queries: list[str] = []
+    real = XRootDMover.checksum
+    monkeypatch.setattr(XRootDMover, "checksum", lambda self, url, algorithm="adler32":
+                        queries.append(url) or real(self, url, algorithm))
+    data = os.urandom(size)
+    out = copy(pair.put("f.dat", data), pair.dst("f.dat"), verify="both")
+    assert out.mode == "xrdcl-relay" and out.checksum == adler(data)
+    assert pair.disk(pair.dst("f.dat")).read_bytes() == data
+    assert queries == [pair.dst("f.dat")]
+
+
+def test_a_server_adler32_that_differs_fails_and_leaves_nothing(pair, monkeypatch):
+    monkeypatch.setattr(XRootDMover, "checksum", lambda self, url, algorithm="adler32": "00000001")
+    dst = pair.dst("bad.dat")
+    with pytest.raises(TransferError) as err:
+        copy(pair.put("bad.dat", os.urandom(READ_BACK_MAX + 1)), dst, verify="both")
+    assert err.value.error_class is ErrorClass.CHECKSUM
+    assert not pair.disk(dst).exists()
 
 
 def test_larger_sources_take_the_general_path(pair, monkeypatch):

@@ -17,7 +17,10 @@ instead, and the destination sees:
   in order; nothing of the close depends on the write's reply except its success: xrootd
   unlinks a POSC file whose write failed before it handles the close, which then succeeds
   on nothing; pipeline.py). Without checksums that is all: 2 round trips.
-* With destination verification: ``write`` and a read-back ``read`` in flight 2, ``close``
+* With destination verification, for a file of at most ``upload.READ_BACK_MAX`` (64 KiB,
+  where round trips are the cost; a larger one is closed, then the server's adler32 is
+  asked and a mismatch deleted, as the direct upload does: sending 4 MB back halved a
+  throttled server's rate): ``write`` and a read-back ``read`` in flight 2, ``close``
   in flight 3 only after the bytes the server returns matched the adler32 of the bytes
   read from the source (a mismatch leaves nothing: the POSC file is dropped unclosed).
   The read-back is answered from the server's file, the same end-to-end check as a
@@ -128,10 +131,12 @@ def _abandon(opened: Reply, handle: Any, dst: str, params: TransferParams,
 
 
 def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
-          read_back: bool, expected: str | None = None) -> Upload:
+          read_back: bool, read_back_max: int = RELAY_MAX,
+          expected: str | None = None) -> Upload:
     """Copy root:// ``src`` (at most RELAY_MAX bytes) to the new root:// file ``dst``; on
     failure nothing is left at ``dst``. ``read_back``: ``stored_adler32`` is the adler32 of
-    what the server holds before the close (a different length is a CHECKSUM error).
+    what the server holds before the close (a different length is a CHECKSUM error), for
+    a file of at most ``read_back_max`` bytes (None above it: the caller asks the server).
     ``expected``: the catalogue's adler32, compared with the source's bytes before anything
     is written (a failed destination open is reported first, as on the general path)."""
     what = f"{src} -> {dst}"
@@ -167,6 +172,7 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
         if expected and source.adler32 != expected:     # nothing written yet
             raise TransferError(ErrorClass.CHECKSUM,
                                 f"{src}: source adler32 {source.adler32} != expected {expected}")
+        read_back = read_back and len(source.data) <= read_back_max
         stored = finish(handle, source.data, source.adler32, read_back=read_back,
                         params=params, wait=wait, what=what, pipelined=pipelined)
         n = len(source.data)
