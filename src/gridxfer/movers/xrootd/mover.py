@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
@@ -41,7 +41,7 @@ from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_download
 from gridxfer.movers.xrootd.relay import TooLarge, relay
 from gridxfer.movers.xrootd.tape import XRootDTapeOps
-from gridxfer.movers.xrootd.upload import READ_BACK_MAX, posc_honoured, posc_upload
+from gridxfer.movers.xrootd.upload import Upload, posc_honoured, posc_upload
 from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_timeout
 
 _server = server_of
@@ -171,22 +171,15 @@ class XRootDMover(XRootDTapeOps):
         start = time.monotonic()
         algo, verify, expected = checksum_policy(params)
         check_dst = verify in ("destination", "both")
-        # read back only what the direct upload reads back (READ_BACK_MAX): above it the
-        # bytes sent twice cost the server's bandwidth (a throttled xrootd halved the
-        # campaign's rate: the slow steady-run test), so the server's adler32 is asked
+        # a file above READ_BACK_MAX is not read back (the bytes sent twice cost the
+        # server's bandwidth: a throttled xrootd's rate halved), the server's adler32 is asked
         sent = relay(src, dst, params, progress, read_back=check_dst,
-                     read_back_max=READ_BACK_MAX,
                      expected=expected if verify != "none" else None)
         params.data_done()
-        dst_sum = sent.stored_adler32
-        if check_dst and dst_sum is None:
-            try:
-                dst_sum = self.checksum(dst)
-                check_destination_sum(dst, dst_sum, [("source", sent.adler32)])
-            except BaseException:
-                with contextlib.suppress(Exception):    # best effort; the original error wins
-                    self.unlink(dst)
-                raise
+        dst_sum = None
+        if check_dst:
+            with self._removed_on_failure(dst):
+                dst_sum = self._destination_sum(dst, sent, [("source", sent.adler32)])
         return TransferOutcome(bytes=sent.bytes, seconds=time.monotonic() - start,
                                checksum=dst_sum or (sent.adler32 if algo else None),
                                streams_used=1, mode="xrdcl-relay", mover=self.name)
@@ -203,21 +196,34 @@ class XRootDMover(XRootDTapeOps):
                            read_back=check_dst)
         params.data_done()
         dst_sum = None
-        try:
+        with self._removed_on_failure(dst):
             if verify in ("source", "both") and expected and sent.adler32 != expected:
                 raise TransferError(ErrorClass.CHECKSUM,
                                     f"{src}: source adler32 {sent.adler32} != expected {expected}")
-            if check_dst:       # read back (small files) or the server's own adler32
-                dst_sum = sent.stored_adler32 or self.checksum(dst)
+            if check_dst:
                 refs = [("source", sent.adler32)] + ([("expected", expected)] if expected else [])
-                check_destination_sum(dst, dst_sum, refs)
-        except BaseException:
-            with contextlib.suppress(Exception):    # best effort; the original error wins
-                self.unlink(dst)
-            raise
+                dst_sum = self._destination_sum(dst, sent, refs)
         return TransferOutcome(bytes=sent.bytes, seconds=time.monotonic() - start,
                                checksum=dst_sum or (sent.adler32 if algo else None),
                                streams_used=1, mode="xrdcl-posc", mover=self.name)
+
+    def _destination_sum(self, dst: str, sent: Upload, refs: list[tuple[str, str]]) -> str:
+        """The adler32 of an upload written to its final name: the read-back's (small
+        files) or the server's own, checked against ``refs`` (a CHECKSUM error)."""
+        dst_sum = sent.stored_adler32 or self.checksum(dst)
+        check_destination_sum(dst, dst_sum, refs)
+        return dst_sum
+
+    @contextlib.contextmanager
+    def _removed_on_failure(self, dst: str) -> Iterator[None]:
+        """An upload to its final name that fails its checks is deleted (best effort;
+        the original error wins)."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.unlink(dst)
+            raise
 
     def raw_copy(self, src: str, tmp: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:

@@ -53,7 +53,7 @@ from gridxfer.movers.xrootd.authz import xurl
 from gridxfer.movers.xrootd.env import client as xrd
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.pipeline import Reply, bundled_close, far, finish, observe, send
-from gridxfer.movers.xrootd.upload import FLAGS, Upload, _discard, _probe_posc
+from gridxfer.movers.xrootd.upload import FLAGS, READ_BACK_MAX, Upload, _discard, _probe_posc
 from gridxfer.movers.xrootd.watch import stall_timeout
 
 RELAY_MAX = 4 << 20             # bytes: one write request, held in memory once
@@ -131,12 +131,12 @@ def _abandon(opened: Reply, handle: Any, dst: str, params: TransferParams,
 
 
 def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
-          read_back: bool, read_back_max: int = RELAY_MAX,
-          expected: str | None = None) -> Upload:
+          read_back: bool, expected: str | None = None) -> Upload:
     """Copy root:// ``src`` (at most RELAY_MAX bytes) to the new root:// file ``dst``; on
     failure nothing is left at ``dst``. ``read_back``: ``stored_adler32`` is the adler32 of
     what the server holds before the close (a different length is a CHECKSUM error), for
-    a file of at most ``read_back_max`` bytes (None above it: the caller asks the server).
+    a file of at most ``READ_BACK_MAX`` bytes, as the direct upload (None above it: the
+    caller asks the server).
     ``expected``: the catalogue's adler32, compared with the source's bytes before anything
     is written (a failed destination open is reported first, as on the general path)."""
     what = f"{src} -> {dst}"
@@ -172,7 +172,7 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
         if expected and source.adler32 != expected:     # nothing written yet
             raise TransferError(ErrorClass.CHECKSUM,
                                 f"{src}: source adler32 {source.adler32} != expected {expected}")
-        read_back = read_back and len(source.data) <= read_back_max
+        read_back = read_back and len(source.data) <= READ_BACK_MAX
         stored = finish(handle, source.data, source.adler32, read_back=read_back,
                         params=params, wait=wait, what=what, pipelined=pipelined)
         n = len(source.data)
