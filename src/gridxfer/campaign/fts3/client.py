@@ -16,11 +16,10 @@ import requests
 from dataclasses import asdict
 from typing import Any
 
-from fts3.rest.client import easy  # type: ignore[import-untyped]
-from fts3.rest.client import exceptions as fts3_errors  # type: ignore[import-untyped]
 
 from gridxfer.auth.sources import read_token, source_from
 from gridxfer.auth.tokens import Token, TokenError
+from gridxfer.campaign.fts3 import official
 from gridxfer.campaign.spec.model import EngineSpec
 from gridxfer.errors import GridxferError, UsageError
 from gridxfer.redact import redact
@@ -55,13 +54,13 @@ def _error(exc: Exception, what: str) -> GridxferError:
     text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT] + "..."
-    if isinstance(exc, fts3_errors.NotFound):
+    if isinstance(exc, official.errors().NotFound):
         return NotFound(f"FTS3 {what}: not found")
-    if isinstance(exc, fts3_errors.ServerError | requests.ConnectionError | requests.Timeout):
+    if isinstance(exc, official.errors().ServerError | requests.ConnectionError | requests.Timeout):
         return Transient(f"FTS3 {what}: {text}")
-    if isinstance(exc, fts3_errors.ClientError) and text.rsplit(" ", 1)[-1] == "409":
+    if isinstance(exc, official.errors().ClientError) and text.rsplit(" ", 1)[-1] == "409":
         return Conflict(f"FTS3 {what}: 409 Conflict (a job with this id exists)")
-    if isinstance(exc, fts3_errors.ClientError) and "Bad request" in text:
+    if isinstance(exc, official.errors().ClientError) and "Bad request" in text:
         return UsageError(f"FTS3 refused the {what}: {text}")
     return Fts3Error(f"FTS3 {what}: {text}")
 
@@ -84,7 +83,7 @@ class Fts3Client:
     def __init__(self, engine: EngineSpec) -> None:
         token = access_token(engine)
         try:
-            self.context = easy.Context(
+            self.context = official.easy().Context(
                 engine.endpoint, ucert=engine.proxy, ukey=engine.proxy,
                 fts_access_token=token.value if token else None, timeout=60)
         except Exception as exc:  # noqa: BLE001  (the client raises bare Exception too)
@@ -98,7 +97,7 @@ class Fts3Client:
     def vo(self) -> str:
         """The VO the server files this user's jobs under (the deterministic ids use it)."""
         if self._vo is None:
-            who = self._call(easy.whoami, "whoami")
+            who = self._call(official.easy().whoami, "whoami")
             self._vo = str((who.get("vos") or [""])[0])
         return self._vo
 
@@ -109,12 +108,12 @@ class Fts3Client:
             raise _error(exc, what) from None
 
     def submit(self, job: dict[str, Any]) -> str:
-        return str(self._call(easy.submit, "submission", job))
+        return str(self._call(official.easy().submit, "submission", job))
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         """The job, or None when the server has none with that id."""
         try:
-            return dict(self._call(easy.get_job_status, f"job {job_id}", job_id))
+            return dict(self._call(official.easy().get_job_status, f"job {job_id}", job_id))
         except NotFound:
             return None
 
@@ -135,11 +134,11 @@ class Fts3Client:
         path = f"/jobs/{','.join(ids)}?files={','.join(POLL_FIELDS)}"
         try:
             reply = json.loads(self.context.get(path))
-        except fts3_errors.NotFound:
+        except official.errors().NotFound:
             if len(ids) != 1:
-                raise _error(fts3_errors.ClientError("404"), "status") from None
+                raise _error(official.errors().ClientError("404"), "status") from None
             return [_no_job(ids[0])]
-        except fts3_errors.ClientError as exc:
+        except official.errors().ClientError as exc:
             reply = _multistatus(exc, ids)
             if reply is None:
                 raise _error(exc, "status") from None
@@ -152,7 +151,7 @@ class Fts3Client:
         done = 0
         for job_id in job_ids:
             try:
-                reply = self._call(easy.cancel, f"cancel of {job_id}", job_id)
+                reply = self._call(official.easy().cancel, f"cancel of {job_id}", job_id)
             except NotFound:
                 continue
             if isinstance(reply, dict) and reply.get("job_state") == "CANCELED":

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Iterable, Sequence
 
-from fts3.rest.client import easy  # type: ignore[import-untyped]
 
+from gridxfer.campaign.fts3 import official
 from gridxfer.campaign.spec.model import CampaignSpec, TierSpec
 from gridxfer.movers.base import TokenPair
 
@@ -92,7 +92,7 @@ def _transfer(spec: CampaignSpec, row: FileRow) -> dict[str, Any]:
     tok = row.tokens or TokenPair()
     both = {"source_token": tok.src, "destination_token": tok.dst} if tok.src and tok.dst \
         else {}
-    transfer: dict[str, Any] = easy.new_transfer(
+    transfer: dict[str, Any] = official.easy().new_transfer(
         row.src_url, row.dst_url, checksum=checksum, filesize=row.size,
         activity=row.activity or spec.activity,
         metadata={"gridxfer_campaign": spec.name, "file_id": row.file_id}, **both)
@@ -165,6 +165,7 @@ def build(spec: CampaignSpec, rows: Iterable[FileRow], round_: int = 0,
             ids = tuple(r.file_id for r in chunk)
             reuse = _reuse(spec, chunk)
             sid = sid_of(spec, tier_name, round_, ids, plan_id)
+            easy = official.easy()
             job = easy.new_job(
                 [_transfer(spec, r) for r in chunk],
                 metadata=job_metadata(spec, tier_name, round_),
