@@ -365,3 +365,54 @@ def test_the_destination_check_is_no_round_trip_in_front_of_the_copy(grid, paylo
     assert out.checksum == SUM and disk(grid, dst).read_bytes() == DATA
     threads = [t for url, t in asked if url == dst]
     assert threads and threading.current_thread() not in threads, asked
+
+
+def test_an_upload_takes_the_connection_its_servers_metadata_calls_keep(grid, tmp_path):
+    """davix (neon backend) closes the connection of every PUT (sent with Expect:
+    100-continue: ``doNotReuseSession``), so a PUT on a gfal2 context of its own paid a
+    TCP + TLS handshake per file on the data path. On the server's own context
+    (``davs._session_key``) it takes the connection the last metadata call left open.
+    Run on a fresh thread: its contexts start with no connection at all."""
+    import psutil
+    from urllib.parse import urlsplit
+    from gridxfer.movers.gfal import davs
+
+    base = grid.endpoints["h-xrd"].davs_url
+    port = urlsplit(base).port
+    big = tmp_path / "big.dat"
+    big.write_bytes(os.urandom(1 << 20) * 24)
+    me = psutil.Process()
+
+    def ours() -> set[int]:
+        return {c.laddr.port for c in me.net_connections("tcp")
+                if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED}
+
+    found: dict[str, object] = {}
+
+    def upload() -> None:
+        known = ours()                              # other threads' connections, if any
+        davs.HttpOps().mkdir(base + "reuse/")       # this thread's first connection
+        found["metadata"] = ours() - known
+        seen: set[int] = set()
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                seen.update(ours())
+                time.sleep(0.001)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            davs.streamed(f"file://{big}", base + "reuse/big.dat", params())
+        finally:
+            done.set()
+            sampler.join()
+        found["during upload"] = seen - known
+
+    worker = threading.Thread(target=upload)
+    worker.start()
+    worker.join()
+    assert len(found["metadata"]) == 1, found         # type: ignore[arg-type]
+    assert found["during upload"] <= found["metadata"], found   # type: ignore[operator]
+    assert disk(grid, base + "reuse/big.dat").stat().st_size == 24 << 20
