@@ -205,13 +205,33 @@ def check_within(base: str, url: str) -> None:
     check_url(url)
     if scheme_of(url) == "file" and scheme_of(base) == "file":
         root = _real_dir(local_path(base))
-        path = os.path.realpath(local_path(url))
+        path = real_path(local_path(url))
     elif url.startswith(base.rstrip("/") + "/") and _PLAIN_URL.fullmatch(url):
         return                      # checked above: no dot component, nothing decoded
     else:
         root, path = _collapse(server_path(base)), _collapse(server_path(url))
     if path == root or not path.startswith(root.rstrip("/") + "/"):
         raise bad_name(url, f"resolves outside {base}")
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)`` from the kernel for a file that exists: opened with
+    ``O_PATH`` (symbolic links followed, nothing read), its ``/proc/self/fd`` link read
+    back. Three system calls in place of the Python loop of ``realpath`` (an lstat and a
+    readlink per component): that loop was 12 % of a small-file campaign's CPU samples
+    (py-spy, 5,000 x 4 KB to loopback XRootD). A path that does not open (missing, no
+    /proc) gets ``os.path.realpath``."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return os.path.realpath(path)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+    finally:
+        os.close(fd)
+    return real if real.startswith("/") else os.path.realpath(path)
 
 
 @functools.lru_cache(maxsize=64)

@@ -178,3 +178,21 @@ def test_a_name_that_is_not_utf8_is_a_bad_name(name):
     with pytest.raises(TransferError, match="not valid UTF-8") as caught:
         names.check_name(name)
     assert caught.value.error_class is ErrorClass.BAD_NAME
+
+
+def test_real_path_is_realpath_from_the_kernel(tmp_path):
+    """names.real_path (O_PATH + /proc/self/fd) agrees with os.path.realpath on links,
+    relative links, '..' after a link, a missing name and a FIFO (not opened for I/O)."""
+    from gridxfer.movers.names import real_path
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_text("x")
+    os.symlink(tmp_path / "a" / "b" / "f", tmp_path / "abs")
+    os.symlink("b", tmp_path / "a" / "rel")
+    os.symlink("/etc/hostname", tmp_path / "a" / "out")
+    os.symlink(tmp_path / "abs", tmp_path / "chain")
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("a/b/f", "abs", "a/rel/f", "a/rel/../b/f", "a/out", "chain", "missing",
+                 "a/missing/../b", "fifo"):
+        path = str(tmp_path / name)
+        assert real_path(path) == os.path.realpath(path), name
+
