@@ -167,13 +167,15 @@ def _sweep_old(path: Path) -> None:
         conn.close()
 
 
-def _refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) -> None:
+def _refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) -> object:
     """What `run` and `--dry-run` refuse alike before the source is listed, so that both
     say the same line and nothing is journalled: a tape tier or staged source this host
-    cannot ask (local engine), a bad ``fts3.token`` (FTS3 engine)."""
+    cannot ask (local engine), a bad ``fts3.token`` (FTS3 engine). Returns the FTS3 token
+    it read (the run's client uses it: a ``command:`` source runs once), else UNREAD."""
     dryrun.refuse_tape(spec, ops_factory)
     if spec.engine.kind == "fts3":
-        fts3_client.access_token(spec.engine)
+        return fts3_client.access_token(spec.engine)
+    return fts3_client.UNREAD
 
 
 def _refuse_credentials(spec: CampaignSpec) -> None:
@@ -218,9 +220,9 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
         return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
         with source_tokens(spec):
-            _refuse_before_plan(spec, kw.get("ops_factory"))
+            fts3_token = _refuse_before_plan(spec, kw.get("ops_factory"))
         path, _ = plan(spec, replace=replace)
-        return _execute(path, spec, recovered=0, **kw)
+        return _execute(path, spec, recovered=0, fts3_token=fts3_token, **kw)
 
 
 def resume_campaign(name: str, *, mover_factory: Callable | None = None,
@@ -267,12 +269,13 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
 
 
 def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | None = None,
-             observers: Sequence[Observer] = (), **factories: Any) -> CampaignResult:
+             observers: Sequence[Observer] = (), fts3_token: object = fts3_client.UNREAD,
+             **factories: Any) -> CampaignResult:
     conn = journal.connect(path)
     try:
         journal.set_meta(conn, [("pid", str(os.getpid()))])
         if spec.engine.kind == "fts3":
-            return _execute_fts3(conn, path, spec, recovered, observers)
+            return _execute_fts3(conn, path, spec, recovered, observers, fts3_token)
         sched = Scheduler(conn, spec, observers=observers, **factories)
         log.info("campaign %s: dispatching (pid %d)", spec.name, os.getpid())
         with _signals(sched.stop, sched.hurry):
@@ -287,11 +290,12 @@ def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | N
 
 
 def _execute_fts3(conn: sqlite3.Connection, path: Path, spec: CampaignSpec,
-                  recovered: int, observers: Sequence[Observer] = ()) -> CampaignResult:
+                  recovered: int, observers: Sequence[Observer] = (),
+                  token: object = fts3_client.UNREAD) -> CampaignResult:
     """The campaign handed to FTS3 (campaign/fts3): Ctrl-C stops polling, not the jobs."""
     stop, hurry = threading.Event(), threading.Event()
     with _signals(stop, hurry):
-        run = fts3_run.run(conn, spec, stop, observers=observers)
+        run = fts3_run.run(conn, spec, stop, observers=observers, token=token)
     t = fts3_run.totals(conn)
     return CampaignResult(spec.name, str(path), run.state, t.files, t.done, t.failed, t.bytes,
                           t.bytes_done, round(run.seconds, 3),

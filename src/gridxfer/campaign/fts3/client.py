@@ -79,9 +79,16 @@ def access_token(engine: EngineSpec) -> Token | None:
         raise UsageError(f"fts3.token: {exc}") from None
 
 
+UNREAD = object()               # Fts3Client's token not read yet (None: no ``fts3.token``)
+
+
 class Fts3Client:
-    def __init__(self, engine: EngineSpec) -> None:
-        token = access_token(engine)
+    def __init__(self, engine: EngineSpec, token: Token | None | object = UNREAD) -> None:
+        """``token``: ``fts3.token`` as `run` read it before the plan, so that a
+        ``command:`` source runs once a run (UNREAD: read it here, as `resume` does)."""
+        if token is UNREAD:
+            token = access_token(engine)
+        assert token is None or isinstance(token, Token)
         try:
             self.context = official.easy().Context(
                 engine.endpoint, ucert=engine.proxy, ukey=engine.proxy,

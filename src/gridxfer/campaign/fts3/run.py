@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 
 from gridxfer.campaign.accounting.stats import LinkSnapshot, StatsSnapshot
 from gridxfer.campaign.fts3 import record
-from gridxfer.campaign.fts3.client import Fts3Client
+from gridxfer.auth.tokens import Token
+from gridxfer.campaign.fts3.client import UNREAD, Fts3Client
 from gridxfer.campaign.fts3.engine import Fts3Engine, Fts3Run
 from gridxfer.campaign.fts3.states import TERMINAL
 from gridxfer.campaign.journal import store
@@ -100,8 +101,9 @@ def snapshot(conn: sqlite3.Connection, t0: float, now: float) -> StatsSnapshot:
 
 def run(conn: sqlite3.Connection, spec: CampaignSpec, stop: threading.Event,
         client: Fts3Client | None = None,
-        observers: Sequence[Callable[[StatsSnapshot], None]] = ()) -> Fts3Run:
-    client = client or Fts3Client(spec.engine)
+        observers: Sequence[Callable[[StatsSnapshot], None]] = (),
+        token: Token | None | object = UNREAD) -> Fts3Run:
+    client = client or Fts3Client(spec.engine, token)
     store.set_meta(conn, [("state", "running"), ("engine", "fts3")])
     store.add_event(conn, "started", engine="fts3", endpoint=spec.engine.endpoint,
                     pid=os.getpid(), selector="throughput-aware")

@@ -234,3 +234,19 @@ def test_a_tier_paused_for_its_token_stops_the_run_resumable_after_token_wait(
     res = runner.resume_campaign("fts3tok")
     assert res.state == "done" and res.files_done == 6, res
     assert campaign_status("fts3tok").paused == ()
+
+
+def test_a_command_token_source_runs_once_a_run(tmp_path, gridxfer_home, standin, issuer):
+    """`run` reads ``fts3.token`` before the plan (a bad token refused, nothing journalled)
+    and its FTS3 client uses that reading: an ``oidc-token``-like command runs once."""
+    count = tmp_path / "count"
+    tool = tmp_path / "fts-token"
+    tool.write_text(f"#!/bin/sh\necho run >> '{count}'\ncat '{standin.token_file}'\n")
+    tool.chmod(0o700)
+    src = _write(tmp_path / "src.tok", testbed_tokens.mint(issuer, ["storage.read:/run1"]))
+    f = campaign(tmp_path, standin, src, None, files=2)
+    f.write_text(f.read_text().replace(f'token: {{file: "{standin.token_file}"}}',
+                                       f'token: {{command: ["{tool}"]}}'))
+    res = runner.run_campaign(f)
+    assert res.files_done == 2
+    assert count.read_text().splitlines() == ["run"]
