@@ -119,3 +119,13 @@ class ThreadMovers:
             if stat is not None:
                 with contextlib.suppress(Exception):
                     stat(ep)
+
+
+def close_plugins(plugins: Iterable[object]) -> None:
+    """Close each plug-in that has a ``close()`` (its own thread or file: a selector, the
+    exclusion policy, an optimizer); one that fails to close does not stop the others."""
+    for obj in plugins:
+        close = getattr(obj, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()

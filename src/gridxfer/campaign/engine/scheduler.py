@@ -16,7 +16,6 @@ slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcome
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
@@ -35,8 +34,8 @@ from gridxfer.campaign.policy import optimizer as optimizer_mod, selection
 from gridxfer.campaign.engine.attempt import run_attempt
 from gridxfer.campaign.engine.credentials import TOKEN_WAIT, Credentials, TokenGate
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
-    MoverFactory, OpsFactory, default_exclusion_factory, default_mover_factory, default_ops_factory,
-    default_optimizer_factory, default_selector_factory, default_selector_name,
+    MoverFactory, OpsFactory, close_plugins, default_exclusion_factory, default_mover_factory,
+    default_ops_factory, default_optimizer_factory, default_selector_factory, default_selector_name,
     fixed_optimizer_factory, ops_factory_for, tape_factory_for, ThreadMovers)
 from gridxfer.campaign.engine.feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from gridxfer.campaign.engine.shares import ActivityShares
@@ -149,11 +148,7 @@ class Scheduler:
         self._pool.close()
         self.tape.close(1.0 if self.hurry.is_set() else 10.0)
         self.steering.close()
-        for obj in (self.exclusions, *self.selectors.values()):
-            close = getattr(obj, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):
-                    close()
+        close_plugins((self.exclusions, *self.selectors.values()))
         self._pool.join(1.0 if self.hurry.is_set() else 10.0)
 
     def _tick(self, now: float) -> None:

@@ -8,11 +8,11 @@ reason (``campaign report`` and ``status`` read the trail back).
 """
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridxfer.campaign.accounting.stats import Accounting
+from gridxfer.campaign.engine.factories import close_plugins
 from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.spec.schema import TierSpec
@@ -51,8 +51,4 @@ class Steering:
 
     def close(self) -> None:
         """Optimizers with a ``close()`` (a plug-in's own thread or file) are closed."""
-        for opt in self.optimizers.values():
-            close = getattr(opt, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):
-                    close()
+        close_plugins(self.optimizers.values())
