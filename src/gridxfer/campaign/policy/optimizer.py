@@ -21,7 +21,8 @@ seconds instead of FTS3's +-1..2 per minute:
   (short transfers reach their rate at once, and hundreds end in 0.75 s): 32 -> 128 takes
   one interval, and the search settles within 10 s (a 20,000-file run over the 20 ms
   testbed settled at 10.05 s with full intervals, bench.smallfiles --wan). The reason says
-  so ("short files");
+  so ("short files"). The first interval's warm-up ends early once ``EARLY_SHORT`` x cap
+  transfers have ended in it: a 3 s run of 2,000 x 4 KB spent 2 s at its start level;
 - refine: then bisect between the measured levels around the best one (and below the
   start), towards the more promising side, until its neighbours are measured (to within a
   quarter of the level: 96 vs 128 is close enough); settle on the *fewest* transfers
@@ -45,6 +46,7 @@ from gridxfer.units import fmt_rate
 
 START_MAX = 8           # the first cap under a default ceiling (a high ceiling is not a start)
 SHORT_RAMP = 4          # slow start's factor while transfers are short
+EARLY_SHORT = 4         # the warm-up ends as soon as this many x cap transfers ended in it
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ class _Link:
     succeeded: int = 0
     failed: int = 0
     done: int = 0                       # transfers finished in the last interval
+    window_from: float = 0.0            # when that interval began
+    window: float = 0.0                 # its length (the warm-up may end early)
 
 
 class AdaptiveConcurrency:
@@ -120,14 +124,16 @@ class AdaptiveConcurrency:
         st = self._links.get(link.tier)
         if st is None:
             st = self._links[link.tier] = _Link(self.start, f"start at {self.start}",
-                                                next_at=now + self.interval)
+                                                next_at=now + self.interval, window_from=now)
             return Decision(st.cap, st.reason)      # the first interval is a warm-up
         st.succeeded += link.succeeded
         st.failed += link.failed
-        if now < st.next_at:
+        warm_up_over = st.mark is None and st.succeeded + st.failed >= EARLY_SHORT * st.cap
+        if now < st.next_at and not warm_up_over:
             return Decision(st.cap, st.reason)
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
+        st.window, st.window_from = now - st.window_from, now
         st.done = done + failed
         # short transfers: hundreds end per interval, half of one measures them as well
         st.next_at = now + (self.interval / 2 if st.done >= 2 * st.cap else self.interval)
@@ -208,7 +214,7 @@ class AdaptiveConcurrency:
         if st.phase == "slow-start" and (prev is None or gained) and cap < self.max_active:
             if st.done >= 2 * cap:
                 nxt = self._clamp(SHORT_RAMP * cap)
-                return nxt, (f"short files ({st.done} ended in {self.interval:g} s): slow "
+                return nxt, (f"short files ({st.done} ended in {st.window:.1f} s): slow "
                              f"start x{SHORT_RAMP}: {where}{vs}, trying {nxt}")
             nxt = self._clamp(2 * cap)
             return nxt, f"slow start: {where}{vs}, trying {nxt}"

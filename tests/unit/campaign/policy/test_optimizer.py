@@ -164,6 +164,24 @@ def test_short_files_ramp_multiplicatively_and_settle_within_10s(knee):
     assert any(r.startswith("short files") and "x4" in r for r in reasons)
 
 
+def test_a_warm_up_full_of_short_transfers_ends_early():
+    """Once EARLY_SHORT x cap transfers have ended in the first interval, the first ramp
+    comes at the next update (1 s: the steering's period), not after the whole 1.5 s
+    interval: a 3 s run of 2,000 x 4 KB spent 2 s at its start level. Few endings (long
+    transfers) still wait for the interval."""
+    from gridxfer.campaign.policy.optimizer import EARLY_SHORT
+    short = AdaptiveConcurrency(1, 128, start=32)
+    short.update(0.0, LinkSample("T1", 32, 1e6, 0, 0, 10_000, moved=0))
+    d = short.update(1.0, LinkSample("T1", 32, 2.5e6, EARLY_SHORT * 32, 0, 10_000,
+                                     moved=2_500_000))
+    assert d.active == 128 and d.reason.startswith("short files (128 ended in 1.0 s)")
+    long_ = AdaptiveConcurrency(1, 128, start=32)
+    long_.update(0.0, LinkSample("T1", 32, 1e6, 0, 0, 10_000, moved=0))
+    d = long_.update(1.0, LinkSample("T1", 32, 2.5e6, EARLY_SHORT * 32 - 1, 0, 10_000,
+                                     moved=2_500_000))
+    assert d.active == 32 and d.reason == "start at 32"
+
+
 def test_long_transfers_keep_doubling_with_a_settle_sample():
     """Few completions per interval (bulk files): slow start doubles, as before."""
     opt = AdaptiveConcurrency(1, 128, start=8)
