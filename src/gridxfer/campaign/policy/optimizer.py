@@ -103,6 +103,7 @@ class _Link:
     done: int = 0                       # transfers finished in the last interval
     window_from: float = 0.0            # when that interval began
     window: float = 0.0                 # its length (the warm-up may end early)
+    warming: bool = True                # still in the first interval (no sample taken)
 
 
 class AdaptiveConcurrency:
@@ -128,9 +129,10 @@ class AdaptiveConcurrency:
             return Decision(st.cap, st.reason)      # the first interval is a warm-up
         st.succeeded += link.succeeded
         st.failed += link.failed
-        warm_up_over = st.mark is None and st.succeeded + st.failed >= EARLY_SHORT * st.cap
+        warm_up_over = st.warming and st.succeeded + st.failed >= EARLY_SHORT * st.cap
         if now < st.next_at and not warm_up_over:
             return Decision(st.cap, st.reason)
+        st.warming = False
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
         st.window, st.window_from = now - st.window_from, now

@@ -182,6 +182,21 @@ def test_a_warm_up_full_of_short_transfers_ends_early():
     assert d.active == 32 and d.reason == "start at 32"
 
 
+def test_only_the_warm_up_ends_early_with_or_without_a_byte_counter():
+    """After the first sample, intervals run their full length however many transfers
+    end, also for a link that reports no byte counter (``moved=-1``)."""
+    from gridxfer.campaign.policy.optimizer import EARLY_SHORT
+    for moved in (-1, 2_500_000):
+        opt = AdaptiveConcurrency(1, 128, start=32)
+        opt.update(0.0, LinkSample("T1", 32, 1e6, 0, 0, 10_000, moved=-1 if moved < 0 else 0))
+        first = opt.update(1.0, LinkSample("T1", 128, 2.5e6, EARLY_SHORT * 32, 0, 10_000,
+                                           moved=moved))
+        assert first.active == 128
+        later = opt.update(1.2, LinkSample("T1", 128, 9e6, 100 * EARLY_SHORT * 128, 0,
+                                           10_000, moved=-1 if moved < 0 else 3_000_000))
+        assert later == first, moved
+
+
 def test_long_transfers_keep_doubling_with_a_settle_sample():
     """Few completions per interval (bulk files): slow start doubles, as before."""
     opt = AdaptiveConcurrency(1, 128, start=8)
