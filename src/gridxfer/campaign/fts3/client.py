@@ -16,7 +16,6 @@ import requests
 from dataclasses import asdict
 from typing import Any
 
-
 from gridxfer.auth.sources import read_token, source_from
 from gridxfer.auth.tokens import Token, TokenError
 from gridxfer.campaign.fts3 import official

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Iterable, Sequence
 
-
 from gridxfer.campaign.fts3 import official
 from gridxfer.campaign.spec.model import CampaignSpec, TierSpec
 from gridxfer.movers.base import TokenPair
