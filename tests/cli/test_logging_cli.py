@@ -57,3 +57,14 @@ def test_log_file_in_a_missing_directory_is_one_line_exit_2(gridxfer_home, tmp_p
     assert main(["campaign", "list", "--log-file", str(tmp_path / "no" / "x.log")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such directory" in err
+
+
+def test_a_librarys_own_log_line_does_not_reach_stderr(gridxfer_home, capsys, monkeypatch):
+    """paramiko logs "Socket exception ..." with no handler of its own: without one, Python's
+    last-resort handler would print it, unredacted, beside the ssh target's own warning."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])       # as outside pytest
+    monkeypatch.setattr(logging.getLogger("paramiko"), "handlers", [])
+    assert main(["tune", "list"]) == 0
+    capsys.readouterr()
+    logging.getLogger("paramiko.transport").error("Socket exception: Connection reset (104)")
+    assert capsys.readouterr().err == ""

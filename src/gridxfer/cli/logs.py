@@ -26,6 +26,11 @@ from gridxfer.redact import redact
 
 LOGGER = "gridxfer"
 _TAG = "_gridxfer_cli"          # marks the handlers this module installed
+# Libraries that log without a handler of their own would reach stderr through
+# logging.lastResort, unformatted and unredacted: paramiko prints "Socket exception:
+# Connection reset by peer (104)" before the ssh target's own line that says the same.
+# Their causes reach the user in gridxfer's errors and warnings instead.
+QUIET_LIBRARIES = ("paramiko",)
 
 
 class RedactFilter(logging.Filter):
@@ -88,6 +93,10 @@ def configure(verbosity: int, log_file: str | None) -> None:
         setattr(h, _TAG, True)
         logger.addHandler(h)
     logger.setLevel(min(h.level for h in handlers))
+    for name in QUIET_LIBRARIES:
+        lib = logging.getLogger(name)
+        if not lib.handlers:
+            lib.addHandler(logging.NullHandler())
 
 
 def _settings(ctx: click.Context) -> dict[str, Any]:

@@ -7,9 +7,14 @@ host key is refused unless ``accept_unknown_host_key=True`` (the CLI's
 (like OpenSSH's ``StrictHostKeyChecking=accept-new``). A key that differs from the recorded
 one, or one marked ``@revoked``, is always refused, before authentication. Commands are
 argument lists joined with ``shlex.join``.
+
+A connection closed between two commands (an sshd restart, a firewall's idle timeout while
+the admin reads a diff) is opened again once, with a warning: no command ran on it. A
+session that ends during a command is an error naming why; that command is never repeated.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 from collections.abc import Sequence
@@ -19,6 +24,7 @@ from gridxfer.errors import GridxferError
 from gridxfer.tuning.targets import known_hosts as kh
 from gridxfer.tuning.targets.base import CommandTarget, RunResult, TargetError
 
+log = logging.getLogger(__name__)
 _RSA_ALGORITHMS = ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
 
 
@@ -97,19 +103,54 @@ class SshTarget(CommandTarget):
         return shlex.join(full)
 
     def run(self, argv: Sequence[str], *, input: str | None = None) -> RunResult:
-        client = self._connect()
+        import paramiko
+
+        chan = self._channel(argv[0])
         try:
-            stdin, stdout, stderr = client.exec_command(self.command_line(argv),
-                                                        timeout=self.timeout * 8)
+            chan.settimeout(self.timeout * 8)
+            chan.exec_command(self.command_line(argv))
+            stdin, stdout = chan.makefile_stdin("wb"), chan.makefile("r")
+            stderr = chan.makefile_stderr("r")
             if input is not None:
                 stdin.write(input)
-            stdin.channel.shutdown_write()
+            chan.shutdown_write()
             out = stdout.read().decode("utf-8", "replace")
             err = stderr.read().decode("utf-8", "replace")
-            rc = stdout.channel.recv_exit_status()
+            rc = chan.recv_exit_status()
+            if rc == -1:                    # the channel closed with no exit status
+                raise EOFError
         except (TimeoutError, OSError) as exc:
             raise TargetError(f"{self.label}: {argv[0]}: {exc}") from None
+        except (paramiko.SSHException, EOFError) as exc:
+            # the command may have run: never sent again
+            raise TargetError(f"{self.label}: {argv[0]}: the SSH session ended: "
+                              f"{_why_ended(chan.get_transport(), exc)}") from None
+        finally:
+            chan.close()
         return RunResult(tuple(argv), rc, out, err)
+
+    def _channel(self, what: str):
+        """A new session channel. A connection the server (or a firewall) closed since the
+        last command is opened again, once, with a warning: no command ran on it, so
+        nothing is repeated."""
+        import paramiko
+
+        for attempt in (1, 2):
+            transport = self._connect().get_transport()
+            try:
+                if transport is None or not transport.is_active():
+                    raise paramiko.SSHException("SSH session not active")
+                return transport.open_session(timeout=self.timeout * 8)
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                why, alive = _why_ended(transport, exc), transport is not None and \
+                    transport.is_active()
+                self.close()
+                if attempt == 2 or alive:
+                    raise TargetError(f"{self.label}: {what}: cannot open an SSH session: "
+                                      f"{why}") from None
+                log.warning("%s: the SSH connection was closed (%s); connecting again",
+                            self.label, why)
+        raise AssertionError("unreachable")
 
     def session_interfaces(self) -> frozenset[str]:
         client = self._connect()
@@ -121,6 +162,15 @@ class SshTarget(CommandTarget):
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _why_ended(transport, exc: BaseException) -> str:
+    """The reason a session ended: paramiko keeps the transport thread's own exception
+    (EOF from the server, a reset) and raises only "SSH session not active"."""
+    cause = getattr(transport, "saved_exception", None) or exc
+    if isinstance(cause, EOFError):
+        return "closed by the server"
+    return str(cause) or type(cause).__name__
 
 
 def _prefer(types: list[str]):
