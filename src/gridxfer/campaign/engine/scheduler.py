@@ -132,12 +132,15 @@ class Scheduler:
                     self._watchdog(now)
                     self._token_stall(now)
                     next_tick = now + 1.0
+                elif now >= self.steering.due():    # an optimizer that asked to look sooner
+                    self._batch.events.extend(self.steering.step(now, self.acct, self._slots))
                 self._dispatch(now)
                 if now - self._batch_since >= RESULTS_LINGER or len(self._batch.att_rows) >= 512:
                     self._flush(now)
                 if not self._inflight and not self._feed.has_work() and not self.tape.busy():
                     return self._finish()
-                self._drain(block=min(0.25, max(0.001, next_tick - self.clock()),
+                wake = min(next_tick, self.steering.due())
+                self._drain(block=min(0.25, max(0.001, wake - self.clock()),
                                       self._feed.next_retry_in(now)))
         finally:
             self._stop_threads()

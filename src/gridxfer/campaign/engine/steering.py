@@ -1,4 +1,5 @@
-"""The concurrency of every link, decided once a second on the dispatcher's tick.
+"""The concurrency of every link, decided on the dispatcher's loop: once a second, or
+sooner when an optimizer asks (``Decision.ask_in``: a warm-up looks every 0.25 s).
 
 Each tier's optimizer (``policy/optimizer.py``) reads its link's sample and answers a
 number of transfers; it is held to ``1 .. max_active`` (a tier without ``max_active``
@@ -17,7 +18,8 @@ from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.spec.schema import TierSpec
 
-OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link
+OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link, at most
+MIN_ASK = 0.1                # and at least
 
 Event = tuple[str, dict[str, Any]]
 
@@ -37,17 +39,22 @@ class Steering:
         for tier, opt in self.optimizers.items():
             if now < self._next[tier]:
                 continue
-            self._next[tier] = now + OPTIMIZER_PERIOD
             sample = acct.link_sample(tier, now)
             decision = opt.update(now, sample)
+            ask = OPTIMIZER_PERIOD if decision.ask_in is None else decision.ask_in
+            self._next[tier] = now + min(OPTIMIZER_PERIOD, max(MIN_ASK, ask))
             active = max(1, min(decision.active, self.tiers[tier].max_active))
-            decision = optimizer_mod.Decision(active, decision.reason)
+            decision = optimizer_mod.Decision(active, decision.reason, decision.ask_in)
             slots.set_cap(tier, active)
             prev = acct.cap(tier)
             if active != prev:
                 acct.set_cap(tier, active, decision.reason)
                 events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
         return events
+
+    def due(self) -> float:
+        """When the next link is to be asked (the dispatcher's loop sleeps no longer)."""
+        return min(self._next.values(), default=float("inf"))
 
     def close(self) -> None:
         """Optimizers with a ``close()`` (a plug-in's own thread or file) are closed."""

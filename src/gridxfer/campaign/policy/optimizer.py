@@ -22,7 +22,9 @@ seconds instead of FTS3's +-1..2 per minute:
   one interval, and the search settles within 10 s (a 20,000-file run over the 20 ms
   testbed settled at 10.05 s with full intervals, bench.smallfiles --wan). The reason says
   so ("short files"). The first interval's warm-up ends early once ``EARLY_SHORT`` x cap
-  transfers have ended in it: a 3 s run of 2,000 x 4 KB spent 2 s at its start level;
+  transfers have ended in it: a 3 s run of 2,000 x 4 KB spent 2 s at its start level. A
+  decision's ``ask_in`` says when to be asked next (every ``WARM_ASK`` s in the warm-up,
+  then at the interval's end), so the steering does not hold it to its 1 s period;
 - refine: then bisect between the measured levels around the best one (and below the
   start), towards the more promising side, until its neighbours are measured (to within a
   quarter of the level: 96 vs 128 is close enough); settle on the *fewest* transfers
@@ -47,6 +49,7 @@ from gridxfer.units import fmt_rate
 START_MAX = 8           # the first cap under a default ceiling (a high ceiling is not a start)
 SHORT_RAMP = 4          # slow start's factor while transfers are short
 EARLY_SHORT = 4         # the warm-up ends as soon as this many x cap transfers ended in it
+WARM_ASK = 0.25         # s: how often a link in its warm-up is looked at (for EARLY_SHORT)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class LinkSample:
 class Decision:
     active: int
     reason: str
+    # seconds until this optimizer wants its next sample; None: the steering's period (1 s)
+    ask_in: float | None = None
 
 
 class ConcurrencyOptimizer(Protocol):
@@ -126,12 +131,12 @@ class AdaptiveConcurrency:
         if st is None:
             st = self._links[link.tier] = _Link(self.start, f"start at {self.start}",
                                                 next_at=now + self.interval, window_from=now)
-            return Decision(st.cap, st.reason)      # the first interval is a warm-up
+            return self._answer(now, st)            # the first interval is a warm-up
         st.succeeded += link.succeeded
         st.failed += link.failed
         warm_up_over = st.warming and st.succeeded + st.failed >= EARLY_SHORT * st.cap
         if now < st.next_at and not warm_up_over:
-            return Decision(st.cap, st.reason)
+            return self._answer(now, st)
         st.warming = False
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
@@ -149,7 +154,7 @@ class AdaptiveConcurrency:
             new, why = self._back_off(now, st, done, failed)
         elif (st.settle and st.done < 2 * st.cap) or (link.active < st.cap and link.queued == 0):
             st.settle = False               # ramping up, or nothing to learn from
-            return Decision(st.cap, st.reason)
+            return self._answer(now, st)
         else:
             st.ema = rate if st.samples == 0 else (self.alpha * rate
                                                     + (1 - self.alpha) * st.ema)
@@ -159,7 +164,14 @@ class AdaptiveConcurrency:
             st.cap, st.reason, st.settle, st.ema, st.samples = new, why, True, 0.0, 0
         elif why:
             st.reason = why
-        return Decision(st.cap, st.reason)
+        return self._answer(now, st)
+
+    @staticmethod
+    def _answer(now: float, st: _Link) -> Decision:
+        """The cap, and when to be asked next: every ``WARM_ASK`` s in the warm-up (its
+        early end), else at the interval's end (half intervals are shorter than 1 s)."""
+        return Decision(st.cap, st.reason,
+                        WARM_ASK if st.warming else max(WARM_ASK, st.next_at - now))
 
     def _back_off(self, now: float, st: _Link, done: int, failed: int) -> tuple[int, str]:
         ratio = done / (done + failed)

@@ -53,3 +53,23 @@ def test_close_closes_the_optimizers():
     steering, opt, _acct, _slots = setup([])
     steering.close()
     assert opt.closed
+
+
+class AsksSooner(Asks):
+    def update(self, now, link) -> Decision:
+        self.calls += 1
+        return Decision(4, "warming", ask_in=0.25 if self.calls < 3 else 5.0)
+
+
+def test_an_optimizer_that_asks_sooner_is_asked_sooner_and_never_later_than_the_period():
+    tiers = {"T1": TierSpec("T1", ("root://a//d/",), max_active=8)}
+    opt = AsksSooner([])
+    steering = Steering(tiers, lambda t: opt)
+    acct = Accounting({"T1": ("root://a//d/",)}, started=0.0, clock=lambda: 0.0)
+    slots = LinkSlots(tiers)
+    steering.step(0.0, acct, slots)
+    assert steering.due() == 0.25
+    assert steering.step(0.2, acct, slots) == [] and opt.calls == 1
+    steering.step(0.25, acct, slots)
+    steering.step(0.5, acct, slots)
+    assert opt.calls == 3 and steering.due() == 0.5 + OPTIMIZER_PERIOD     # 5 s: held to 1

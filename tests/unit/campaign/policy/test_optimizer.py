@@ -194,7 +194,26 @@ def test_only_the_warm_up_ends_early_with_or_without_a_byte_counter():
         assert first.active == 128
         later = opt.update(1.2, LinkSample("T1", 128, 9e6, 100 * EARLY_SHORT * 128, 0,
                                            10_000, moved=-1 if moved < 0 else 3_000_000))
-        assert later == first, moved
+        assert (later.active, later.reason) == (first.active, first.reason), moved
+        assert first.ask_in == 0.75 and later.ask_in == 0.55    # the half interval's end
+
+
+def test_a_warming_link_asks_to_be_looked_at_every_quarter_second():
+    """The early end of the warm-up can only come when the optimizer is asked: the steering's
+    1 s tick put the first x4 of a 2,000 x 4 KB run at 1.01 s. Once warmed up, it asks at
+    its interval's end."""
+    from gridxfer.campaign.policy.optimizer import EARLY_SHORT, WARM_ASK
+    opt = AdaptiveConcurrency(1, 128, start=32)
+    assert opt.update(0.0, LinkSample("T1", 32, 0, 0, 0, 10_000, moved=0)).ask_in == WARM_ASK
+    assert opt.update(0.25, LinkSample("T1", 32, 1e6, 40, 0, 10_000,
+                                       moved=160_000)).ask_in == WARM_ASK
+    d = opt.update(0.5, LinkSample("T1", 32, 2e6, EARLY_SHORT * 32, 0, 10_000, moved=700_000))
+    assert d.active == 128 and d.reason.startswith("short files (168 ended in 0.5 s)")
+    assert d.ask_in == 0.75
+    long_ = AdaptiveConcurrency(1, 16, start=8)
+    long_.update(0.0, LinkSample("T1", 8, 0, 0, 0, 100, moved=0))
+    d = long_.update(1.5, LinkSample("T1", 8, 1e8, 3, 0, 100, moved=150_000_000))
+    assert d.active == 8 and d.ask_in == 1.5        # long transfers: full intervals
 
 
 def test_long_transfers_keep_doubling_with_a_settle_sample():
