@@ -131,13 +131,15 @@ class AdaptiveConcurrency:
         if st is None:
             st = self._links[link.tier] = _Link(self.start, f"start at {self.start}",
                                                 next_at=now + self.interval, window_from=now)
+            if link.moved >= 0:             # the warm-up's rate, however early it ends
+                st.mark = (now, link.moved)
             return self._answer(now, st)            # the first interval is a warm-up
         st.succeeded += link.succeeded
         st.failed += link.failed
         warm_up_over = st.warming and st.succeeded + st.failed >= EARLY_SHORT * st.cap
         if now < st.next_at and not warm_up_over:
             return self._answer(now, st)
-        st.warming = False
+        first, st.warming = st.warming, False
         done, failed = st.succeeded, st.failed
         st.succeeded = st.failed = 0
         st.window, st.window_from = now - st.window_from, now
@@ -148,7 +150,7 @@ class AdaptiveConcurrency:
         if link.moved >= 0:
             if st.mark is not None and now > st.mark[0]:
                 rate = max(0.0, (link.moved - st.mark[1]) / (now - st.mark[0]))
-                st.settle = False           # the window began at the change: no blur
+                st.settle = st.settle and first  # a window from a change: no blur
             st.mark = (now, link.moved)
         if failed >= 2 and done / (done + failed) < self.min_success:
             new, why = self._back_off(now, st, done, failed)

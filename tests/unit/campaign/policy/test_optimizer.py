@@ -207,8 +207,10 @@ def test_a_warming_link_asks_to_be_looked_at_every_quarter_second():
     assert opt.update(0.0, LinkSample("T1", 32, 0, 0, 0, 10_000, moved=0)).ask_in == WARM_ASK
     assert opt.update(0.25, LinkSample("T1", 32, 1e6, 40, 0, 10_000,
                                        moved=160_000)).ask_in == WARM_ASK
-    d = opt.update(0.5, LinkSample("T1", 32, 2e6, EARLY_SHORT * 32, 0, 10_000, moved=700_000))
-    assert d.active == 128 and d.reason.startswith("short files (168 ended in 0.5 s)")
+    # rate 0: the accounting's own rate before its first 1 s tick; the byte counter counts
+    d = opt.update(0.5, LinkSample("T1", 32, 0.0, EARLY_SHORT * 32, 0, 10_000, moved=700_000))
+    assert d.active == 128
+    assert d.reason.startswith("short files (168 ended in 0.5 s): slow start x4: 1.4 MB/s at 32")
     assert d.ask_in == 0.75
     long_ = AdaptiveConcurrency(1, 16, start=8)
     long_.update(0.0, LinkSample("T1", 8, 0, 0, 0, 100, moved=0))
