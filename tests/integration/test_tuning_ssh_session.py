@@ -84,3 +84,13 @@ def test_a_server_that_stays_away_is_one_clear_error(sshd):
         wait_inactive(t)
         with pytest.raises(TargetError, match="cannot connect"):
             t.run(["true"])
+
+
+def test_the_session_interface_is_asked_on_a_live_connection(sshd):
+    """`tune apply --iface` asks which interface carries the session before any write: on
+    a connection the server closed, that question reconnects too, not a traceback."""
+    with target(sshd) as t:
+        assert t.session_interfaces() == {sshd.ns.ns_if}
+        drop_sessions(sshd)
+        wait_inactive(t)
+        assert t.session_interfaces() == {sshd.ns.ns_if}

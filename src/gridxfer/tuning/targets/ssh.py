@@ -130,20 +130,16 @@ class SshTarget(CommandTarget):
         return RunResult(tuple(argv), rc, out, err)
 
     def _channel(self, what: str):
-        """A new session channel. A connection the server (or a firewall) closed since the
-        last command is opened again, once, with a warning: no command ran on it, so
-        nothing is repeated."""
+        """A new session channel on a live connection (``_live``); should the server close
+        it just as the channel is asked for, it is opened again once more."""
         import paramiko
 
         for attempt in (1, 2):
-            transport = self._connect().get_transport()
+            transport = self._live().get_transport()
             try:
-                if transport is None or not transport.is_active():
-                    raise paramiko.SSHException("SSH session not active")
                 return transport.open_session(timeout=self.timeout * 8)
             except (paramiko.SSHException, EOFError, OSError) as exc:
-                why, alive = _why_ended(transport, exc), transport is not None and \
-                    transport.is_active()
+                why, alive = _why_ended(transport, exc), transport.is_active()
                 self.close()
                 if attempt == 2 or alive:
                     raise TargetError(f"{self.label}: {what}: cannot open an SSH session: "
@@ -152,8 +148,20 @@ class SshTarget(CommandTarget):
                             self.label, why)
         raise AssertionError("unreachable")
 
-    def session_interfaces(self) -> frozenset[str]:
+    def _live(self):
+        """The connection; one the server (or a firewall) closed since the last command is
+        opened again, with a warning: no command ran on it, so nothing is repeated."""
         client = self._connect()
+        transport = client.get_transport()
+        if transport is not None and transport.is_active():
+            return client
+        log.warning("%s: the SSH connection was closed (%s); connecting again", self.label,
+                    _why_ended(transport, EOFError()))
+        self.close()
+        return self._connect()
+
+    def session_interfaces(self) -> frozenset[str]:
+        client = self._live()
         local_addr = client.get_transport().sock.getsockname()[0]
         dev = self._route_dev(local_addr)
         return frozenset({dev}) if dev else frozenset()
