@@ -12,7 +12,6 @@ import json
 import logging
 import re
 
-import requests
 from dataclasses import asdict
 from typing import Any
 
@@ -50,6 +49,8 @@ class Transient(Fts3Error):
 
 
 def _error(exc: Exception, what: str) -> GridxferError:
+    import requests  # here: 30 ms of every local-engine start otherwise (official.py)
+
     text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT] + "..."
