@@ -35,6 +35,7 @@ Used by relay.py (root -> root) and upload.py (file -> root) for files of one wr
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 import time
@@ -63,11 +64,34 @@ def far(server: str) -> bool:
     return _latency.get(server, NEAR) >= NEAR
 
 
+class Latch:
+    """``threading.Event``'s ``set`` and ``wait`` for one setter: a lock held until set.
+    An Event is a Condition in Python (a waiter lock, a deque, its own lock taken again on
+    waking); a reply is waited for once or twice per request, hundreds a second."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        with contextlib.suppress(RuntimeError):     # set twice: already open
+            self._lock.release()
+
+    def wait(self, timeout: float) -> bool:
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        with contextlib.suppress(RuntimeError):
+            self._lock.release()
+        return True
+
+
 class Reply:
     """The answer to one asynchronous XrdCl request."""
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.done = Latch()
         self.status: Any = None
         self.response: Any = None
 
