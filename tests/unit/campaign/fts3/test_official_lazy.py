@@ -7,8 +7,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+LAZY = ("fts3", "M2Crypto", "requests", "jwt")
 PROBE = ("import sys, gridxfer.cli.main, gridxfer.campaign.runner, gridxfer.campaign.cancel; "
-         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fts3', 'M2Crypto', 'requests', 'jwt')))")
+         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {LAZY!r}))")
 
 
 def test_a_local_engine_start_does_not_import_the_official_client() -> None:
