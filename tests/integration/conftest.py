@@ -5,6 +5,22 @@ import pytest
 import yaml
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used a real sshd (tuning.testing.sshd_host) shows the end of the
+    server's log: why it ended a session is only there (a CI run once saw a session die
+    right after authentication, with nothing on the client's side to say why)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    from gridxfer.tuning.testing import SshdHost
+    for value in getattr(item, "funcargs", {}).values():
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, SshdHost):
+                report.sections.append((f"sshd log ({call.when})", v.log_tail()))
+
+
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory, request):
     """The test module's ``TOPO`` (netgrid topology YAML) up without services, with a

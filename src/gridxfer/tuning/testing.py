@@ -91,6 +91,15 @@ class SshdHost:
     def address(self) -> str:
         return self.ns.ns_addr
 
+    def log_tail(self, lines: int = 40) -> str:
+        """The end of the server's log (LogLevel VERBOSE: every connection and why it
+        ended)."""
+        try:
+            text = (Path(self.workdir) / "sshd.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
     def inventory(self, name: str = "gxhost") -> str:
         path = Path(self.workdir) / "inventory.ini"
         path.write_text(
@@ -108,11 +117,14 @@ def _keygen(path: Path, kind: str = "ed25519") -> tuple[str, str]:
     return kind_name, blob
 
 
-def _wait_port(addr: str, port: int, proc: subprocess.Popen, timeout: float = 10) -> None:
+def _wait_port(addr: str, port: int, proc: subprocess.Popen, log_file: Path,
+               timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"sshd exited: {proc.stderr.read() if proc.stderr else ''}")
+            log = Path(log_file).read_text(errors="replace") if log_file.exists() else ""
+            raise RuntimeError(f"sshd exited: {proc.stderr.read() if proc.stderr else ''}"
+                               f"{log}")
         with socket.socket() as s:
             s.settimeout(0.3)
             if s.connect_ex((addr, port)) == 0:
@@ -143,13 +155,15 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
             f"HostKey {w / 'host_ecdsa'}",
             f"AuthorizedKeysFile {w / 'authorized_keys'}", "PermitRootLogin prohibit-password",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
-            "StrictModes no", f"PidFile {w / 'sshd.pid'}", "LogLevel ERROR",
+            "StrictModes no", f"PidFile {w / 'sshd.pid'}", "LogLevel VERBOSE",
             "MaxStartups 50", "MaxSessions 50", "Subsystem sftp internal-sftp"]) + "\n")
-        proc = subprocess.Popen(["ip", "netns", "exec", ns.name, "/usr/sbin/sshd", "-D", "-e",
-                                 "-f", str(w / "sshd_config")],
+        # its log in a file (``SshdHost.log``): a test that fails shows why the server
+        # ended a session (tests/integration/conftest.py)
+        proc = subprocess.Popen(["ip", "netns", "exec", ns.name, "/usr/sbin/sshd", "-D",
+                                 "-E", str(w / "sshd.log"), "-f", str(w / "sshd_config")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            _wait_port(ns.ns_addr, port, proc)
+            _wait_port(ns.ns_addr, port, proc, w / "sshd.log")
             yield SshdHost(ns, port, str(w / "id_ed25519"), str(w / "known_hosts"),
                            str(w / "known_hosts_empty"), str(w / "known_hosts_wrong"), work,
                            str(w / "known_hosts_ecdsa"))
