@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -175,10 +176,7 @@ def clean_median(r: Result, limit: float | None = None) -> float | None:
         return None
     cap = STALL * rounds[0] if limit is None else min(STALL * rounds[0], limit)
     clean = [s for s in rounds if s <= cap]
-    if not clean:
-        return None
-    mid = len(clean) // 2
-    return clean[mid] if len(clean) % 2 else (clean[mid - 1] + clean[mid]) / 2
+    return statistics.median(clean) if clean else None
 
 
 def stall_limit(results: dict, label: str, cks: bool) -> float | None:

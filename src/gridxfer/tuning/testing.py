@@ -122,7 +122,7 @@ def _wait_port(addr: str, port: int, proc: subprocess.Popen, log_file: Path,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            log = Path(log_file).read_text(errors="replace") if log_file.exists() else ""
+            log = log_file.read_text(errors="replace") if log_file.exists() else ""
             raise RuntimeError(f"sshd exited: {proc.stderr.read() if proc.stderr else ''}"
                                f"{log}")
         with socket.socket() as s:
@@ -157,7 +157,7 @@ def sshd_host(ns: ScratchNetns) -> Iterator[SshdHost]:
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
             "StrictModes no", f"PidFile {w / 'sshd.pid'}", "LogLevel VERBOSE",
             "MaxStartups 50", "MaxSessions 50", "Subsystem sftp internal-sftp"]) + "\n")
-        # its log in a file (``SshdHost.log``): a test that fails shows why the server
+        # its log in a file (``SshdHost.log_tail``): a test that fails shows why the server
         # ended a session (tests/integration/conftest.py)
         proc = subprocess.Popen(["ip", "netns", "exec", ns.name, "/usr/sbin/sshd", "-D",
                                  "-E", str(w / "sshd.log"), "-f", str(w / "sshd_config")],

@@ -139,13 +139,12 @@ class SshTarget(CommandTarget):
             try:
                 return transport.open_session(timeout=self.timeout * 8)
             except (paramiko.SSHException, EOFError, OSError) as exc:
-                why, alive = _why_ended(transport, exc), transport.is_active()
-                self.close()
-                if attempt == 2 or alive:
+                why = _why_ended(transport, exc)
+                if attempt == 2 or transport.is_active():
+                    self.close()
                     raise TargetError(f"{self.label}: {what}: cannot open an SSH session: "
                                       f"{why}") from None
-                log.warning("%s: the SSH connection was closed (%s); connecting again",
-                            self.label, why)
+                self._dropped(why)
         raise AssertionError("unreachable")
 
     def _live(self):
@@ -155,10 +154,14 @@ class SshTarget(CommandTarget):
         transport = client.get_transport()
         if transport is not None and transport.is_active():
             return client
-        log.warning("%s: the SSH connection was closed (%s); connecting again", self.label,
-                    _why_ended(transport, EOFError()))
-        self.close()
+        self._dropped(_why_ended(transport, EOFError()))
         return self._connect()
+
+    def _dropped(self, why: str) -> None:
+        """Forget a connection the server closed; the next ``_connect`` opens a new one."""
+        log.warning("%s: the SSH connection was closed (%s); connecting again",
+                    self.label, why)
+        self.close()
 
     def session_interfaces(self) -> frozenset[str]:
         client = self._live()
