@@ -39,7 +39,8 @@ from gridxfer.movers.xrootd.authz import as_auth, bearer, with_cgi, xpath, xurl
 from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, client as xrd
 from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_download
-from gridxfer.movers.xrootd.relay import TooLarge, relay
+from gridxfer.movers.xrootd.relay import TooLarge
+from gridxfer.movers.xrootd.relaypool import run_relay
 from gridxfer.movers.xrootd.tape import XRootDTapeOps
 from gridxfer.movers.xrootd.upload import Upload, posc_honoured, posc_upload
 from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_timeout
@@ -173,8 +174,8 @@ class XRootDMover(XRootDTapeOps):
         check_dst = verify in ("destination", "both")
         # a file above READ_BACK_MAX is not read back (the bytes sent twice cost the
         # server's bandwidth: a throttled xrootd's rate halved), the server's adler32 is asked
-        sent = relay(src, dst, params, progress, read_back=check_dst,
-                     expected=expected if verify != "none" else None)
+        sent = run_relay(src, dst, params, progress, read_back=check_dst,
+                         expected=expected if verify != "none" else None)
         params.data_done()
         dst_sum = None
         if check_dst:
