@@ -23,6 +23,7 @@ redacting JSON text keeps it valid JSON.
 """
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -132,3 +133,17 @@ def credential_in_url(url: str) -> str | None:
     if _JWT.search(url) or _BEARER.search(url):
         return "a bearer token"
     return None
+
+
+class RedactFilter(logging.Filter):
+    """Formats the message once, redacted and on one line (a file name holding a newline
+    or a terminal escape is shown escaped); the record then carries no arguments."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = "".join(c if c.isprintable() else repr(c)[1:-1]
+                             for c in redact(record.getMessage()))
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        record.exc_info = None
+        return True

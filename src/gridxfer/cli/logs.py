@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from gridxfer.errors import UsageError
-from gridxfer.redact import redact
+from gridxfer.redact import RedactFilter
 
 LOGGER = "gridxfer"
 _TAG = "_gridxfer_cli"          # marks the handlers this module installed
@@ -31,20 +31,6 @@ _TAG = "_gridxfer_cli"          # marks the handlers this module installed
 # Connection reset by peer (104)" before the ssh target's own line that says the same.
 # Their causes reach the user in gridxfer's errors and warnings instead.
 QUIET_LIBRARIES = ("paramiko",)
-
-
-class RedactFilter(logging.Filter):
-    """Formats the message once, redacted and on one line (a file name holding a newline
-    or a terminal escape is shown escaped); the record then carries no arguments."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = "".join(c if c.isprintable() else repr(c)[1:-1]
-                             for c in redact(record.getMessage()))
-        record.args = None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-        record.exc_info = None
-        return True
 
 
 class _Stderr(logging.StreamHandler):

@@ -14,6 +14,7 @@ the thread that started the helper, a campaign worker that may end before the pr
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -28,6 +29,7 @@ from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.pipeline import _latency
 from gridxfer.movers.xrootd.relay import TooLarge, relay
 from gridxfer.movers.xrootd.upload import _posc
+from gridxfer.redact import RedactFilter
 
 THREADS = 1024          # relays at once (the campaign's link caps bound what is sent)
 
@@ -73,6 +75,11 @@ class Helper:
 def main() -> None:
     inp, out = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr             # a stray print never corrupts the frames
+    shown = logging.StreamHandler(sys.stderr)   # as the CLI's: redacted, one line each
+    shown.setFormatter(logging.Formatter("gridxfer: relay helper: %(levelname)s: %(message)s"))
+    shown.addFilter(RedactFilter())
+    logging.getLogger("gridxfer").addHandler(shown)
+    logging.getLogger("gridxfer").setLevel(logging.WARNING)
     try:
         Helper(out).serve(inp)
     finally:
