@@ -41,3 +41,22 @@ def grid(tmp_path_factory, request):
             netgrid.down()
     assert not [ns for ns in netns.listing() if ns.startswith(netgrid.ns_prefix(name))]
 
+
+@pytest.fixture(scope="module")
+def auth_grid(tmp_path_factory, grid_ca):
+    """The testbed's servers with real authentication (localgrid.AUTH_SERVERS: t2-tok1,
+    XRootD 5.5.3 with ztn and the SciTokens plugin, and its XrdHttp t2-davs1), up for the
+    test module under a private $GRIDXFER_HOME (``extra["home"]``)."""
+    import dataclasses
+    import os
+
+    from gridxfer.testbed import localgrid
+    home = tmp_path_factory.mktemp("auth-grid-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRIDXFER_HOME", str(home))
+        inv = localgrid.up(localgrid.LocalGridSpec(servers=localgrid.AUTH_SERVERS, gsi=grid_ca,
+                                                   owner_pid=os.getpid()))
+        try:
+            yield dataclasses.replace(inv, extra={**inv.extra, "home": str(home)})
+        finally:
+            localgrid.down()

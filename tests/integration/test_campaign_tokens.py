@@ -9,7 +9,6 @@ is refreshed, without a failed file; and the token's signature appears in no out
 log, journal or state file, and in no process's arguments or environment."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sqlite3
@@ -23,7 +22,6 @@ import pytest
 
 from gridxfer.testbed import localgrid
 from gridxfer.testbed import tokens as tok_mod
-from gridxfer.testbed.localgrid import AUTH_SERVERS, LocalGridSpec
 
 pytestmark = pytest.mark.integration
 
@@ -34,16 +32,8 @@ CHECKS = Path(__file__).resolve().parents[2] / "checks"
 
 
 @pytest.fixture(scope="module")
-def grid(tmp_path_factory, grid_ca):
-    home = tmp_path_factory.mktemp("tok-grid-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRIDXFER_HOME", str(home))
-        inv = localgrid.up(LocalGridSpec(servers=AUTH_SERVERS, gsi=grid_ca,
-                                         owner_pid=os.getpid()))
-        try:
-            yield dataclasses.replace(inv, extra={**inv.extra, "home": str(home)})
-        finally:
-            localgrid.down()
+def grid(auth_grid):
+    return auth_grid
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gridxfer.errors import TransferError
@@ -186,6 +187,30 @@ def server_view(case: Case, names) -> dict[str, tuple[int, bool] | None]:
     return out
 
 
+def relay_helpers(pid: int) -> list[int]:
+    """The relay helper processes (movers/xrootd/relayhelper.py) of the campaign ``pid``."""
+    try:
+        kids = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for kid in kids:
+        try:
+            if "gridxfer.movers.xrootd.relayhelper" in kid.cmdline():
+                out.append(kid.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def run_and_kill(case: Case, spec: Path, env: dict, ready) -> dict:
     """Start the campaign, SIGKILL it when ``ready(complete_names, partial_names)`` says so
     (polled on the server's disk), return what the journal and server held at that moment."""
@@ -199,6 +224,7 @@ def run_and_kill(case: Case, spec: Path, env: dict, ready) -> dict:
             if ready(full, set(sizes) - full):
                 break
             time.sleep(0.005)
+        helpers = relay_helpers(proc.pid)
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -211,7 +237,7 @@ def run_and_kill(case: Case, spec: Path, env: dict, ready) -> dict:
                  "WHERE a.status = 'active'")}
     done = {n for (n,) in query(case.db, "SELECT name FROM files WHERE state = 'done'")}
     view = server_view(case, case.source)
-    return {"active": active, "done": done, "view": view}
+    return {"active": active, "done": done, "view": view, "helpers": helpers}
 
 
 def check_at_kill(case: Case, snap: dict) -> None:
@@ -300,19 +326,30 @@ def test_kill9_small_files_then_resume(xrd, gridxfer_home, tmp_path, cks):
           f"recovered {outcomes}")
 
 
+@pytest.mark.parametrize("helpers", [False, True], ids=["here", "helpers"])
 @pytest.mark.parametrize("cks", CHECKSUMS, ids=CHECKSUMS.keys())
-def test_kill9_small_files_root_to_root_then_resume(xrd2, gridxfer_home, tmp_path, cks):
+def test_kill9_small_files_root_to_root_then_resume(xrd2, gridxfer_home, tmp_path, cks,
+                                                    helpers):
     """The same with ~1500 files of 1-8 KB from a root:// source (movers/xrootd/relay.py:
     the final name under POSC, write and close pipelined) and no max_active: the tier's
-    default ceiling (128) and the optimizer's short-file ramp. Killed with 30-60 % done."""
+    default ceiling (128) and the optimizer's short-file ramp. Killed with 30-60 % done.
+    ``helpers``: the loopback servers count as far (``GRIDXFER_XRD_NEAR_MS=0``), so past
+    16 in flight the relays run in helper processes (relaypool.py), killed with it."""
     rnd = random.Random()
     n = 1500
     case, spec = make_case(xrd2, gridxfer_home, tmp_path, f"c-relay-{cks}",
                            [rnd.randrange(1024, 8193) for _ in range(n)],
                            checksum=CHECKSUMS[cks], max_active=None, src_endpoint="crash-src")
-    env = {**os.environ, "GRIDXFER_HOME": str(gridxfer_home)}
+    env = {**os.environ, "GRIDXFER_HOME": str(gridxfer_home),
+           "GRIDXFER_XRD_NEAR_MS": "0" if helpers else "5"}
     target = int(n * rnd.uniform(0.3, 0.6))
     snap = run_and_kill(case, spec, env, lambda full, partial: len(full) >= target)
+    if helpers:
+        assert len(snap["helpers"]) == 2, snap["helpers"]
+        deadline = time.time() + 10
+        while any(map(running, snap["helpers"])) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not any(map(running, snap["helpers"])), "helpers outlived the kill"
     check_at_kill(case, snap)
     outcomes = check_resumed(case, snap, env, checksum=cks != "none")
     print(f"{cks}: {len(snap['done'])} done, {len(snap['active'])} active at the kill; "

@@ -24,7 +24,6 @@ from gridxfer.movers.base import TokenPair
 from gridxfer.movers.xrootd import relaypool
 from gridxfer.testbed import localgrid
 from gridxfer.testbed import tokens as tok_mod
-from gridxfer.testbed.localgrid import AUTH_SERVERS, LocalGridSpec
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +38,7 @@ def pool(local_grid, monkeypatch):
     monkeypatch.setattr(relaypool, "BUSY", 0)
     monkeypatch.setattr(relaypool, "far", lambda server: True)
     monkeypatch.setenv(relaypool.PROCS_VAR, "2")
+    monkeypatch.setattr(relaypool, "_failed", False)
     relaypool.shutdown()
     yield local_grid
     relaypool.shutdown()
@@ -113,22 +113,8 @@ def test_a_source_above_the_relay_limit_takes_the_general_path(pool):
     assert pool.local_path(dst("big.dat")).read_bytes() == data
 
 
-@pytest.fixture(scope="module")
-def tok_grid(tmp_path_factory, grid_ca):
-    """t2-tok1: XRootD 5.5.3 with ztn and the SciTokens plugin (a WLCG token needed)."""
-    home = tmp_path_factory.mktemp("pool-tok-home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRIDXFER_HOME", str(home))
-        inv = localgrid.up(LocalGridSpec(servers=AUTH_SERVERS, gsi=grid_ca,
-                                         owner_pid=os.getpid()))
-        try:
-            yield inv
-        finally:
-            localgrid.down()
-
-
 def test_tokens_reach_the_helpers_over_the_pipe_never_argv_or_environment(
-        tok_grid, monkeypatch, tmp_path):
+        auth_grid, monkeypatch, tmp_path):
     monkeypatch.setattr(relaypool, "BUSY", 0)
     monkeypatch.setattr(relaypool, "far", lambda server: True)
     for var in ("BEARER_TOKEN", "BEARER_TOKEN_FILE"):
@@ -136,16 +122,16 @@ def test_tokens_reach_the_helpers_over_the_pipe_never_argv_or_environment(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))      # discovery finds nothing
     relaypool.shutdown()
     try:
-        issuer = tok_mod.load_issuer(Path(tok_grid.extra["issuer"]))
+        issuer = tok_mod.load_issuer(Path(auth_grid.extra["issuer"]))
         secret = tok_mod.mint(issuer, ["storage.read:/pt", "storage.create:/pt"])
         data = os.urandom(5000)
-        src = localgrid.put_local(tok_grid, "t2-tok1", "pt/s.dat", data)
-        dst = tok_grid.endpoints["t2-tok1"].url + "pt/out/d.dat"
+        src = localgrid.put_local(auth_grid, "t2-tok1", "pt/s.dat", data)
+        dst = auth_grid.endpoints["t2-tok1"].url + "pt/out/d.dat"
         params = TransferParams(timeout=60, verify="both",
                                 tokens=TokenPair(src=secret, dst=secret))
         out = get_mover(src, dst).copy(src, dst, params=params)
         assert out.mode == "xrdcl-relay" and out.checksum == adler(data)
-        assert tok_grid.local_path(dst).read_bytes() == data
+        assert auth_grid.local_path(dst).read_bytes() == data
         for proc in helpers():
             for what in ("cmdline", "environ"):
                 with open(f"/proc/{proc.pid}/{what}", "rb") as f:
@@ -194,6 +180,9 @@ def test_a_helper_that_dies_fails_its_copies_as_connection_then_relays_run_here(
     assert not t.is_alive()
     assert isinstance(caught[0], TransferError)
     assert caught[0].error_class is ErrorClass.CONNECTION and caught[0].retryable
+    deadline = time.monotonic() + 10        # each helper's reader sees its pipe end
+    while relaypool._pool.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not relaypool._pool.alive()
     out = copy(src, dst("after.dat"), verify="both")     # in this process now
     assert out.mode == "xrdcl-relay"
@@ -243,3 +232,15 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_helpers_that_cannot_start_leave_every_relay_here(pool, monkeypatch, caplog):
+    monkeypatch.setattr(relaypool.sys, "executable", "/nonexistent/python3")
+    put, dst = area(pool)
+    for i in range(3):
+        out = copy(put(f"n{i}.dat", b"data"), dst(f"n{i}.dat"), verify="both")
+        assert out.mode == "xrdcl-relay"
+        assert pool.local_path(dst(f"n{i}.dat")).read_bytes() == b"data"
+    assert relaypool._pool is None and relaypool._failed
+    said = [r.getMessage() for r in caplog.records if "could not start" in r.getMessage()]
+    assert len(said) == 1, said

@@ -29,7 +29,8 @@ a callback on an XrdCl thread, which must take the GIL, and then the waiting wor
 take it again; on loopback, with workers busy in Python, that costs more than the round
 trip it saves (bench.smallfiles, 5,000 x 4 KB: 1.8-1.9 s -> 2.4-3.4 s). So each
 server's fastest recent open is remembered (``observe``), and a server answering within
-``NEAR`` gets the plain synchronous calls (``far`` is False); an unknown server is far.
+``NEAR`` (5 ms, ``GRIDXFER_XRD_NEAR_MS``) gets the plain synchronous calls (``far`` is
+False); an unknown server is far.
 
 Used by relay.py (root -> root) and upload.py (file -> root) for files of one write.
 """
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 import time
 from typing import Any
@@ -47,7 +49,19 @@ from gridxfer.movers.base import TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
 
 
-NEAR = 0.005                    # s: an open answered faster is a server too near to pipeline
+NEAR_VAR = "GRIDXFER_XRD_NEAR_MS"
+
+
+def _near() -> float:
+    """Seconds: an open answered faster is a server too near to pipeline (and to hand to
+    the relay helpers); ``GRIDXFER_XRD_NEAR_MS`` (0: every server is far), default 5 ms."""
+    try:
+        return max(0.0, float(os.environ.get(NEAR_VAR, "5"))) / 1000
+    except ValueError:
+        return 0.005
+
+
+NEAR = _near()
 _latency: dict[str, float] = {}   # server -> its fastest recent open (s)
 
 

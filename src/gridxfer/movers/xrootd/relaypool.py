@@ -13,7 +13,8 @@ few (``gridxfer copy``, a near server, a link with few slots) never starts a hel
 The caller's thread waits for its relay's outcome as it waited for the relay: cancel is
 sent on (the helper's relay stops and cleans up, as here), and the outcome is the same
 ``Upload``, ``TooLarge`` or ``TransferError``. A helper that dies fails its relays in flight
-as CONNECTION (retried), and the pool runs every later relay in this process. What a
+as CONNECTION (retried); later relays go to the helpers left, and once none is left, run
+in this process. What a
 helper learns of a server (its latency: ``pipeline.far``; whether it honours POSC) comes
 back with each outcome.
 """
@@ -45,6 +46,19 @@ BUSY = 16               # relays in flight in this process before helpers take t
 _lock = threading.Lock()
 _active = 0
 _pool: RelayPool | None = None
+_failed = False
+
+
+def _start(n: int) -> RelayPool | None:
+    """The pool, or None (once, with a warning) if its processes cannot be started."""
+    global _failed
+    try:
+        return RelayPool(n)
+    except OSError as exc:
+        _failed = True
+        log.warning("the relay helper processes could not start (%s); small files are "
+                    "relayed by this process", exc)
+        return None
 
 
 def procs() -> int:
@@ -62,10 +76,10 @@ def run_relay(src: str, dst: str, params: TransferParams, progress: ProgressFn |
     with _lock:
         _active += 1
         pool = None
-        if _active > BUSY and far(server_of(dst)) and procs() > 0:
-            if _pool is None:
-                _pool = RelayPool(procs())
-            pool = _pool if _pool.alive() else None
+        if _active > BUSY and far(server_of(dst)) and procs() > 0 and not _failed:
+            pool = _pool = _pool or _start(procs())
+            if pool is not None and not pool.alive():
+                pool = None
     try:
         if pool is None:
             return relay(src, dst, params, progress, read_back=read_back, expected=expected)
@@ -129,9 +143,9 @@ class _Helper:
         code = self.proc.wait()
         if self.closing:
             return
-        log.warning("a relay helper process ended (exit %s); its %d copies in flight are "
-                    "retried, and small files are relayed by this process from now on",
-                    code, len(calls))
+        log.warning("a relay helper process ended (exit %s) with %d copies in flight, "
+                    "which are retried; the helpers left, or this process, relay the "
+                    "next small files", code, len(calls))
         for call in calls.values():
             call.done.set()                     # no outcome: CONNECTION, retried
 
@@ -142,7 +156,13 @@ class RelayPool:
         here = str(Path(__file__).resolve().parents[3])     # the tree gridxfer runs from
         env["PYTHONPATH"] = os.pathsep.join(
             dict.fromkeys([here, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]))
-        self.helpers = [_Helper(env) for _ in range(n)]
+        self.helpers: list[_Helper] = []
+        try:
+            for _ in range(n):
+                self.helpers.append(_Helper(env))
+        except BaseException:
+            self.close()
+            raise
         self._rid = 0
         self._rid_lock = threading.Lock()
 
