@@ -38,6 +38,7 @@ import pytest
 from gridxfer.errors import TransferError
 from gridxfer.movers.xrootd.mover import XRootDMover
 from gridxfer.testbed import localgrid
+from gridxfer.testbed.procs import alive
 
 pytestmark = pytest.mark.integration
 
@@ -203,14 +204,6 @@ def relay_helpers(pid: int) -> list[int]:
     return out
 
 
-def running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def run_and_kill(case: Case, spec: Path, env: dict, ready) -> dict:
     """Start the campaign, SIGKILL it when ``ready(complete_names, partial_names)`` says so
     (polled on the server's disk), return what the journal and server held at that moment."""
@@ -347,9 +340,9 @@ def test_kill9_small_files_root_to_root_then_resume(xrd2, gridxfer_home, tmp_pat
     if helpers:
         assert len(snap["helpers"]) == 2, snap["helpers"]
         deadline = time.time() + 10
-        while any(map(running, snap["helpers"])) and time.time() < deadline:
+        while any(map(alive, snap["helpers"])) and time.time() < deadline:
             time.sleep(0.05)
-        assert not any(map(running, snap["helpers"])), "helpers outlived the kill"
+        assert not any(map(alive, snap["helpers"])), "helpers outlived the kill"
     check_at_kill(case, snap)
     outcomes = check_resumed(case, snap, env, checksum=cks != "none")
     print(f"{cks}: {len(snap['done'])} done, {len(snap['active'])} active at the kill; "

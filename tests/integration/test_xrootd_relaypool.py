@@ -23,6 +23,7 @@ from gridxfer.movers import TransferParams, get_mover
 from gridxfer.movers.base import TokenPair
 from gridxfer.movers.xrootd import relaypool
 from gridxfer.testbed import localgrid
+from gridxfer.testbed.procs import alive
 from gridxfer.testbed import tokens as tok_mod
 
 pytestmark = pytest.mark.integration
@@ -216,22 +217,14 @@ def test_helpers_end_when_their_process_is_killed(pool, silent_server, tmp_path)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         deadline = time.monotonic() + 10
-        while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(_running(p) for p in pids)
+        assert not any(alive(p) for p in pids)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
 
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a killed starter's helpers are reaped by init)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_helpers_that_cannot_start_leave_every_relay_here(pool, monkeypatch, caplog):
@@ -244,3 +237,28 @@ def test_helpers_that_cannot_start_leave_every_relay_here(pool, monkeypatch, cap
     assert relaypool._pool is None and relaypool._failed
     said = [r.getMessage() for r in caplog.records if "could not start" in r.getMessage()]
     assert len(said) == 1, said
+
+
+def test_closing_the_helpers_ends_the_copies_waiting_on_them(pool, silent_server):
+    """A deliberate close (shutdown) answers the relays in flight at once, as CONNECTION
+    (retried), without the warning of a helper that died."""
+    put, dst = area(pool)
+    copy(put("up.dat", b"up"), dst("up.dat"), verify="both")      # the helpers are up
+    caught: list[BaseException] = []
+
+    def hung() -> None:
+        try:
+            copy(silent_server + "z.dat", dst("z.dat"), verify="both")
+        except BaseException as exc:        # noqa: BLE001 - the test looks at it
+            caught.append(exc)
+
+    t = threading.Thread(target=hung)
+    t.start()
+    deadline = time.monotonic() + 10
+    while not any(h.calls for h in relaypool._pool.helpers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    relaypool.shutdown()
+    t.join(15)
+    assert not t.is_alive(), "a copy still waits on a closed helper"
+    assert isinstance(caught[0], TransferError)
+    assert caught[0].error_class is ErrorClass.CONNECTION

@@ -14,9 +14,8 @@ The caller's thread waits for its relay's outcome as it waited for the relay: ca
 sent on (the helper's relay stops and cleans up, as here), and the outcome is the same
 ``Upload``, ``TooLarge`` or ``TransferError``. A helper that dies fails its relays in flight
 as CONNECTION (retried); later relays go to the helpers left, and once none is left, run
-in this process. What a
-helper learns of a server (its latency: ``pipeline.far``; whether it honours POSC) comes
-back with each outcome.
+in this process. What a helper learns of a server (its latency: ``pipeline.far``; whether
+it honours POSC) comes back with each outcome.
 """
 from __future__ import annotations
 
@@ -141,13 +140,12 @@ class _Helper:
         with self.lock:
             self.dead, calls, self.calls = True, self.calls, {}
         code = self.proc.wait()
-        if self.closing:
-            return
-        log.warning("a relay helper process ended (exit %s) with %d copies in flight, "
-                    "which are retried; the helpers left, or this process, relay the "
-                    "next small files", code, len(calls))
         for call in calls.values():
             call.done.set()                     # no outcome: CONNECTION, retried
+        if not self.closing:
+            log.warning("a relay helper process ended (exit %s) with %d copies in flight, "
+                        "which are retried; the helpers left, or this process, relay the "
+                        "next small files", code, len(calls))
 
 
 class RelayPool:
@@ -182,7 +180,6 @@ class RelayPool:
                 h.proc.kill()
                 h.proc.wait()
 
-
     def relay(self, src: str, dst: str, params: TransferParams, progress: ProgressFn | None,
               *, read_back: bool, expected: str | None) -> Upload:
         if params.cancel is not None and params.cancel.is_set():
@@ -194,7 +191,7 @@ class RelayPool:
         helper = min(live, key=lambda h: len(h.calls)) if live else None
         req = wire.Request(rid, src, dst, read_back, expected, params.timeout, params.tokens)
         call = helper.send(req) if helper is not None else None
-        if call is None or helper is None:
+        if helper is None or call is None:      # no helper left, or it died as we sent
             return relay(src, dst, params, progress, read_back=read_back, expected=expected)
         outcome = self._wait(helper, call, rid, params, f"{src} -> {dst}")
         return _result(outcome, src, dst, progress)
