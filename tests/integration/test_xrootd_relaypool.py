@@ -159,22 +159,7 @@ def test_a_helper_that_dies_fails_its_copies_as_connection_then_relays_run_here(
     put, dst = area(pool)
     src = put("ok.dat", b"fine")
     copy(src, dst("first.dat"), verify="both")            # the helpers are up
-    caught: list[BaseException] = []
-
-    def hung() -> None:
-        try:
-            copy(silent_server + "x.dat", dst("x.dat"), verify="both")
-        except BaseException as exc:        # noqa: BLE001 - the test looks at it
-            caught.append(exc)
-
-    t = threading.Thread(target=hung)
-    t.start()
-    busy = [h for h in relaypool._pool.helpers if h.calls]
-    deadline = time.monotonic() + 10
-    while not busy and time.monotonic() < deadline:
-        time.sleep(0.05)
-        busy = [h for h in relaypool._pool.helpers if h.calls]
-    assert busy, "the hung copy never reached a helper"
+    t, caught = hang_in_a_helper(silent_server + "x.dat", dst("x.dat"))
     for h in relaypool._pool.helpers:
         h.proc.kill()
     t.join(10)
@@ -239,16 +224,28 @@ def test_helpers_that_cannot_start_leave_every_relay_here(pool, monkeypatch, cap
     assert len(said) == 1, said
 
 
-def test_closing_the_helpers_ends_the_copies_waiting_on_them(pool, silent_server):
+def test_closing_the_helpers_ends_the_copies_waiting_on_them(pool, silent_server, caplog):
     """A deliberate close (shutdown) answers the relays in flight at once, as CONNECTION
     (retried), without the warning of a helper that died."""
     put, dst = area(pool)
     copy(put("up.dat", b"up"), dst("up.dat"), verify="both")      # the helpers are up
+    t, caught = hang_in_a_helper(silent_server + "z.dat", dst("z.dat"))
+    relaypool.shutdown()
+    t.join(15)
+    assert not t.is_alive(), "a copy still waits on a closed helper"
+    assert isinstance(caught[0], TransferError)
+    assert caught[0].error_class is ErrorClass.CONNECTION
+    assert not [r for r in caplog.records if "helper process ended" in r.getMessage()]
+
+
+def hang_in_a_helper(src: str, dst: str) -> tuple[threading.Thread, list[BaseException]]:
+    """A copy from a server that never answers, in a thread, once a helper holds it; the
+    list gets what the copy raises."""
     caught: list[BaseException] = []
 
     def hung() -> None:
         try:
-            copy(silent_server + "z.dat", dst("z.dat"), verify="both")
+            copy(src, dst, verify="both")
         except BaseException as exc:        # noqa: BLE001 - the test looks at it
             caught.append(exc)
 
@@ -257,8 +254,5 @@ def test_closing_the_helpers_ends_the_copies_waiting_on_them(pool, silent_server
     deadline = time.monotonic() + 10
     while not any(h.calls for h in relaypool._pool.helpers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    relaypool.shutdown()
-    t.join(15)
-    assert not t.is_alive(), "a copy still waits on a closed helper"
-    assert isinstance(caught[0], TransferError)
-    assert caught[0].error_class is ErrorClass.CONNECTION
+    assert any(h.calls for h in relaypool._pool.helpers), "the copy never reached a helper"
+    return t, caught
