@@ -326,19 +326,21 @@ def test_kill9_small_files_root_to_root_then_resume(xrd2, gridxfer_home, tmp_pat
     """The same with ~1500 files of 1-8 KB from a root:// source (movers/xrootd/relay.py:
     the final name under POSC, write and close pipelined) and no max_active: the tier's
     default ceiling (128) and the optimizer's short-file ramp. Killed with 30-60 % done.
-    ``helpers``: the loopback servers count as far (``GRIDXFER_XRD_NEAR_MS=0``), so past
-    16 in flight the relays run in helper processes (relaypool.py), killed with it."""
+    The loopback servers count as far (``GRIDXFER_XRD_NEAR_MS=0``). ``here``: the relay
+    in C++ (relaynative.py), as built by ``make``, which needs no helper. ``helpers``: the
+    Python relay (``GRIDXFER_XRD_NATIVE=0``), so past 16 in flight the relays run in
+    helper processes (relaypool.py), killed with it."""
     rnd = random.Random()
     n = 1500
     case, spec = make_case(xrd2, gridxfer_home, tmp_path, f"c-relay-{cks}",
                            [rnd.randrange(1024, 8193) for _ in range(n)],
                            checksum=CHECKSUMS[cks], max_active=None, src_endpoint="crash-src")
     env = {**os.environ, "GRIDXFER_HOME": str(gridxfer_home),
-           "GRIDXFER_XRD_NEAR_MS": "0" if helpers else "5"}
+           "GRIDXFER_XRD_NEAR_MS": "0", "GRIDXFER_XRD_NATIVE": "0" if helpers else "1"}
     target = int(n * rnd.uniform(0.3, 0.6))
     snap = run_and_kill(case, spec, env, lambda full, partial: len(full) >= target)
+    assert len(snap["helpers"]) == (2 if helpers else 0), snap["helpers"]    # native: none
     if helpers:
-        assert len(snap["helpers"]) == 2, snap["helpers"]
         deadline = time.time() + 10
         while any(map(alive, snap["helpers"])) and time.time() < deadline:
             time.sleep(0.05)

@@ -21,7 +21,7 @@ import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
-from gridxfer.movers.xrootd import relay as xrdrelay, upload as xrdupload
+from gridxfer.movers.xrootd import relay as xrdrelay, relaynative, upload as xrdupload
 from gridxfer.movers.xrootd.authz import xpath
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.env import client as xrd
@@ -58,12 +58,26 @@ def full(make_grid):
 
 @pytest.mark.parametrize("route,pipelined,checksum", [
     ("relay", True, None), ("relay", False, None), ("relay", True, "adler32"),
-    ("upload", True, None), ("upload", False, None)])
+    ("upload", True, None), ("upload", False, None),
+    ("native", True, None), ("native", True, "adler32")])
 def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, monkeypatch,
                                                                   route, pipelined, checksum):
     """Without a checksum: write + close in one flight (the case at issue); with adler32 the
-    relay sends write + read-back and closes only after the match (the close not sent)."""
+    relay sends write + read-back and closes only after the match (the close not sent).
+    ``native``: the C++ relay (always pipelined), whose rm the witness cannot wrap: what
+    is left after the copy is what counts."""
     data = os.urandom(SIZE)
+    if route == "native":
+        assert relaynative.available(), "libgxrelay.so is not built: make native"
+        src = localgrid.put_local(full, "feeder", "f.dat", data)
+        dst = full.endpoints["full"].url + "sub/f.dat"
+        with pytest.raises(TransferError) as err:
+            get_mover(src, dst).copy(src, dst, params=TransferParams(
+                timeout=60, checksum=checksum, verify="both" if checksum else "none"))
+        assert err.value.error_class is ErrorClass.NO_SPACE, str(err.value)
+        assert not full.local_path(dst).exists()
+        return
+    monkeypatch.setattr(relaynative, "_relay", None)
     if route == "relay":
         src = localgrid.put_local(full, "feeder", "f.dat", data)
         monkeypatch.setattr(xrdrelay, "far", lambda server: pipelined)

@@ -21,7 +21,7 @@ import pytest
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
 from gridxfer.movers.base import TokenPair
-from gridxfer.movers.xrootd import relaypool
+from gridxfer.movers.xrootd import relaynative, relaypool
 from gridxfer.testbed import localgrid
 from gridxfer.testbed.procs import alive
 from gridxfer.testbed import tokens as tok_mod
@@ -35,7 +35,11 @@ def adler(data: bytes) -> str:
 
 @pytest.fixture
 def pool(local_grid, monkeypatch):
-    """Every relay goes to the helpers (none kept here, servers taken as far)."""
+    """Every relay goes to the helpers (none kept here, servers taken as far). Helpers
+    serve the Python relay only (a built native relay runs in the process), so it is off
+    here and in the helpers."""
+    monkeypatch.setattr(relaynative, "_relay", None)
+    monkeypatch.setenv(relaynative.NATIVE_VAR, "0")
     monkeypatch.setattr(relaypool, "BUSY", 0)
     monkeypatch.setattr(relaypool, "far", lambda server: True)
     monkeypatch.setenv(relaypool.PROCS_VAR, "2")
@@ -116,6 +120,8 @@ def test_a_source_above_the_relay_limit_takes_the_general_path(pool):
 
 def test_tokens_reach_the_helpers_over_the_pipe_never_argv_or_environment(
         auth_grid, monkeypatch, tmp_path):
+    monkeypatch.setattr(relaynative, "_relay", None)
+    monkeypatch.setenv(relaynative.NATIVE_VAR, "0")
     monkeypatch.setattr(relaypool, "BUSY", 0)
     monkeypatch.setattr(relaypool, "far", lambda server: True)
     for var in ("BEARER_TOKEN", "BEARER_TOKEN_FILE"):

@@ -27,7 +27,8 @@ from gridxfer.movers.xrootd import relaywire as wire
 from gridxfer.movers.xrootd.authz import bearer, forget
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.pipeline import _latency
-from gridxfer.movers.xrootd.relay import TooLarge, relay
+from gridxfer.movers.xrootd.relay import TooLarge
+from gridxfer.movers.xrootd.relaynative import run as relay
 from gridxfer.movers.xrootd.upload import _posc
 from gridxfer.redact import RedactFilter
 
