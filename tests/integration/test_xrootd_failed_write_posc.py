@@ -59,7 +59,7 @@ def full(make_grid):
 @pytest.mark.parametrize("route,pipelined,checksum", [
     ("relay", True, None), ("relay", False, None), ("relay", True, "adler32"),
     ("upload", True, None), ("upload", False, None),
-    ("native", True, None), ("native", True, "adler32")])
+    ("native", True, None), ("native", True, "adler32"), ("native-upload", True, None)])
 def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, monkeypatch,
                                                                   route, pipelined, checksum):
     """Without a checksum: write + close in one flight (the case at issue); with adler32 the
@@ -67,9 +67,13 @@ def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, 
     ``native``: the C++ relay (always pipelined), whose rm the witness cannot wrap: what
     is left after the copy is what counts."""
     data = os.urandom(SIZE)
-    if route == "native":
+    if route.startswith("native"):
         assert relaynative.available(), "libgxrelay.so is not built: make native"
-        src = localgrid.put_local(full, "feeder", "f.dat", data)
+        if route == "native":
+            src = localgrid.put_local(full, "feeder", "f.dat", data)
+        else:
+            (tmp_path / "f.dat").write_bytes(data)
+            src = f"file://{tmp_path}/f.dat"
         dst = full.endpoints["full"].url + "sub/f.dat"
         with pytest.raises(TransferError) as err:
             get_mover(src, dst).copy(src, dst, params=TransferParams(

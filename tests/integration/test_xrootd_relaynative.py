@@ -111,6 +111,39 @@ def test_a_read_back_that_differs_twice_fails_and_leaves_nothing(local_grid, dam
     wait_no_jobs(native)
 
 
+@pytest.mark.parametrize("how", [0, 1], ids=["flip", "truncate"])
+def test_an_upload_whose_read_back_differs_twice_fails_and_leaves_nothing(
+        local_grid, damage_back, native, tmp_path, how):
+    """The same for file -> root (gx_upload): nothing left, and once is asked again."""
+    area = Area(local_grid)
+    src = tmp_path / "up.dat"
+    src.write_bytes(os.urandom(3000))
+    damage_back(2, how)
+    with pytest.raises(TransferError) as err:
+        copy(f"file://{src}", area.dst("up.dat"), verify="both")
+    assert err.value.error_class is ErrorClass.CHECKSUM and err.value.retryable
+    assert not area.disk(area.dst("up.dat")).exists()
+    damage_back(1, how)
+    out = copy(f"file://{src}", area.dst("up.dat"), verify="both")
+    assert out.mode == "xrdcl-posc" and out.checksum == adler(src.read_bytes())
+    assert area.disk(area.dst("up.dat")).read_bytes() == src.read_bytes()
+    wait_no_jobs(native)
+
+
+def test_an_unreadable_local_source_touches_nothing(local_grid, tmp_path):
+    area = Area(local_grid)
+    src = tmp_path / "locked.dat"
+    src.write_bytes(b"x" * 100)
+    src.chmod(0)
+    if os.access(src, os.R_OK):             # root reads it anyway: make it vanish instead
+        src.unlink()
+    with pytest.raises(TransferError) as err:
+        copy(f"file://{src}", area.dst("locked.dat"), verify="both")
+    assert err.value.error_class in (ErrorClass.PERMISSION, ErrorClass.SOURCE_MISSING)
+    assert str(src) in str(err.value)
+    assert not area.disk(area.dst("locked.dat")).exists()
+
+
 def test_a_wrong_expected_checksum_is_refused_before_any_write(local_grid):
     area = Area(local_grid)
     data = os.urandom(100)

@@ -40,6 +40,7 @@ from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, clie
 from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32, server_of
 from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_download
 from gridxfer.movers.xrootd.relay import TooLarge
+from gridxfer.movers.xrootd.relaynative import upload as native_upload
 from gridxfer.movers.xrootd.relaypool import run_relay
 from gridxfer.movers.xrootd.tape import XRootDTapeOps
 from gridxfer.movers.xrootd.upload import Upload, posc_honoured, posc_upload
@@ -193,8 +194,13 @@ class XRootDMover(XRootDTapeOps):
         start = time.monotonic()
         algo, verify, expected = checksum_policy(params)
         check_dst = verify in ("destination", "both")
-        sent = posc_upload(local_path(src), dst, params, progress, own_channel=_own_channel,
-                           read_back=check_dst)
+        path = local_path(src)
+        # one write request: in C++ where built (relaynative.upload), else below
+        sent = native_upload(path, dst, params, progress, read_back=check_dst,
+                             expected=expected if verify in ("source", "both") else None)
+        if sent is None:
+            sent = posc_upload(path, dst, params, progress, own_channel=_own_channel,
+                               read_back=check_dst)
         params.data_done()
         dst_sum = None
         with self._removed_on_failure(dst):

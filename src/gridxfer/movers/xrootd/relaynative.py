@@ -1,4 +1,7 @@
-"""relay.py's small-file relay, run by native/relay.cpp (libgxrelay.so) without the GIL.
+"""Small files in one ctypes call without the GIL: native/relay.cpp (libgxrelay.so).
+
+Two entry points, each with the contract of its Python twin: ``relay`` (root -> root,
+relay.py) and ``upload`` (file -> root of one write request, upload.py's one flight).
 
 Why (issue 21): the Python relay costs ~1.2 CPU-ms a file, most of it Python waking for
 each of XrdCl's replies; on 2 cores that, not the link, capped small files over the WAN
@@ -24,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from XRootD.client.flags import StatInfoFlags
+
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Cancel, ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
@@ -32,17 +37,16 @@ from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.pipeline import observe
 from gridxfer.movers.xrootd import relay as pyrelay
 from gridxfer.movers.xrootd.relay import TooLarge
-from gridxfer.movers.xrootd.upload import (CLEANUP_TIMEOUT, READ_BACK_MAX, Upload, _posc,
-                                           _posc_lock)
+from gridxfer.movers.xrootd.upload import (CHUNK, CLEANUP_TIMEOUT, READ_BACK_MAX, Upload,
+                                           _posc, _posc_lock)
 from gridxfer.movers.xrootd.watch import stall_timeout
 
 NATIVE_VAR = "GRIDXFER_XRD_NATIVE"
 LIBRARY = Path(__file__).with_name("native") / "libgxrelay.so"
-POSC_PENDING = 16               # XrdCl StatInfo::POSCPending (kXR_poscpend)
 
 # relay.cpp's outcomes
 OK, XRD_ERROR, TOO_LARGE, SHORT_READ, EXPECTED, BACK_LENGTH, BACK_ADLER, CANCELLED, \
-    TIMEOUT = range(9)
+    TIMEOUT, LOCAL_ERROR, IS_DIR = range(11)
 
 
 class _Result(ctypes.Structure):
@@ -73,19 +77,28 @@ def library() -> ctypes.CDLL:
     return ctypes.CDLL(str(LIBRARY))
 
 
+_STR, _U64, _F64, _I32 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double, ctypes.c_int32
+# gx_relay(src, dst, ...), gx_upload(path, dst, ...); then, for both: dst_server, dst_path,
+# max_size, [stall,] wait, has_expected, expected, read_back_max, probe_posc,
+# cleanup_timeout, cancel, result
+_TAIL = [ctypes.c_int32, ctypes.c_uint32, ctypes.c_int64, ctypes.c_int32, ctypes.c_uint16,
+         ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_Result)]
+_ARGS = {"gx_relay": [_STR, _STR, _STR, _STR, _U64, _F64, _F64, *_TAIL],
+         "gx_upload": [_STR, _STR, _STR, _STR, _U64, _F64, *_TAIL]}
+
+
 def _load() -> Any:
+    """(gx_relay, gx_upload), or None: not built, not loadable, or switched off."""
     if os.environ.get(NATIVE_VAR, "1") == "0" or not LIBRARY.is_file():
         return None
     try:
-        fn = library().gx_relay
+        lib = library()
+        fns = tuple(getattr(lib, name) for name in _ARGS)
     except (OSError, AttributeError):
         return None
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                   ctypes.c_uint64, ctypes.c_double, ctypes.c_double, ctypes.c_int32,
-                   ctypes.c_uint32, ctypes.c_int64, ctypes.c_int32, ctypes.c_uint16,
-                   ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_Result)]
-    return fn
+    for fn, args in zip(fns, _ARGS.values(), strict=True):
+        fn.restype, fn.argtypes = ctypes.c_int, args
+    return fns
 
 
 _relay = _load()
@@ -138,23 +151,66 @@ def _hex8(text: str) -> bool:
     return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
 
 
+def _hex8(text: str) -> bool:
+    return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
+
+
+def _usable(expected: str | None) -> bool:
+    """Built, and the catalogue's adler32 (if any) is 8 hex digits (another matches no
+    source: the Python twin says so in its own words)."""
+    return _relay is not None and (expected is None or _hex8(expected))
+
+
 def run(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
         read_back: bool, expected: str | None = None) -> Upload:
-    """relay.relay: in relay.cpp where it was built, else (or for a catalogue adler32 that
-    is not 8 hex digits, which no source matches) in Python."""
-    if _relay is None or (expected is not None and not _hex8(expected)):
+    """relay.relay, in relay.cpp where it was built, else in Python."""
+    if not _usable(expected):
         return pyrelay.relay(src, dst, params, progress, read_back=read_back, expected=expected)
     return relay(src, dst, params, progress, read_back=read_back, expected=expected)
 
 
 def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
           read_back: bool, expected: str | None = None) -> Upload:
-    """relay.relay's contract, in relay.cpp (call only when ``available()``)."""
+    """relay.relay's contract, in relay.cpp (only when ``available()``)."""
     what = f"{src} -> {dst}"
+    stall = stall_timeout()
+    r = _call(0, [xurl(src).encode()], dst, params, what, pyrelay.RELAY_MAX, [stall],
+              read_back, expected)
+    if r.src_open_s:
+        observe(server_of(src), r.src_open_s)
+    if r.outcome == XRD_ERROR and r.side == 0:
+        raise transfer_error(_Status(r), src)
+    if r.outcome == TOO_LARGE:
+        raise TooLarge(src)
+    return _outcome(r, src, what, expected, progress)
+
+
+def upload(path: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
+           read_back: bool, expected: str | None = None) -> Upload | None:
+    """upload.posc_upload's contract for a local file of one write request (at most
+    ``upload.CHUNK``), in relay.cpp; None for a larger one (nothing was sent) or where
+    the library is not usable: the caller takes posc_upload."""
+    if not _usable(expected):
+        return None
+    what = f"file://{path} -> {dst}"
+    r = _call(1, [os.fsencode(path)], dst, params, what, CHUNK, [], read_back, expected)
+    if r.outcome == TOO_LARGE:
+        return None
+    if r.outcome == LOCAL_ERROR:
+        raise transfer_error(OSError(r.errNo, os.strerror(r.errNo)), f"file://{path}")
+    if r.outcome == IS_DIR:
+        raise TransferError(ErrorClass.OTHER, f"file://{path}: source is a directory")
+    return _outcome(r, f"file://{path}", what, expected, progress)
+
+
+def _call(which: int, source: list[bytes], dst: str, params: TransferParams, what: str,
+          max_size: int, stall: list[float], read_back: bool, expected: str | None) -> _Result:
+    """One native copy to ``dst``; its result (the POSC probe's verdict and the
+    destination's latency recorded)."""
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
-    stall = stall_timeout()
-    wait = max(1.0, min(stall, params.timeout))
+    assert _relay is not None
+    wait = max(1.0, min(stall_timeout(), params.timeout))
     server = server_of(dst)
     with _posc_lock:
         probe = server not in _posc
@@ -163,20 +219,18 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
     r = _Result()
     key, flag = (None, None) if params.cancel is None else _cancels.add(params.cancel)
     try:
-        _relay(xurl(src).encode(), xurl(dst).encode(), server.encode(), xpath(dst).encode(),
-               pyrelay.RELAY_MAX, stall, wait, expected is not None, int(expected or "0", 16),
-               READ_BACK_MAX if read_back else -1, probe, CLEANUP_TIMEOUT,
-               None if flag is None else ctypes.byref(flag), ctypes.byref(r))
+        _relay[which](*source, xurl(dst).encode(), server.encode(), xpath(dst).encode(),
+                      max_size, *stall, wait, expected is not None, int(expected or "0", 16),
+                      READ_BACK_MAX if read_back else -1, probe, CLEANUP_TIMEOUT,
+                      None if flag is None else ctypes.byref(flag), ctypes.byref(r))
     finally:
         if key is not None:
             _cancels.remove(key)
-    if probe and r.posc_flags >= 0 and not r.posc_flags & POSC_PENDING:
+    if probe and r.posc_flags >= 0 and not r.posc_flags & StatInfoFlags.POSC_PENDING:
         _posc[server] = False
-    if r.src_open_s:
-        observe(server_of(src), r.src_open_s)
     if r.dst_open_s:
         observe(server, r.dst_open_s)
-    return _outcome(r, src, what, expected, progress)
+    return r
 
 
 def _hex(value: int) -> str:
@@ -185,6 +239,7 @@ def _hex(value: int) -> str:
 
 def _outcome(r: _Result, src: str, what: str, expected: str | None,
              progress: ProgressFn | None) -> Upload:
+    """The Upload of a copy that ended OK; else the TransferError relay.py would raise."""
     o = r.outcome
     if o == OK:
         n = int(r.size)
@@ -192,11 +247,7 @@ def _outcome(r: _Result, src: str, what: str, expected: str | None,
             progress(n, n)
         return Upload(bytes=n, adler32=_hex(r.adler),
                       stored_adler32=_hex(r.stored) if r.has_stored else None)
-    if o == TOO_LARGE:
-        raise TooLarge(src)
     if o == XRD_ERROR:
-        if r.side == 0:
-            raise transfer_error(_Status(r), src)
         raise transfer_error(_Status(r), what, side="destination")
     if o == SHORT_READ:
         raise TransferError(ErrorClass.CHECKSUM, f"{what}: read {r.got} bytes of {r.size} "

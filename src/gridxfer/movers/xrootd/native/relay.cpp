@@ -1,5 +1,6 @@
-// The small-file relay of relay.py in C++ over XrdCl (issue 21): the same requests in the
-// same flights, without Python waking for each reply. Built by `make native` (Makefile)
+// The small-file relay of relay.py (gx_relay) and the one-flight upload of upload.py
+// (gx_upload) in C++ over XrdCl (issue 21): the same requests in the same flights, without
+// Python waking for each reply. Built by `make native` (Makefile)
 // into libgxrelay.so; relaynative.py loads it with ctypes, which lets go of the GIL for
 // the whole call. Why C++: the Python relay costs ~1.2 CPU-ms a file, most of it Python
 // taking the GIL for each of XrdCl's reply callbacks; on 2 cores that capped small files
@@ -25,7 +26,12 @@
 #include <XrdCl/XrdClFileSystem.hh>
 #include <XrdCl/XrdClURL.hh>
 #include <XrdCl/XrdClXRootDResponses.hh>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <condition_variable>
@@ -51,6 +57,8 @@ enum {
   GX_BACK_ADLER = 6,     // the read-back's adler32 != the source's
   GX_CANCELLED = 7,
   GX_TIMEOUT = 8,        // no reply within wait_s
+  GX_LOCAL_ERROR = 9,    // gx_upload: the local file failed (errNo)
+  GX_IS_DIR = 10,        // gx_upload: the local source is a directory
 };
 
 struct gx_result {
@@ -268,6 +276,9 @@ uint32_t adler_of(const char *p, size_t n) {
 
 uint16_t seconds16(double s) { return static_cast<uint16_t>(s < 1 ? 1 : (s > 65535 ? 65535 : s)); }
 
+int finish(Job *job, uint64_t n, double wait, int32_t has_expected, uint32_t expected,
+           bool read_back, int32_t probe_posc, const volatile int32_t *cancel, gx_result *r);
+
 // After the source is open and its size known: the copy's flights. GX_OK or the failure.
 int copy(Job *job, const char *dst, uint64_t n, double stall, double wait, int32_t has_expected,
          uint32_t expected, bool read_back, int32_t probe_posc, const volatile int32_t *cancel,
@@ -295,8 +306,15 @@ int copy(Job *job, const char *dst, uint64_t n, double stall, double wait, int32
   }
   wait_for(job, job->s_sclose, stall + 5, cancel);   // a failed close of a file read in full is harmless
   r->adler = adler_of(job->data.data(), n);
+  return finish(job, n, wait, has_expected, expected, read_back, probe_posc, cancel, r);
+}
 
-  w = wait_for(job, job->s_open, wait + 5, cancel);
+// The destination's open is in flight and job->data holds the n bytes to send (their
+// adler32 in r->adler): the copy's last flights. GX_OK or the failure.
+int finish(Job *job, uint64_t n, double wait, int32_t has_expected, uint32_t expected,
+           bool read_back, int32_t probe_posc, const volatile int32_t *cancel, gx_result *r) {
+  const uint16_t tmo = seconds16(wait);
+  Waited w = wait_for(job, job->s_open, wait + 5, cancel);
   if (w != ANSWERED) return waited(r, w, wait + 5);
   r->dst_open_s = job->s_open.seconds;
   if (!job->s_open.st.IsOK()) {
@@ -409,6 +427,70 @@ int gx_relay(const char *src, const char *dst, const char *dst_server, const cha
     const bool read_back = read_back_max >= 0 && r->size <= static_cast<uint64_t>(read_back_max);
     result = copy(job, dst, r->size, stall, wait, has_expected, expected, read_back, probe_posc,
                   cancel, r);
+  }
+  leave(job, result != GX_OK, result == GX_CANCELLED, wait + 5);
+  return result;
+}
+
+// Upload the local file `path` (at most max_size bytes) to the new root:// file `dst`:
+// upload.py's one-flight upload. The file is read first (open, fstat, read, close: a
+// local failure never touches the destination; GX_LOCAL_ERROR with errNo, GX_IS_DIR),
+// then the destination sees gx_relay's flights. Arguments as gx_relay's.
+int gx_upload(const char *path, const char *dst, const char *dst_server, const char *dst_path,
+              uint64_t max_size, double wait, int32_t has_expected, uint32_t expected,
+              int64_t read_back_max, int32_t probe_posc, uint16_t cleanup_timeout,
+              const volatile int32_t *cancel, gx_result *r) {
+  std::memset(r, 0, sizeof(*r));
+  r->posc_flags = -1;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    r->errNo = errno;
+    return r->outcome = GX_LOCAL_ERROR;
+  }
+  struct stat sb;
+  if (::fstat(fd, &sb) != 0) {
+    r->errNo = errno;
+    ::close(fd);
+    return r->outcome = GX_LOCAL_ERROR;
+  }
+  if (S_ISDIR(sb.st_mode)) {
+    ::close(fd);
+    return r->outcome = GX_IS_DIR;
+  }
+  r->size = static_cast<uint64_t>(sb.st_size);
+  if (r->size > max_size) {
+    ::close(fd);
+    return r->outcome = GX_TOO_LARGE;
+  }
+  const uint64_t n = r->size;
+  Job *job = new Job(dst_server, dst_path, cleanup_timeout);
+  job->data.resize(n + 1);
+  uint64_t got = 0;
+  while (got < n + 1) {
+    ssize_t k = ::read(fd, job->data.data() + got, n + 1 - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      r->errNo = errno;
+      ::close(fd);
+      delete job;
+      return r->outcome = GX_LOCAL_ERROR;
+    }
+    if (k == 0) break;
+    got += static_cast<uint64_t>(k);
+  }
+  ::close(fd);
+  int result = GX_OK;
+  if (got != n) {
+    r->got = got;
+    result = r->outcome = GX_SHORT_READ;
+  } else {
+    r->adler = adler_of(job->data.data(), n);
+    const OpenFlags::Flags flags = OpenFlags::New | OpenFlags::POSC | OpenFlags::MakePath;
+    job->dst.SetProperty("BundledClose", "true");
+    const uint16_t tmo = seconds16(wait);
+    send(job, job->s_open, [&] { return job->dst.Open(dst, flags, Access::None, &job->s_open, tmo); });
+    const bool read_back = read_back_max >= 0 && n <= static_cast<uint64_t>(read_back_max);
+    result = finish(job, n, wait, has_expected, expected, read_back, probe_posc, cancel, r);
   }
   leave(job, result != GX_OK, result == GX_CANCELLED, wait + 5);
   return result;
