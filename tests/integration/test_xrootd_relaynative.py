@@ -220,3 +220,32 @@ def test_the_switch_turns_it_off(monkeypatch):
     assert relaynative._load() is None
     monkeypatch.setenv(relaynative.NATIVE_VAR, "1")
     assert relaynative._load() is not None
+
+
+def test_small_files_take_turns_over_the_channels_asked_for(make_grid, monkeypatch):
+    """``GRIDXFER_XRD_SMALL_CHANNELS=3``: the copies to one server go over three login names,
+    so three connections from this process, and every file lands."""
+    import psutil
+    inv = make_grid([ServerSpec("feeder", "xrootd", "T9"), ServerSpec("many", "xrootd", "T9")])
+    area = Area(inv, "feeder", "many")
+    monkeypatch.setenv(relaynative.CHANNELS_VAR, "3")
+    files = {f"f{i}.dat": os.urandom(1000 + i) for i in range(6)}
+    for name, data in files.items():
+        copy(area.put(name, data), area.dst(name), verify="both")
+    port = int(inv.endpoints["many"].url.split("//")[1].split("/")[0].rsplit(":", 1)[1])
+    conns = [c for c in psutil.Process().net_connections("tcp")
+             if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED]
+    assert len(conns) >= 3, conns
+    for name, data in files.items():
+        assert area.disk(area.dst(name)).read_bytes() == data
+
+
+@pytest.mark.parametrize(("value", "n"), [(None, relaynative.DEFAULT_CHANNELS), ("1", 1),
+                                          ("4", 4), ("99", 16), ("0", 1),
+                                          ("x", relaynative.DEFAULT_CHANNELS)])
+def test_the_channel_count_is_read_and_bounded(monkeypatch, value, n):
+    if value is None:
+        monkeypatch.delenv(relaynative.CHANNELS_VAR, raising=False)
+    else:
+        monkeypatch.setenv(relaynative.CHANNELS_VAR, value)
+    assert relaynative.channels() == n

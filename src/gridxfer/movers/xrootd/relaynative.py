@@ -21,6 +21,7 @@ the first cancellable copy) sets it within 0.25 s of the copy's cancel flag.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import threading
 import time
@@ -32,6 +33,7 @@ from XRootD.client.flags import StatInfoFlags
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Cancel, ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.urls import with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.pipeline import observe
@@ -42,6 +44,9 @@ from gridxfer.movers.xrootd.upload import (CHUNK, CLEANUP_TIMEOUT, READ_BACK_MAX
 from gridxfer.movers.xrootd.watch import stall_timeout
 
 NATIVE_VAR = "GRIDXFER_XRD_NATIVE"
+CHANNELS_VAR = "GRIDXFER_XRD_SMALL_CHANNELS"
+DEFAULT_CHANNELS = 1
+_turn = itertools.count()
 LIBRARY = Path(__file__).with_name("native") / "libgxrelay.so"
 
 # relay.cpp's outcomes
@@ -147,8 +152,15 @@ class _Cancels:
 _cancels = _Cancels()
 
 
-def _hex8(text: str) -> bool:
-    return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
+def channels() -> int:
+    """Connections the small files to one server take turns on (``GRIDXFER_XRD_SMALL_CHANNELS``,
+    1-16; bad values: the default). XrdCl sends every request to one host:port + login over
+    one connection, and xrootd runs one connection's requests one at a time, so a second
+    login name is a second connection whose requests the server runs beside the first's."""
+    try:
+        return max(1, min(16, int(os.environ.get(CHANNELS_VAR, DEFAULT_CHANNELS))))
+    except ValueError:
+        return DEFAULT_CHANNELS
 
 
 def _hex8(text: str) -> bool:
@@ -217,9 +229,12 @@ def _call(which: int, source: list[bytes], dst: str, params: TransferParams, wha
         if probe:
             _posc[server] = True        # one probe per server, as upload._probe_posc
     r = _Result()
+    n = channels()
+    k = next(_turn) % n if n > 1 else 0
+    target = with_user(dst, f"gxs{k}") if k else dst
     key, flag = (None, None) if params.cancel is None else _cancels.add(params.cancel)
     try:
-        _relay[which](*source, xurl(dst).encode(), server.encode(), xpath(dst).encode(),
+        _relay[which](*source, xurl(target).encode(), server.encode(), xpath(dst).encode(),
                       max_size, *stall, wait, expected is not None, int(expected or "0", 16),
                       READ_BACK_MAX if read_back else -1, probe, CLEANUP_TIMEOUT,
                       None if flag is None else ctypes.byref(flag), ctypes.byref(r))
