@@ -182,7 +182,7 @@ def test_a_read_back_that_differs_fails_and_leaves_nothing(pair, monkeypatch, da
     (retryable) CHECKSUM error, and the unclosed POSC file is gone. (The pipelined path:
     one-by-one reads back once, after the write's reply.)"""
     if pair.native:
-        pytest.skip("the Python relay's read-back (native: test_native_read_back_...)")
+        pytest.skip("the Python relay's read-back (native: test_xrootd_relaynative.py)")
     monkeypatch.setattr(xrdrelay, "far", lambda server: True)
     real = pipeline._stored
     dst = pair.dst("bad.dat")
