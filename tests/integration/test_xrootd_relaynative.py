@@ -239,13 +239,3 @@ def test_small_files_take_turns_over_the_channels_asked_for(make_grid, monkeypat
     for name, data in files.items():
         assert area.disk(area.dst(name)).read_bytes() == data
 
-
-@pytest.mark.parametrize(("value", "n"), [(None, relaynative.DEFAULT_CHANNELS), ("1", 1),
-                                          ("4", 4), ("99", 16), ("0", 1),
-                                          ("x", relaynative.DEFAULT_CHANNELS)])
-def test_the_channel_count_is_read_and_bounded(monkeypatch, value, n):
-    if value is None:
-        monkeypatch.delenv(relaynative.CHANNELS_VAR, raising=False)
-    else:
-        monkeypatch.setenv(relaynative.CHANNELS_VAR, value)
-    assert relaynative.channels() == n

@@ -15,6 +15,8 @@ override values imported from the environment).
 """
 from __future__ import annotations
 
+import os
+
 from XRootD import client
 
 CONNECT_TIMEOUT = 10
@@ -27,4 +29,14 @@ DEFAULTS = {"ConnectionWindow": CONNECT_TIMEOUT, "ConnectionRetry": 1,
 for _key, _value in DEFAULTS.items():
     client.EnvPutInt(_key, _value)
 
-__all__ = ["CONNECT_TIMEOUT", "DEFAULTS", "client"]
+
+
+def bounded_int(var: str, default: int, low: int, high: int) -> int:
+    """The integer in ``$var`` clamped to [low, high]; unset or not a number: ``default``."""
+    try:
+        return max(low, min(high, int(os.environ.get(var, default))))
+    except ValueError:
+        return default
+
+
+__all__ = ["CONNECT_TIMEOUT", "DEFAULTS", "bounded_int", "client"]

@@ -36,6 +36,7 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import observe
 from gridxfer.movers.xrootd import relay as pyrelay
 from gridxfer.movers.xrootd.relay import TooLarge
@@ -157,10 +158,7 @@ def channels() -> int:
     1-16; bad values: the default). XrdCl sends every request to one host:port + login over
     one connection, and xrootd runs one connection's requests one at a time, so a second
     login name is a second connection whose requests the server runs beside the first's."""
-    try:
-        return max(1, min(16, int(os.environ.get(CHANNELS_VAR, DEFAULT_CHANNELS))))
-    except ValueError:
-        return DEFAULT_CHANNELS
+    return bounded_int(CHANNELS_VAR, DEFAULT_CHANNELS, 1, 16)
 
 
 def _hex8(text: str) -> bool:

@@ -32,6 +32,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams
 from gridxfer.movers.xrootd import relaywire as wire
 from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import Latch, far, observe
 from gridxfer.movers.xrootd import relaynative
 from gridxfer.movers.xrootd.relay import TooLarge
@@ -63,11 +64,8 @@ def _start(n: int) -> RelayPool | None:
 
 
 def procs() -> int:
-    """Helper processes to use (``GRIDXFER_RELAY_PROCS``; bad values: the default)."""
-    try:
-        return max(0, min(16, int(os.environ.get(PROCS_VAR, DEFAULT_PROCS))))
-    except ValueError:
-        return DEFAULT_PROCS
+    """Helper processes to use (``GRIDXFER_RELAY_PROCS``, 0-16; bad values: the default)."""
+    return bounded_int(PROCS_VAR, DEFAULT_PROCS, 0, 16)
 
 
 def run_relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,

@@ -1,5 +1,5 @@
 """The frames between the campaign process and its relay helpers (movers/xrootd/relaywire.py)
-and the helper count (relaypool.procs)."""
+and the counts read from the environment (relaypool.procs, relaynative.channels)."""
 from __future__ import annotations
 
 import io
@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("XRootD")
 
 from gridxfer.movers.base import TokenPair  # noqa: E402
-from gridxfer.movers.xrootd import relaypool, relaywire as wire  # noqa: E402
+from gridxfer.movers.xrootd import relaynative, relaypool, relaywire as wire  # noqa: E402
 
 
 def test_frames_round_trip_in_order_and_a_torn_last_frame_is_the_end():
@@ -38,11 +38,14 @@ def test_a_request_never_shows_its_tokens():
     assert "eyJsecret" not in repr(req) and "eyJsecret" not in str(req)
 
 
-@pytest.mark.parametrize(("value", "n"), [(None, relaypool.DEFAULT_PROCS), ("0", 0), ("3", 3),
-                                          ("99", 16), ("-1", 0), ("two", relaypool.DEFAULT_PROCS)])
-def test_the_helper_count_comes_from_the_environment_within_bounds(monkeypatch, value, n):
-    if value is None:
-        monkeypatch.delenv(relaypool.PROCS_VAR, raising=False)
-    else:
-        monkeypatch.setenv(relaypool.PROCS_VAR, value)
-    assert relaypool.procs() == n
+@pytest.mark.parametrize(("read", "var", "default", "cases"), [
+    (relaypool.procs, relaypool.PROCS_VAR, relaypool.DEFAULT_PROCS,
+     [("0", 0), ("3", 3), ("99", 16), ("-1", 0)]),
+    (relaynative.channels, relaynative.CHANNELS_VAR, relaynative.DEFAULT_CHANNELS,
+     [("1", 1), ("4", 4), ("99", 16), ("0", 1)])], ids=["helpers", "channels"])
+def test_counts_come_from_the_environment_within_bounds(monkeypatch, read, var, default, cases):
+    monkeypatch.delenv(var, raising=False)
+    assert read() == default
+    for value, n in [*cases, ("two", default)]:
+        monkeypatch.setenv(var, value)
+        assert read() == n, value
