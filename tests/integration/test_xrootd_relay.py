@@ -29,17 +29,19 @@ def adler(data: bytes) -> str:
 
 
 class Pair:
-    """A source file area on t0-xrd and a destination area on t1a-xrd1 (fresh names)."""
+    """A source file area on ``src_ep`` (t0-xrd) and a destination area on ``dst_ep``
+    (t1a-xrd1), under fresh names (test_xrootd_relaynative.py uses it too)."""
 
-    def __init__(self, grid) -> None:
+    def __init__(self, grid, src_ep: str = "t0-xrd", dst_ep: str = "t1a-xrd1") -> None:
         self.grid, self.sub = grid, f"relay-{uuid.uuid4().hex[:8]}/"
+        self.src_ep, self.dst_ep = src_ep, dst_ep
         self.native = False
 
     def put(self, name: str, data: bytes) -> str:
-        return localgrid.put_local(self.grid, "t0-xrd", self.sub + name, data)
+        return localgrid.put_local(self.grid, self.src_ep, self.sub + name, data)
 
     def dst(self, name: str) -> str:
-        return self.grid.endpoints["t1a-xrd1"].url + self.sub + "out/" + name
+        return self.grid.endpoints[self.dst_ep].url + self.sub + "out/" + name
 
     def disk(self, url: str):
         return self.grid.local_path(url)

@@ -17,30 +17,20 @@ import os
 import signal
 import threading
 import time
-import uuid
-import zlib
 from pathlib import Path
 
 import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers import TransferParams, get_mover
 from gridxfer.movers.base import TokenPair
 from gridxfer.movers.xrootd import relaynative
 from gridxfer.testbed import localgrid
 from gridxfer.testbed import tokens as tok_mod
 from gridxfer.testbed.localgrid import ServerSpec
 from gridxfer.testbed.procs import pidfile_procs
+from tests.integration.test_xrootd_relay import Pair, adler, copy
 
 pytestmark = pytest.mark.integration
-
-
-def adler(data: bytes) -> str:
-    return f"{zlib.adler32(data) & 0xFFFFFFFF:08x}"
-
-
-def copy(src: str, dst: str, **kw):
-    return get_mover(src, dst).copy(src, dst, params=TransferParams(timeout=60, **kw))
 
 
 @pytest.fixture(autouse=True)
@@ -58,21 +48,6 @@ def wait_no_jobs(lib: ctypes.CDLL, limit: float = 30) -> None:
     while jobs_alive(lib) and time.monotonic() < end:
         time.sleep(0.05)
     assert jobs_alive(lib) == 0, "a relay Job outlived its copy"
-
-
-class Area:
-    def __init__(self, grid, src_ep: str = "t0-xrd", dst_ep: str = "t1a-xrd1") -> None:
-        self.grid, self.src_ep, self.dst_ep = grid, src_ep, dst_ep
-        self.sub = f"native-{uuid.uuid4().hex[:8]}/"
-
-    def put(self, name: str, data: bytes) -> str:
-        return localgrid.put_local(self.grid, self.src_ep, self.sub + name, data)
-
-    def dst(self, name: str) -> str:
-        return self.grid.endpoints[self.dst_ep].url + self.sub + "out/" + name
-
-    def disk(self, url: str) -> Path:
-        return self.grid.local_path(url)
 
 
 @pytest.fixture
@@ -95,7 +70,7 @@ def test_a_read_back_that_differs_twice_fails_and_leaves_nothing(local_grid, dam
     """Both read-backs differ: a (retryable) CHECKSUM error, and the unclosed POSC file is
     removed; one that differs once (a server that read before the write ended) is asked
     again, and the copy succeeds on the second answer."""
-    area = Area(local_grid)
+    area = Pair(local_grid)
     dst = area.dst("bad.dat")
     damage_back(2, how)
     with pytest.raises(TransferError) as err:
@@ -115,7 +90,7 @@ def test_a_read_back_that_differs_twice_fails_and_leaves_nothing(local_grid, dam
 def test_an_upload_whose_read_back_differs_twice_fails_and_leaves_nothing(
         local_grid, damage_back, native, tmp_path, how):
     """The same for file -> root (gx_upload): nothing left, and once is asked again."""
-    area = Area(local_grid)
+    area = Pair(local_grid)
     src = tmp_path / "up.dat"
     src.write_bytes(os.urandom(3000))
     damage_back(2, how)
@@ -131,7 +106,7 @@ def test_an_upload_whose_read_back_differs_twice_fails_and_leaves_nothing(
 
 
 def test_an_unreadable_local_source_touches_nothing(local_grid, tmp_path):
-    area = Area(local_grid)
+    area = Pair(local_grid)
     src = tmp_path / "locked.dat"
     src.write_bytes(b"x" * 100)
     src.chmod(0)
@@ -145,7 +120,7 @@ def test_an_unreadable_local_source_touches_nothing(local_grid, tmp_path):
 
 
 def test_a_wrong_expected_checksum_is_refused_before_any_write(local_grid):
-    area = Area(local_grid)
+    area = Pair(local_grid)
     data = os.urandom(100)
     with pytest.raises(TransferError) as err:
         copy(area.put("f.dat", data), area.dst("f.dat"), verify="both", expected_checksum="0x1")
@@ -179,7 +154,7 @@ def test_tokens_on_a_real_scitokens_server(auth_grid, monkeypatch, tmp_path):
 def test_a_cancel_with_the_open_in_flight_returns_at_once_and_leaves_nothing(make_grid,
                                                                            native):
     inv = make_grid([ServerSpec("feeder", "xrootd", "T9"), ServerSpec("frozen", "xrootd", "T9")])
-    area = Area(inv, "feeder", "frozen")
+    area = Pair(inv, "feeder", "frozen")
     copy(area.put("warm.dat", b"warm"), area.dst("warm.dat"))    # the channel is up
     server = pidfile_procs(Path(inv.endpoints["frozen"].data_dir).parent / "run")
     assert server
@@ -227,7 +202,7 @@ def test_small_files_take_turns_over_the_channels_asked_for(make_grid, monkeypat
     so three connections from this process, and every file lands."""
     import psutil
     inv = make_grid([ServerSpec("feeder", "xrootd", "T9"), ServerSpec("many", "xrootd", "T9")])
-    area = Area(inv, "feeder", "many")
+    area = Pair(inv, "feeder", "many")
     monkeypatch.setenv(relaynative.CHANNELS_VAR, "3")
     files = {f"f{i}.dat": os.urandom(1000 + i) for i in range(6)}
     for name, data in files.items():

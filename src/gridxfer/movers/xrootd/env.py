@@ -30,7 +30,6 @@ for _key, _value in DEFAULTS.items():
     client.EnvPutInt(_key, _value)
 
 
-
 def bounded_int(var: str, default: int, low: int, high: int) -> int:
     """The integer in ``$var`` clamped to [low, high]; unset or not a number: ``default``."""
     try:

@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from XRootD.client.flags import StatInfoFlags
-
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Cancel, ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
@@ -41,7 +39,7 @@ from gridxfer.movers.xrootd.pipeline import observe
 from gridxfer.movers.xrootd import relay as pyrelay
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.upload import (CHUNK, CLEANUP_TIMEOUT, READ_BACK_MAX, Upload,
-                                           _posc, _posc_lock)
+                                           claim_posc_probe, posc_probed)
 from gridxfer.movers.xrootd.watch import stall_timeout
 
 NATIVE_VAR = "GRIDXFER_XRD_NATIVE"
@@ -183,9 +181,8 @@ def relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | Non
           read_back: bool, expected: str | None = None) -> Upload:
     """relay.relay's contract, in relay.cpp (only when ``available()``)."""
     what = f"{src} -> {dst}"
-    stall = stall_timeout()
-    r = _call(0, [xurl(src).encode()], dst, params, what, pyrelay.RELAY_MAX, [stall],
-              read_back, expected)
+    r = _call(0, [xurl(src).encode()], dst, params, what, pyrelay.RELAY_MAX, read_back,
+              expected)
     if r.src_open_s:
         observe(server_of(src), r.src_open_s)
     if r.outcome == XRD_ERROR and r.side == 0:
@@ -203,7 +200,7 @@ def upload(path: str, dst: str, params: TransferParams, progress: ProgressFn | N
     if not _usable(expected):
         return None
     what = f"file://{path} -> {dst}"
-    r = _call(1, [os.fsencode(path)], dst, params, what, CHUNK, [], read_back, expected)
+    r = _call(1, [os.fsencode(path)], dst, params, what, CHUNK, read_back, expected)
     if r.outcome == TOO_LARGE:
         return None
     if r.outcome == LOCAL_ERROR:
@@ -214,18 +211,17 @@ def upload(path: str, dst: str, params: TransferParams, progress: ProgressFn | N
 
 
 def _call(which: int, source: list[bytes], dst: str, params: TransferParams, what: str,
-          max_size: int, stall: list[float], read_back: bool, expected: str | None) -> _Result:
-    """One native copy to ``dst``; its result (the POSC probe's verdict and the
-    destination's latency recorded)."""
+          max_size: int, read_back: bool, expected: str | None) -> _Result:
+    """One native copy to ``dst`` (``which``: 0 gx_relay, whose source gets the stall
+    timeout, 1 gx_upload); its result (the POSC probe's verdict and the destination's
+    latency recorded)."""
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
     assert _relay is not None
-    wait = max(1.0, min(stall_timeout(), params.timeout))
+    stall = stall_timeout()
+    wait = max(1.0, min(stall, params.timeout))
     server = server_of(dst)
-    with _posc_lock:
-        probe = server not in _posc
-        if probe:
-            _posc[server] = True        # one probe per server, as upload._probe_posc
+    probe = claim_posc_probe(server)
     r = _Result()
     n = channels()
     k = next(_turn) % n if n > 1 else 0
@@ -233,14 +229,15 @@ def _call(which: int, source: list[bytes], dst: str, params: TransferParams, wha
     key, flag = (None, None) if params.cancel is None else _cancels.add(params.cancel)
     try:
         _relay[which](*source, xurl(target).encode(), server.encode(), xpath(dst).encode(),
-                      max_size, *stall, wait, expected is not None, int(expected or "0", 16),
+                      max_size, *([stall] if which == 0 else []), wait, expected is not None,
+                      int(expected or "0", 16),
                       READ_BACK_MAX if read_back else -1, probe, CLEANUP_TIMEOUT,
                       None if flag is None else ctypes.byref(flag), ctypes.byref(r))
     finally:
         if key is not None:
             _cancels.remove(key)
-    if probe and r.posc_flags >= 0 and not r.posc_flags & StatInfoFlags.POSC_PENDING:
-        _posc[server] = False
+    if probe and r.posc_flags >= 0:
+        posc_probed(server, r.posc_flags)
     if r.dst_open_s:
         observe(server, r.dst_open_s)
     return r

@@ -256,18 +256,32 @@ def posc_honoured(url: str) -> bool:
     return _posc.get(server_of(url), True)
 
 
+def claim_posc_probe(server: str) -> bool:
+    """Is this upload the one to ask whether ``server`` honours POSC (its first)? One probe
+    per server, even with concurrent uploads; honoured is assumed meanwhile."""
+    if server in _posc:                 # every upload asks: no lock once the answer is known
+        return False
+    with _posc_lock:
+        if server in _posc:
+            return False
+        _posc[server] = True
+        return True
+
+
+def posc_probed(server: str, flags: int) -> None:
+    """The probe's answer: the stat flags of a file held open with POSC on ``server``."""
+    if not flags & StatInfoFlags.POSC_PENDING:
+        _posc[server] = False
+
+
 def _probe_posc(dst: str) -> None:
     """First upload to a server: is the file we hold open POSC-pending there?"""
     server = server_of(dst)
-    if server in _posc:                 # every upload asks: no lock once the answer is known
+    if not claim_posc_probe(server):
         return
-    with _posc_lock:
-        if server in _posc:
-            return
-        _posc[server] = True            # one probe per server, even with concurrent uploads
     status, info = xrd.FileSystem(server).stat(xpath(dst), timeout=CLEANUP_TIMEOUT)
-    if status.ok and not info.flags & StatInfoFlags.POSC_PENDING:
-        _posc[server] = False
+    if status.ok:
+        posc_probed(server, info.flags)
 
 
 def _discard(handle: xrd.File, dst: str, closed: bool) -> None:

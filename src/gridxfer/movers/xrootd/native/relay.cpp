@@ -138,9 +138,10 @@ void release(Job *job, bool gone) {
 }
 
 // Send a request answered to `s`; a refusal to send is its answer. The lock is not held
-// during the call: XrdCl may answer on another thread at once. Returns: the Job is gone.
+// during the call: XrdCl may answer on another thread at once. Never deletes the Job: it
+// is called by the caller before it leaves, or by send_cleanup holding a token.
 template <typename F>
-bool send(Job *job, Slot &s, F call) {
+void send(Job *job, Slot &s, F call) {
   {
     std::lock_guard<std::mutex> lock(job->mu);
     s.sent = true;
@@ -149,18 +150,12 @@ bool send(Job *job, Slot &s, F call) {
     job->pending++;
   }
   XRootDStatus st = call();
-  if (st.IsOK()) return false;
-  bool gone;
-  {
-    std::lock_guard<std::mutex> lock(job->mu);   // not sent: XrdCl will not answer it
-    s.st = st;
-    s.done = true;
-    job->pending--;
-    gone = job->abandoned && job->pending == 0;
-    job->cv.notify_all();
-  }
-  release(job, gone);
-  return gone;
+  if (st.IsOK()) return;
+  std::lock_guard<std::mutex> lock(job->mu);     // not sent: XrdCl will not answer it
+  s.st = st;
+  s.done = true;
+  job->pending--;
+  job->cv.notify_all();
 }
 
 // rm, then close (refused at once if a close was already sent), of the failed copy's
