@@ -387,13 +387,32 @@ def _run_counting_dispatch(conn, spec, mover, optimizer_factory):
     return s.run(), peak[0]
 
 
-def test_long_transfers_are_not_dispatched_ahead(gridxfer_home):
+def test_long_transfers_are_not_dispatched_ahead(gridxfer_home, monkeypatch):
+    monkeypatch.setattr(slots, "AHEAD", 0.05)       # long transfers, scaled down
     spec = make_spec(max_active=2)
-    mover = FakeMover(delay=slots.QUICK * 2)
+    mover = FakeMover(delay=0.1)
     res, peak = _run_counting_dispatch(plan(spec, 6), spec, mover,
                                        scheduler.fixed_optimizer_factory)
     assert res.files_done == 6
     assert peak <= 2 and mover.peak <= 2
+
+
+def test_transfers_shorter_than_ahead_are_handed_out_ahead_one_by_one(gridxfer_home,
+                                                                      monkeypatch):
+    """A small file over a long link (longer than QUICK, shorter than AHEAD: ~65 ms over
+    20 ms) is dispatched ahead, not in bundles, and the gate still holds the cap."""
+    monkeypatch.setattr(slots, "AHEAD", 10.0)       # 0.1 s transfers count as short
+    spec = make_spec(max_active=2)
+    bundles: list[int] = []
+    submit = workers.WorkerPool.submit_bundle
+    monkeypatch.setattr(workers.WorkerPool, "submit_bundle",
+                        lambda self, jobs: (bundles.append(len(jobs)), submit(self, jobs)))
+    mover = FakeMover(delay=slots.QUICK * 2)
+    res, peak = _run_counting_dispatch(plan(spec, 8), spec, mover,
+                                       scheduler.fixed_optimizer_factory)
+    assert res.files_done == 8
+    assert mover.peak <= 2 < peak <= 4              # ahead: two per slot at most
+    assert set(bundles) == {1}
 
 
 def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):
