@@ -4,10 +4,10 @@ running transfer gives its slot back.
 * At most ``cap`` transfers of a link move data at once (``workers.Gate``).
 * Transfers shorter than ``AHEAD`` (typical, once one has ended) are handed out AHEAD:
   up to two per slot (two bundles, below), so a worker never idles on the dispatcher's
-  round trip; each waits in the gate, so running <= cap still holds. Measured on small files over 20 ms
-  (2,000 x 4 KB, 32 slots, adler32: ~65 ms a file): 4.27-4.28 s against 4.32-4.37 s when
-  only transfers under ``QUICK`` were handed out ahead; 2.13 s against 2.19-2.22 s with
-  the optimizer choosing (docs/performance-notes.md).
+  round trip; each waits in the gate, so running <= cap still holds. Measured on small
+  files over 20 ms (2,000 x 4 KB, 32 slots, adler32: ~65 ms a file): 4.27-4.28 s
+  against 4.32-4.37 s when only transfers under ``QUICK`` were handed out ahead; 2.13 s
+  against 2.19-2.22 s with the optimizer choosing (docs/performance-notes.md).
 * Short transfers (typical < ``QUICK``: small files on a near link) go to workers in
   BUNDLES of about ``BUNDLE_SECONDS`` of work (one queue hand-off each way per bundle, not
   per file; one endpoint per bundle). A worker runs its bundle one file at a time, each
