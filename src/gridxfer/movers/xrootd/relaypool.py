@@ -36,7 +36,6 @@ from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import Latch, far, observe
 from gridxfer.movers.xrootd import relaynative
 from gridxfer.movers.xrootd.relay import TooLarge
-from gridxfer.movers.xrootd.relaynative import run as relay
 from gridxfer.movers.xrootd.upload import Upload, _posc
 from gridxfer.movers.xrootd.watch import stall_timeout
 
@@ -87,7 +86,8 @@ def run_relay(src: str, dst: str, params: TransferParams, progress: ProgressFn |
                 pool = None
     try:
         if pool is None:
-            return relay(src, dst, params, progress, read_back=read_back, expected=expected)
+            return relaynative.run(src, dst, params, progress, read_back=read_back,
+                                   expected=expected)
         return pool.relay(src, dst, params, progress, read_back=read_back, expected=expected)
     finally:
         with _lock:
@@ -198,7 +198,8 @@ class RelayPool:
         req = wire.Request(rid, src, dst, read_back, expected, params.timeout, params.tokens)
         call = helper.send(req) if helper is not None else None
         if helper is None or call is None:      # no helper left, or it died as we sent
-            return relay(src, dst, params, progress, read_back=read_back, expected=expected)
+            return relaynative.run(src, dst, params, progress, read_back=read_back,
+                                   expected=expected)
         outcome = self._wait(helper, call, rid, params, f"{src} -> {dst}")
         return _result(outcome, src, dst, progress)
 
