@@ -24,6 +24,7 @@ import pytest
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import TokenPair
 from gridxfer.movers.xrootd import relaynative
+from gridxfer.movers.xrootd.watch import stall_timeout
 from gridxfer.testbed import localgrid
 from gridxfer.testbed import tokens as tok_mod
 from gridxfer.testbed.localgrid import ServerSpec
@@ -35,19 +36,26 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(autouse=True)
 def native():
+    """The library, once no Job of an earlier test in this process is alive: the count is
+    the process's, and a copy cancelled or cut off elsewhere (a server stopped under it)
+    keeps its Job until its requests time out, up to the stall timeout and XrdCl's
+    timeout tick later (a fresh-clone run found one still alive as this module began)."""
     assert relaynative.available(), "libgxrelay.so is not built: make native"
-    return relaynative.library()
+    lib = relaynative.library()
+    wait_no_jobs(lib, stall_timeout() + 60, "a relay Job of an earlier test outlived its copy")
+    return lib
 
 
 def jobs_alive(lib: ctypes.CDLL) -> int:
     return ctypes.c_int32.in_dll(lib, "gx_jobs_alive").value
 
 
-def wait_no_jobs(lib: ctypes.CDLL, limit: float = 30) -> None:
+def wait_no_jobs(lib: ctypes.CDLL, limit: float = 30,
+                 why: str = "a relay Job outlived its copy") -> None:
     end = time.monotonic() + limit
     while jobs_alive(lib) and time.monotonic() < end:
         time.sleep(0.05)
-    assert jobs_alive(lib) == 0, "a relay Job outlived its copy"
+    assert jobs_alive(lib) == 0, why
 
 
 @pytest.fixture
