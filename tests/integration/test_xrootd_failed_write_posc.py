@@ -14,6 +14,7 @@ The destination is a real xrootd whose data dir is a 1 MiB tmpfs (ENOSPC in the 
 """
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from gridxfer.movers.xrootd import relay as xrdrelay, relaynative, upload as xrd
 from gridxfer.movers.xrootd.authz import xpath
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.env import client as xrd
+from gridxfer.movers.xrootd.watch import stall_timeout
 from gridxfer.testbed import localgrid
+from tests.integration.test_xrootd_relaynative import wait_no_jobs
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -61,11 +64,14 @@ def full(make_grid):
     ("upload", True, None), ("upload", False, None),
     ("native", True, None), ("native", True, "adler32"), ("native-upload", True, None)])
 def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, monkeypatch,
-                                                                  route, pipelined, checksum):
+                                                                  request, route, pipelined,
+                                                                  checksum):
     """Without a checksum: write + close in one flight (the case at issue); with adler32 the
     relay sends write + read-back and closes only after the match (the close not sent).
     ``native``: the C++ relay (always pipelined), whose rm the witness cannot wrap: what
-    is left after the copy is what counts."""
+    is left after the copy is what counts, and no Job (its C++ side) outlives it: with its
+    cleanup held until the destination's close is answered (relay.cpp's test hook), that
+    cleanup's own close meets a file XrdCl holds as closed, which XrdCl never answers."""
     data = os.urandom(SIZE)
     native = route.startswith("native")
     if route in ("relay", "native"):
@@ -76,6 +82,11 @@ def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, 
     dst = full.endpoints["full"].url + "sub/f.dat"
     if native:
         assert relaynative.available(), "libgxrelay.so is not built: make native"
+        lib = relaynative.library()
+        wait_no_jobs(lib, stall_timeout() + 60, "a relay Job of an earlier test outlived its copy")
+        close_first = ctypes.c_int32.in_dll(lib, "gx_test_close_answered_first")
+        close_first.value = 1
+        request.addfinalizer(lambda: setattr(close_first, "value", 0))
     else:
         monkeypatch.setattr(relaynative, "_relay", None)
         module = xrdrelay if route == "relay" else xrdupload
@@ -88,3 +99,5 @@ def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, 
     if not native:
         assert witness.seen == [(False, False)], "the final name existed before the client's rm"
     assert not full.local_path(dst).exists()
+    if native:      # its cleanup's close met a closed file (XrdCl: OK, never answered)
+        wait_no_jobs(lib, 30, "the failed copy's Job outlived its cleanup")

@@ -12,6 +12,7 @@ import uuid
 import zlib
 
 import pytest
+from XRootD.client.flags import OpenFlags
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
@@ -216,3 +217,16 @@ def test_missing_source_creates_nothing(pair):
     assert err.value.error_class is ErrorClass.SOURCE_MISSING
     assert not pair.disk(pair.dst("nope.dat")).exists()
 
+
+
+def test_a_close_of_a_closed_file_is_answered_at_once(local_grid):
+    """XrdCl returns OK + suAlreadyDone for a close of a closed file and never calls the
+    callback: pipeline.send answers it itself, or its waiter would sit out its timeout."""
+    pair = Pair(local_grid)
+    f = xrd.File()
+    status, _ = f.open(xrdrelay.xurl(pair.put("closed.dat", b"x")), OpenFlags.READ, timeout=10)
+    assert status.ok, status.message
+    assert f.close(timeout=10)[0].ok
+    reply = pipeline.send(f.close, timeout=10)
+    assert reply.done.wait(0), "a close of a closed file was left unanswered"
+    assert reply.status.ok and reply.status.code == pipeline.SU_ALREADY_DONE

@@ -128,11 +128,16 @@ class Reply:
         return self.status
 
 
+SU_ALREADY_DONE = 4     # XrdClStatus.hh suAlreadyDone
+
+
 def send(call: Any, *args: Any, **kw: Any) -> Reply:
-    """Start an asynchronous request; a refusal to queue it is answered at once."""
+    """Start an asynchronous request; a refusal to queue it is answered at once, and so is
+    a close of a file XrdCl holds as closed (FileStateHandler::Close returns OK with
+    ``suAlreadyDone`` and never calls the callback; relay.cpp's ``send`` does the same)."""
     reply = Reply()
     status = call(*args, callback=reply, **kw)
-    if status is not None and not status.ok:
+    if status is not None and (not status.ok or status.code == SU_ALREADY_DONE):
         reply(status, None, None)
     return reply
 

@@ -82,6 +82,10 @@ struct gx_result {
 // mismatch fails the copy and leaves nothing. 0 in production.
 int32_t gx_test_damage_back = 0;
 int32_t gx_test_damage_mode = 0;
+// Tests only (test_xrootd_failed_write_posc.py): a failed copy waits for its destination's
+// close, if one was sent, before its own cleanup (rm + close), so that close meets a file
+// XrdCl already holds as closed (the order a loaded machine may give). 0 in production.
+int32_t gx_test_close_answered_first = 0;
 
 // Jobs not yet deleted (a copy in progress, or a cancelled one whose last answer is still
 // due): 0 when idle, so a test sees a cleanup end and a leak.
@@ -150,8 +154,11 @@ void send(Job *job, Slot &s, F call) {
     job->pending++;
   }
   XRootDStatus st = call();
-  if (st.IsOK()) return;
-  std::lock_guard<std::mutex> lock(job->mu);     // not sent: XrdCl will not answer it
+  if (st.IsOK() && st.code != suAlreadyDone) return;
+  // Not sent: XrdCl will not answer it. A refusal, or a close of a file XrdCl holds as
+  // closed: FileStateHandler::Close returns stOK + suAlreadyDone and never calls the
+  // handler (counted as sent, its Job would never be deleted).
+  std::lock_guard<std::mutex> lock(job->mu);
   s.st = st;
   s.done = true;
   job->pending--;
@@ -233,6 +240,8 @@ void leave(Job *job, bool failed, bool cancelled, double open_wait) {
     if (!cancelled) clean = job->take_cleanup();
   }
   if (clean) {
+    if (gx_test_close_answered_first && job->s_dclose.sent)
+      wait_for(job, job->s_dclose, job->cleanup_timeout + 5, nullptr);
     send_cleanup(job);       // the Job stays: abandoned is not yet set
     wait_for(job, job->s_rm, job->cleanup_timeout + 5, nullptr);
     wait_for(job, job->s_close2, job->cleanup_timeout + 5, nullptr);
