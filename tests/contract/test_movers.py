@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers import TransferParams, get_mover, mover_for, normalise_adler32
+from gridxfer.movers import (TransferParams, capabilities_of, get_mover, mover_for,
+                             normalise_adler32)
 from gridxfer.testbed import localgrid
 
 pytestmark = pytest.mark.integration
@@ -250,6 +251,29 @@ def test_unreachable_endpoint_is_connection(proto, side, tmp_path):
     src, dst = (remote, f"file://{local}.out") if side == "src" else (f"file://{local}", remote)
     with pytest.raises(TransferError) as err:
         get_mover(src, dst).copy(src, dst, params=_params(timeout=30))
+    assert err.value.error_class is ErrorClass.CONNECTION and err.value.retryable
+
+
+@pytest.mark.parametrize("proto", ["file", "root", "gsiftp", "ftp", "davs"])
+def test_connect_where_a_mover_has_it_is_best_effort(proto, tmp_path):
+    """``Connects`` (optional, ``capabilities_of(...).connect``): it returns, never raises,
+    toward a closed port too; the copy that follows reports the failure as it would have
+    (a failed session opened ahead does not change a copy's error)."""
+    port = _closed_port()
+    remote = {"file": f"file://{tmp_path}/out/f.dat", "root": f"root://127.0.0.1:{port}//data/f.dat",
+              "gsiftp": f"gsiftp://127.0.0.1:{port}/data/f.dat",
+              "ftp": f"ftp://127.0.0.1:{port}/data/f.dat",
+              "davs": f"davs://127.0.0.1:{port}/data/f.dat"}[proto]
+    connect = capabilities_of(mover_for(remote)).connect
+    if connect is None:
+        assert proto != "root", "the XRootD mover opens sessions ahead"
+        pytest.skip(f"the {proto} mover has no connect")
+    connect(remote)
+    connect(remote)
+    (local := tmp_path / "f.dat").write_bytes(b"data")
+    with pytest.raises(TransferError) as err:
+        get_mover(f"file://{local}", remote).copy(f"file://{local}", remote,
+                                                  params=_params(timeout=30))
     assert err.value.error_class is ErrorClass.CONNECTION and err.value.retryable
 
 

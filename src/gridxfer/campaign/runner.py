@@ -39,6 +39,8 @@ from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
 from gridxfer.campaign.engine.recovery import Swept, recover, sweep  # noqa: F401  (recover re-exported for callers)
 from gridxfer.campaign.engine.scheduler import Observer, Scheduler
+from gridxfer.campaign.engine import sessions
+from gridxfer.campaign.engine.factories import ops_factory_for
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.spec import engine as engine_spec
@@ -219,6 +221,9 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     if dry:
         return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
+        if spec.engine.kind == "local":     # logins while the source is listed
+            sessions.connect_ahead(spec, ops_factory_for(kw.get("mover_factory"),
+                                                         kw.get("ops_factory")))
         with source_tokens(spec):
             fts3_token = _refuse_before_plan(spec, kw.get("ops_factory"))
         path, _ = plan(spec, replace=replace)
@@ -249,6 +254,7 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
             if spec.engine.kind == "fts3":     # its active attempts are jobs on the server
                 swept = Swept(0, 0)
             else:
+                sessions.connect_ahead(spec, ops_factory_for(mover_factory, ops_factory))
                 with movers_tokens.using_hosts(Credentials(spec).by_host()):  # token servers
                     swept = sweep(conn, spec, mover_factory, ops_factory)
             again = 0

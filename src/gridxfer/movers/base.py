@@ -193,6 +193,14 @@ class HasSpace(Protocol):
     def space(self, url: str) -> tuple[int, int]: ...       # (free_bytes, total_bytes)
 
 
+@runtime_checkable
+class Connects(Protocol):
+    """Start a session to ``url``'s server and return at once (best effort: a failure is
+    the first request's to report), so the first copy does not wait for the login."""
+
+    def connect(self, url: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a mover (or any metadata object an ops factory gives) can do, derived by
@@ -213,6 +221,7 @@ class Capabilities:
     # TapeOps methods; ``release`` unpins staged files
     tape: TapeOps | None = None
     release: Callable[..., None] | None = None
+    connect: Callable[[str], None] | None = None    # a session opened ahead (Connects)
 
 
 def capabilities_of(obj: object) -> Capabilities:
@@ -226,7 +235,8 @@ def capabilities_of(obj: object) -> Capabilities:
         space=obj.space if isinstance(obj, HasSpace) else None,
         third_party=bool(obj.tpc_pairs) if isinstance(obj, Mover) else False,
         tape=obj if isinstance(obj, TapeOps) else None,
-        release=obj.release if isinstance(obj, Releases) else None)
+        release=obj.release if isinstance(obj, Releases) else None,
+        connect=obj.connect if isinstance(obj, Connects) else None)
 
 
 def require_adler32(algorithm: str) -> None:

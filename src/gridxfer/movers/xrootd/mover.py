@@ -20,6 +20,7 @@ for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -47,6 +48,12 @@ from gridxfer.movers.xrootd.upload import Upload, posc_honoured, posc_upload
 from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_timeout
 
 _server = server_of
+_sessions: dict[str, xrd.FileSystem] = {}     # server -> the FileSystem that connected it
+_sessions_lock = threading.Lock()
+
+
+def _ignore(*_answer: object) -> None:
+    """The ping's answer: the channel is what was wanted."""
 
 
 def _own_channel() -> tuple[str, Callable[[], None]]:
@@ -65,6 +72,20 @@ class XRootDMover(XRootDTapeOps):
 
     name = "xrootd"
     schemes, pairs, tpc_pairs = routes.XROOTD.schemes, routes.XROOTD.pairs, routes.XROOTD.tpc_pairs
+
+    # -- sessions ---------------------------------------------------------------
+    def connect(self, url: str) -> None:
+        """Start logging in to ``url``'s server and return at once: an asynchronous ping
+        makes XrdCl open the channel (TCP, handshake, login, authentication) that every
+        later request to that server shares, so the first copy finds it open. Once per
+        server and process; a failure is left to the first request to report."""
+        server = _server(url)
+        with _sessions_lock:
+            if server in _sessions:
+                return
+            # kept for the process: an XrdCl FileSystem is not dropped inside its callback
+            fs = _sessions[server] = xrd.FileSystem(server)
+        fs.ping(timeout=_CONNECT_TIMEOUT * 3, callback=_ignore)
 
     # -- metadata ---------------------------------------------------------------
     def _fs(self, url: str) -> xrd.FileSystem:
