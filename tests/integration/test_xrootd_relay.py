@@ -218,7 +218,6 @@ def test_missing_source_creates_nothing(pair):
     assert not pair.disk(pair.dst("nope.dat")).exists()
 
 
-
 def test_a_close_of_a_closed_file_is_answered_at_once(local_grid):
     """XrdCl returns OK + suAlreadyDone for a close of a closed file and never calls the
     callback: pipeline.send answers it itself, or its waiter would sit out its timeout."""

@@ -38,6 +38,13 @@ def scheme_of(url: str) -> str:
     return SCHEME_ALIASES.get(scheme, scheme)
 
 
+def server_of(url: str) -> str:
+    """``scheme://host[:port]`` as written: the server a URL's requests go to (the key
+    under which sessions, tape requests and recovery group a campaign's URLs)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
 def local_path(url: str) -> str:
     """The filesystem path of a file:// URL or a bare path, never decoded and never cut:
     ``file:///d/a?b#c`` is the file ``/d/a?b#c`` (movers/names.py).

@@ -120,3 +120,14 @@ def test_local_path_fuzz_and_fast_path(monkeypatch):
     monkeypatch.setattr(urls, "urlsplit", lambda *a, **k: pytest.fail("urlsplit called"))
     assert local_path("file:///dev/shm/src/f000001.dat") == "/dev/shm/src/f000001.dat"
     assert local_path("/dev/shm/src/f.dat") == "/dev/shm/src/f.dat"
+
+
+@pytest.mark.parametrize("url,server", [
+    ("root://h.example:1094//data/a/f", "root://h.example:1094"),
+    ("davs://u@h:443/data/f?authz=x", "davs://u@h:443"),
+    ("gsiftp://h/data/", "gsiftp://h"),
+    ("file:///tmp/x/y", "file://"),
+])
+def test_server_of_is_the_scheme_and_authority_as_written(url, server):
+    """One key per server for sessions opened ahead, tape requests and recovery."""
+    assert urls.server_of(url) == server

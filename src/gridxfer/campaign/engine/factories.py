@@ -17,6 +17,7 @@ from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
 from gridxfer.movers.base import Mover, capabilities_of
+from gridxfer.movers.urls import server_of
 import contextlib
 
 MoverFactory = Callable[[str, str, bool], Mover]
@@ -45,7 +46,7 @@ def tape_factory_for(ops_for: OpsFactory) -> Callable[[str], object | None]:
     cache: dict[str, object | None] = {}
 
     def tape_for(url: str) -> object | None:
-        key = "/".join(url.split("/", 3)[:3])
+        key = server_of(url)
         if key not in cache:
             try:
                 ops = ops_for(url)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import capabilities_of, normalise_adler32
+from gridxfer.movers.urls import server_of
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine.factories import ops_factory_for
 from gridxfer.campaign.spec.schema import CampaignSpec
@@ -66,8 +67,7 @@ class _Cleaner:
     def remove(self, url: str, *, known: bool = False) -> bool:
         """Make sure ``url`` is gone; False if it may still be there. ``known``: it was
         just listed (no stat first)."""
-        server = url.split("/", 3)[:3]
-        key = "/".join(server)
+        key = server_of(url)
         ops = self.ops(url)
         if ops is None or key in self.down:
             self.kept += 1

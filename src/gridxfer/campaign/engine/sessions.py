@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from gridxfer.campaign.spec.schema import CampaignSpec
 from gridxfer.movers.base import capabilities_of
-from gridxfer.movers.urls import scheme_of
+from gridxfer.movers.urls import scheme_of, server_of
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,9 @@ def targets(spec: CampaignSpec) -> list[str]:
     urls += [u for t in spec.destinations for u in t.pool if t.token_for(u) is None]
     seen: dict[str, str] = {}
     for url in urls:
-        seen.setdefault(_server(url), url)
-    return [u for s, u in seen.items() if s]
+        if scheme_of(url) != "file":             # a local path has no server
+            seen.setdefault(server_of(url), url)
+    return list(seen.values())
 
 
 def connect_ahead(spec: CampaignSpec, ops_for: Callable[[str], object]) -> list[str]:
@@ -47,14 +48,7 @@ def connect_ahead(spec: CampaignSpec, ops_for: Callable[[str], object]) -> list[
                 connect(url)
                 asked.append(url)
         except Exception as exc:  # noqa: BLE001 - best effort: the first copy reports
-            log.debug("no session ahead to %s: %s", _server(url), exc)
+            log.debug("no session ahead to %s: %s", server_of(url), exc)
     if asked:
-        log.debug("sessions opened ahead: %s", ", ".join(_server(u) for u in asked))
+        log.debug("sessions opened ahead: %s", ", ".join(server_of(u) for u in asked))
     return asked
-
-
-def _server(url: str) -> str:
-    """scheme://host:port of a remote URL; '' for a local one."""
-    if scheme_of(url) in ("", "file"):
-        return ""
-    return "/".join(url.split("/", 3)[:3])

@@ -34,6 +34,7 @@ from typing import Any
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers.base import capabilities_of
+from gridxfer.movers.urls import server_of
 from gridxfer.redact import redact
 
 MAX_BULK = 200               # files per request (FTS3); movers.tape.MAX_BULK
@@ -62,12 +63,6 @@ class _Watch:
         self.deadline, self.due, self.gap = deadline, due, gap
         self.request: str | None = None     # staging: the stage request's id, once made
         self.last = ""                      # what the storage last said (for the failure)
-
-
-def endpoint_of(url: str) -> str:
-    """``scheme://host[:port]``: the storage a bulk request goes to."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
 class TapePoller:
@@ -299,7 +294,7 @@ class TapePoller:
 def _by_endpoint(urls: list[str]) -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = defaultdict(list)
     for u in urls:
-        groups[endpoint_of(u)].append(u)
+        groups[server_of(u)].append(u)
     return list(groups.items())
 
 
