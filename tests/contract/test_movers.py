@@ -277,6 +277,36 @@ def test_connect_where_a_mover_has_it_is_best_effort(proto, tmp_path):
     assert err.value.error_class is ErrorClass.CONNECTION and err.value.retryable
 
 
+@pytest.mark.parametrize("proto", ["file", "root", "gsiftp", "ftp", "davs"])
+def test_copy_many_where_a_mover_has_it_ends_each_copy_as_copy_would(proto, tmp_path):
+    """``CopiesMany`` (optional, ``capabilities_of(...).copy_many``): one ``Copied`` per
+    job, in order, each with the error ``copy`` raises (a closed port: CONNECTION), none
+    raised; a job whose source resolves outside ``source_base`` is refused (BAD_NAME)."""
+    port = _closed_port()
+    remote = {"file": f"file://{tmp_path}/out/", "root": f"root://127.0.0.1:{port}//data/",
+              "gsiftp": f"gsiftp://127.0.0.1:{port}/data/",
+              "ftp": f"ftp://127.0.0.1:{port}/data/",
+              "davs": f"davs://127.0.0.1:{port}/data/"}[proto]
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f.dat").write_bytes(b"data")
+    (tmp_path / "secret").write_bytes(b"secret")
+    os.symlink(tmp_path / "secret", src / "link.dat")
+    base = f"file://{src}/"
+    mover = get_mover(base + "f.dat", remote + "f.dat")
+    many = capabilities_of(mover).copy_many
+    if many is None:
+        assert proto != "root", "the XRootD mover copies bundles in one call"
+        pytest.skip(f"the {proto} mover has no copy_many")
+    jobs = [(base + n, remote + n, _params(timeout=30, source_base=base))
+            for n in ("f.dat", "link.dat", "f.dat")]
+    got = many(jobs)
+    assert [c.outcome for c in got] == [None, None, None]
+    assert [c.error.error_class for c in got] == [ErrorClass.CONNECTION, ErrorClass.BAD_NAME,
+                                                  ErrorClass.CONNECTION]
+    assert all(0 <= c.started <= c.ended for c in got)
+
+
 def test_adler32_matches_xrootd_tools(local_grid, tmp_path):
     """Our checksum == xrdadler32 on the file == `xrdfs query checksum` on the server."""
     data = b"\x00" * 10 + os.urandom(100_000)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from gridxfer.errors import UsageError
+from gridxfer.errors import TransferError, UsageError
 from gridxfer.movers.tape import Releases, TapeOps
 
 
@@ -105,6 +105,10 @@ class TransferParams:
     # passes them on). Never in repr, logs or argv: movers hand them to the library
     # through its credential API or a child's stdin.
     tokens: TokenPair | None = field(default=None, repr=False, compare=False)
+    # The directory URL a file:// source must lie under, symbolic links resolved, checked
+    # by a mover that ``confines_sources`` where it opens the file (campaigns); None: not
+    # asked (the caller checked it, or there is no such directory: ``gridxfer copy``).
+    source_base: str | None = None
 
     def data_done(self) -> None:
         if self.on_data_done is not None:
@@ -202,6 +206,28 @@ class Connects(Protocol):
 
 
 @dataclass(frozen=True)
+class Copied:
+    """One copy of ``copy_many``: its outcome or its error, and when it began and ended
+    (seconds from the call's start)."""
+    outcome: TransferOutcome | None
+    error: TransferError | None
+    started: float
+    ended: float
+
+
+@runtime_checkable
+class CopiesMany(Protocol):
+    """Copies one after the other in one call (a worker's bundle of small files): one
+    ``Copied`` per ``(src, dst, params)``, in order; one copy's failure is its ``error``,
+    never raised. Once ``stop`` is set the copies not yet begun end CANCELLED ("cancelled
+    before it started"). A mover with this operation also confines its local sources
+    (``TransferParams.source_base``) where it opens them, in ``copy`` as in ``copy_many``."""
+
+    def copy_many(self, jobs: Sequence[tuple[str, str, TransferParams]],
+                  stop: Cancel | None = None) -> list[Copied]: ...
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a mover (or any metadata object an ops factory gives) can do, derived by
     ``capabilities_of`` from what it really has: each operation is the object's bound
@@ -222,6 +248,8 @@ class Capabilities:
     tape: TapeOps | None = None
     release: Callable[..., None] | None = None
     connect: Callable[[str], None] | None = None    # a session opened ahead (Connects)
+    # copies in one call, local sources confined by the mover (CopiesMany)
+    copy_many: Callable[..., list[Copied]] | None = None
 
 
 def capabilities_of(obj: object) -> Capabilities:
@@ -236,7 +264,8 @@ def capabilities_of(obj: object) -> Capabilities:
         third_party=bool(obj.tpc_pairs) if isinstance(obj, Mover) else False,
         tape=obj if isinstance(obj, TapeOps) else None,
         release=obj.release if isinstance(obj, Releases) else None,
-        connect=obj.connect if isinstance(obj, Connects) else None)
+        connect=obj.connect if isinstance(obj, Connects) else None,
+        copy_many=obj.copy_many if isinstance(obj, CopiesMany) else None)
 
 
 def require_adler32(algorithm: str) -> None:

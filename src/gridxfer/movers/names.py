@@ -234,6 +234,12 @@ def real_path(path: str) -> str:
     return real if real.startswith("/") else os.path.realpath(path)
 
 
+def real_dir(base: str) -> bytes:
+    """The real path of the file:// directory URL ``base`` (links resolved, once per
+    process), for a check made where the file is opened (relaynative: gx_upload's root)."""
+    return os.fsencode(_real_dir(local_path(base)))
+
+
 @functools.lru_cache(maxsize=64)
 def _real_dir(path: str) -> str:
     """A campaign's source or destination directory, resolved once per process."""
@@ -272,10 +278,16 @@ def tool_url(url: str) -> str:
     return "file://" + quote(os.path.abspath(local_path(url)), safe="/")
 
 
-def check_transfer(name: str, src_base: str, src: str, dst_base: str, dst: str) -> None:
+def check_transfer(name: str, src_base: str, src: str, dst_base: str, dst: str, *,
+                   source_confined: bool = False) -> None:
     """Before a campaign's copy: both URLs are exactly ``join_url`` of the name (so a
-    journal row cannot smuggle another path in) and lie under their directories."""
+    journal row cannot smuggle another path in) and lie under their directories.
+    ``source_confined``: the mover resolves a local source's links where it opens it
+    (``TransferParams.source_base``), so only its URL is checked here."""
     for base, url in ((src_base, src), (dst_base, dst)):
         if url != join_url(base, name):
             raise bad_name(name, f"{url} is not its URL under {base}")
-        check_within(base, url)
+        if source_confined and url is src and scheme_of(url) == "file":
+            check_url(url)
+        else:
+            check_within(base, url)

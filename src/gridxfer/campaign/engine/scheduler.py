@@ -26,12 +26,13 @@ from collections.abc import Callable, Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers import names
-from gridxfer.movers.base import Mover
+from gridxfer.movers.base import Mover, capabilities_of
 from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import ceilings, ledger, outcomes, watchdog
 from gridxfer.campaign.policy import optimizer as optimizer_mod, selection
 from gridxfer.campaign.engine.attempt import run_attempt
+from gridxfer.campaign.engine.bundles import run_bundle
 from gridxfer.campaign.engine.credentials import TOKEN_WAIT, Credentials, TokenGate
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, OpsFactory, close_plugins, default_exclusion_factory, default_mover_factory,
@@ -91,7 +92,7 @@ class Scheduler:
         self.started = clock()
         self.acct = Accounting({t.name: t.pool for t in spec.destinations}, started=self.started,
                                clock=clock)
-        self._pool = WorkerPool(self._transfer)
+        self._pool = WorkerPool(self._transfer, self._transfer_bundle)
         self._inflight: dict[int, Job] = {}
         self._feed = PendingFeed(conn, self.tiers, ActivityShares(spec))   # FTS3's shares
         self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
@@ -304,6 +305,34 @@ class Scheduler:
         if res is None:
             return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
                           self.clock())
+        return res
+
+    def _transfer_bundle(self, jobs: list[Job]) -> list[Result]:
+        """A bundle in one mover call (bundles.py) where the mover copies many; each job
+        through ``_transfer`` otherwise. The bundle holds one slot: its copies run one
+        after the other, its first job watched for the whole call."""
+        head = jobs[0]
+        try:
+            mover = self._movers(head.src_url, head.dst_url)
+        except Exception:
+            mover = None
+        many = capabilities_of(mover).copy_many if mover is not None else None
+        if many is None or mover is None:
+            return [self._transfer(job) for job in jobs]
+
+        def work(_data_done: Callable[[], None]) -> list[Result]:
+            now = self.clock()
+            for job in jobs:
+                job.started = now
+            head.running = True
+            return run_bundle(jobs, self.spec, self.tiers[head.tier], mover, many, self._ops,
+                              self.clock)
+
+        res = self._slots.run(head, work, self._pool.wake)
+        if res is None:
+            now = self.clock()
+            return [Result(j, None, ErrorClass.CANCELLED, "cancelled before it started", now)
+                    for j in jobs]
         return res
 
     # ------------------------------------------------------------ the end

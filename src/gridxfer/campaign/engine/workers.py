@@ -16,8 +16,10 @@ from gridxfer.campaign.engine.jobs import Job, Result
 
 
 class WorkerPool:
-    def __init__(self, work: Callable[[Job], Result]) -> None:
+    def __init__(self, work: Callable[[Job], Result],
+                 work_many: Callable[[list[Job]], list[Result]] | None = None) -> None:
         self._work = work
+        self._work_many = work_many     # a bundle in one call, where it can (bundles.py)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -79,6 +81,11 @@ class WorkerPool:
             bundle = self._jobs.get()
             if bundle is None:
                 return
+            if self._work_many is not None and len(bundle) > 1:
+                for job in bundle:
+                    job.thread = threading.current_thread()
+                self._results.put(self._work_many(bundle))
+                continue
             done = []
             for job in bundle:
                 job.thread = threading.current_thread()

@@ -22,18 +22,18 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import routes
-from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
+from gridxfer.movers.base import (Cancel, Copied, Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.integrity import check_destination_sum, checksum_policy, verified_copy
 from gridxfer.movers.ops import LocalOps
-from gridxfer.movers.names import check_url, join_url, xrdcl_local
+from gridxfer.movers.names import check_url, check_within, join_url, xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
 from gridxfer.movers.xrootd.parallel import _SLOTS
 from gridxfer.movers.xrootd.authz import as_auth, bearer, with_cgi, xpath, xurl
@@ -43,6 +43,7 @@ from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_downl
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.relaynative import upload as native_upload
 from gridxfer.movers.xrootd.relaypool import run_relay
+from gridxfer.movers.xrootd import bundle
 from gridxfer.movers.xrootd.tape import XRootDTapeOps
 from gridxfer.movers.xrootd.upload import Upload, posc_honoured, posc_upload
 from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_timeout
@@ -50,6 +51,13 @@ from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_time
 _server = server_of
 _sessions: dict[str, xrd.FileSystem] = {}     # server -> the FileSystem that connected it
 _sessions_lock = threading.Lock()
+
+
+def confine(src: str, params: TransferParams) -> None:
+    """A local source read by Python (not by the native upload, which checks where it
+    opens the file) lies under ``params.source_base``, links resolved (BAD_NAME)."""
+    if params.source_base and scheme_of(src) == "file":
+        check_within(params.source_base, src)
 
 
 def _ignore(*_answer: object) -> None:
@@ -183,6 +191,8 @@ class XRootDMover(XRootDTapeOps):
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
             return self.raw_copy(s, tmp, params, report)
 
+        confine(src, params)
+
         return verified_copy(src, dst, params, src_ops=self._ops(src), dst_ops=self._ops(dst),
                              raw_copy=raw, progress=progress, mover=self.name)
 
@@ -213,15 +223,30 @@ class XRootDMover(XRootDTapeOps):
         computed on the bytes sent and compared with the server's (for small files: with
         the adler32 of the bytes read back from the server, xrdupload.READ_BACK_MAX)."""
         start = time.monotonic()
-        algo, verify, expected = checksum_policy(params)
+        _, verify, expected = checksum_policy(params)
         check_dst = verify in ("destination", "both")
         path = local_path(src)
         # one write request: in C++ where built (relaynative.upload), else below
         sent = native_upload(path, dst, params, progress, read_back=check_dst,
                              expected=expected if verify in ("source", "both") else None)
         if sent is None:
+            confine(src, params)
             sent = posc_upload(path, dst, params, progress, own_channel=_own_channel,
                                read_back=check_dst)
+        return self.uploaded(src, dst, params, sent, start)
+
+    def copy_many(self, jobs: Sequence[tuple[str, str, TransferParams]],
+                  stop: Cancel | None = None) -> list[Copied]:
+        """Small local files to root:// in one native call (bundle.py); the others, and any
+        the native upload cannot take, through ``copy``."""
+        return bundle.copy_many(self, jobs, stop)
+
+    def uploaded(self, src: str, dst: str, params: TransferParams, sent: Upload,
+                 start: float) -> TransferOutcome:
+        """An upload's bytes at their final name: its checks (the catalogue's adler32, the
+        destination's), the file deleted if one fails."""
+        algo, verify, expected = checksum_policy(params)
+        check_dst = verify in ("destination", "both")
         params.data_done()
         dst_sum = None
         with self._removed_on_failure(dst):

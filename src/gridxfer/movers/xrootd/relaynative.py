@@ -26,11 +26,13 @@ import os
 import threading
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Cancel, ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
+from gridxfer.movers.names import bad_name, real_dir
 from gridxfer.movers.urls import with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
@@ -50,7 +52,7 @@ LIBRARY = Path(__file__).with_name("native") / "libgxrelay.so"
 
 # relay.cpp's outcomes
 OK, XRD_ERROR, TOO_LARGE, SHORT_READ, EXPECTED, BACK_LENGTH, BACK_ADLER, CANCELLED, \
-    TIMEOUT, LOCAL_ERROR, IS_DIR = range(11)
+    TIMEOUT, LOCAL_ERROR, IS_DIR, OUTSIDE, NOT_STARTED = range(13)
 
 
 class _Result(ctypes.Structure):
@@ -62,6 +64,9 @@ class _Result(ctypes.Structure):
                 ("posc_flags", ctypes.c_int32), ("src_open_s", ctypes.c_double),
                 ("dst_open_s", ctypes.c_double), ("wait_s", ctypes.c_double),
                 ("message", ctypes.c_char * 1024)]
+
+
+Result = _Result          # what bundle.py hands back to ``uploaded``
 
 
 class _Status:
@@ -81,18 +86,31 @@ def library() -> ctypes.CDLL:
     return ctypes.CDLL(str(LIBRARY))
 
 
+class _Item(ctypes.Structure):
+    """One upload of gx_upload_many: gx_upload's arguments."""
+    _fields_ = [("path", ctypes.c_char_p), ("dst", ctypes.c_char_p),
+                ("dst_server", ctypes.c_char_p), ("dst_path", ctypes.c_char_p),
+                ("root", ctypes.c_char_p), ("max_size", ctypes.c_uint64),
+                ("wait", ctypes.c_double), ("has_expected", ctypes.c_int32),
+                ("expected", ctypes.c_uint32), ("read_back_max", ctypes.c_int64),
+                ("probe_posc", ctypes.c_int32), ("cleanup_timeout", ctypes.c_uint16),
+                ("cancel", ctypes.POINTER(ctypes.c_int32))]
+
+
 _STR, _U64, _F64, _I32 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double, ctypes.c_int32
-# gx_relay(src, dst, ...), gx_upload(path, dst, ...); then, for both: dst_server, dst_path,
-# max_size, [stall,] wait, has_expected, expected, read_back_max, probe_posc,
-# cleanup_timeout, cancel, result
+# gx_relay(src, dst, dst_server, dst_path, max_size, stall, ...), gx_upload(path, dst,
+# dst_server, dst_path, root, max_size, ...); then, for both: wait, has_expected, expected,
+# read_back_max, probe_posc, cleanup_timeout, cancel, result
 _TAIL = [ctypes.c_int32, ctypes.c_uint32, ctypes.c_int64, ctypes.c_int32, ctypes.c_uint16,
          ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_Result)]
 _ARGS = {"gx_relay": [_STR, _STR, _STR, _STR, _U64, _F64, _F64, *_TAIL],
-         "gx_upload": [_STR, _STR, _STR, _STR, _U64, _F64, *_TAIL]}
+         "gx_upload": [_STR, _STR, _STR, _STR, _STR, _U64, _F64, *_TAIL],
+         "gx_upload_many": [ctypes.c_int32, ctypes.POINTER(_Item), ctypes.POINTER(ctypes.c_int32),
+                            ctypes.POINTER(_Result), ctypes.POINTER(ctypes.c_double)]}
 
 
 def _load() -> Any:
-    """(gx_relay, gx_upload), or None: not built, not loadable, or switched off."""
+    """(gx_relay, gx_upload, gx_upload_many), or None: not built, not loadable, or switched off."""
     if os.environ.get(NATIVE_VAR, "1") == "0" or not LIBRARY.is_file():
         return None
     try:
@@ -163,7 +181,7 @@ def _hex8(text: str) -> bool:
     return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
 
 
-def _usable(expected: str | None) -> bool:
+def usable(expected: str | None) -> bool:
     """Built, and the catalogue's adler32 (if any) is 8 hex digits (another matches no
     source: the Python twin says so in its own words)."""
     return _relay is not None and (expected is None or _hex8(expected))
@@ -172,7 +190,7 @@ def _usable(expected: str | None) -> bool:
 def run(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
         read_back: bool, expected: str | None = None) -> Upload:
     """relay.relay, in relay.cpp where it was built, else in Python."""
-    if not _usable(expected):
+    if not usable(expected):
         return pyrelay.relay(src, dst, params, progress, read_back=read_back, expected=expected)
     return relay(src, dst, params, progress, read_back=read_back, expected=expected)
 
@@ -196,18 +214,35 @@ def upload(path: str, dst: str, params: TransferParams, progress: ProgressFn | N
            read_back: bool, expected: str | None = None) -> Upload | None:
     """upload.posc_upload's contract for a local file of one write request (at most
     ``upload.CHUNK``), in relay.cpp; None for a larger one (nothing was sent) or where
-    the library is not usable: the caller takes posc_upload."""
-    if not _usable(expected):
+    the library is not usable: the caller takes posc_upload. A file that resolves outside
+    ``params.source_base`` is refused (BAD_NAME) before anything is sent."""
+    if not usable(expected):
         return None
     what = f"file://{path} -> {dst}"
     r = _call(1, [os.fsencode(path)], dst, params, what, CHUNK, read_back, expected)
+    return uploaded(r, path, dst, params, expected, progress)
+
+
+def uploaded(r: _Result, path: str, dst: str, params: TransferParams, expected: str | None,
+             progress: ProgressFn | None) -> Upload | None:
+    """What gx_upload's result means: the Upload, None (too large: nothing was sent), or
+    the TransferError raised."""
     if r.outcome == TOO_LARGE:
         return None
     if r.outcome == LOCAL_ERROR:
         raise transfer_error(OSError(r.errNo, os.strerror(r.errNo)), f"file://{path}")
     if r.outcome == IS_DIR:
         raise TransferError(ErrorClass.OTHER, f"file://{path}: source is a directory")
-    return _outcome(r, f"file://{path}", what, expected, progress)
+    if r.outcome == OUTSIDE:
+        raise bad_name(f"file://{path}", f"resolves outside {params.source_base}")
+    if r.outcome == NOT_STARTED:
+        raise TransferError(ErrorClass.CANCELLED, "cancelled before it started")
+    return _outcome(r, f"file://{path}", f"file://{path} -> {dst}", expected, progress)
+
+
+def source_root(params: TransferParams) -> bytes | None:
+    """The real directory a local source must lie under (gx_upload's ``root``), or None."""
+    return real_dir(params.source_base) if params.source_base else None
 
 
 def _call(which: int, source: list[bytes], dst: str, params: TransferParams, what: str,
@@ -218,29 +253,87 @@ def _call(which: int, source: list[bytes], dst: str, params: TransferParams, wha
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
     assert _relay is not None
-    stall = stall_timeout()
-    wait = max(1.0, min(stall, params.timeout))
-    server = server_of(dst)
-    probe = claim_posc_probe(server)
+    a = prepare(dst, params, read_back, expected)
     r = _Result()
-    n = channels()
-    k = next(_turn) % n if n > 1 else 0
-    target = with_user(dst, f"gxs{k}") if k else dst
     key, flag = (None, None) if params.cancel is None else _cancels.add(params.cancel)
     try:
-        _relay[which](*source, xurl(target).encode(), server.encode(), xpath(dst).encode(),
-                      max_size, *([stall] if which == 0 else []), wait, expected is not None,
-                      int(expected or "0", 16),
-                      READ_BACK_MAX if read_back else -1, probe, CLEANUP_TIMEOUT,
+        if which == 0:
+            _relay[0](*source, a.target, a.server_b, a.path, max_size, stall_timeout(), a.wait,
+                      a.has_expected, a.expected, a.read_back_max, a.probe, CLEANUP_TIMEOUT,
                       None if flag is None else ctypes.byref(flag), ctypes.byref(r))
+        else:
+            _relay[1](*source, a.target, a.server_b, a.path, source_root(params), max_size,
+                      a.wait, a.has_expected, a.expected, a.read_back_max, a.probe,
+                      CLEANUP_TIMEOUT, None if flag is None else ctypes.byref(flag),
+                      ctypes.byref(r))
     finally:
         if key is not None:
             _cancels.remove(key)
-    if probe and r.posc_flags >= 0:
-        posc_probed(server, r.posc_flags)
-    if r.dst_open_s:
-        observe(server, r.dst_open_s)
+    settle(a, r)
     return r
+
+
+class Prepared:
+    """A native copy's arguments toward its destination, built in the caller's thread (its
+    tokens: ``authz.bearer``) before the call."""
+    __slots__ = ("target", "server", "server_b", "path", "wait", "has_expected", "expected",
+                 "read_back_max", "probe")
+
+    def __init__(self, dst: str, params: TransferParams, read_back: bool,
+                 expected: str | None) -> None:
+        self.wait = max(1.0, min(stall_timeout(), params.timeout))
+        self.server = server_of(dst)
+        self.server_b = self.server.encode()
+        self.probe = claim_posc_probe(self.server)
+        n = channels()
+        k = next(_turn) % n if n > 1 else 0
+        self.target = xurl(with_user(dst, f"gxs{k}") if k else dst).encode()
+        self.path = xpath(dst).encode()
+        self.has_expected = expected is not None
+        self.expected = int(expected or "0", 16)
+        self.read_back_max = READ_BACK_MAX if read_back else -1
+
+
+def prepare(dst: str, params: TransferParams, read_back: bool,
+            expected: str | None) -> Prepared:
+    return Prepared(dst, params, read_back, expected)
+
+
+def settle(a: Prepared, r: _Result) -> None:
+    """After a native copy: the POSC probe's verdict and the destination's latency kept."""
+    if a.probe and r.posc_flags >= 0:
+        posc_probed(a.server, r.posc_flags)
+    if r.dst_open_s:
+        observe(a.server, r.dst_open_s)
+
+
+def upload_many(entries: Sequence[tuple[str, Prepared, TransferParams]], stop: Cancel | None
+                ) -> tuple[list[_Result], list[tuple[float, float]]]:
+    """gx_upload of each ``(path, prepared, params)`` one after the other, in ONE native
+    call (gx_upload_many): each result (``uploaded`` reads it) and when it began and ended
+    (seconds from the call's start). ``stop`` (the bundle's first job's cancel) ends the
+    copy in progress (CANCELLED) and the rest before they begin (NOT_STARTED)."""
+    assert _relay is not None
+    n = len(entries)
+    items, results, times = (_Item * n)(), (_Result * n)(), (ctypes.c_double * (2 * n))()
+    key, flag = (None, None) if stop is None else _cancels.add(stop)
+    if flag is not None and stop is not None and stop.is_set():
+        flag.value = 1                  # already stopped: nothing begins
+    cancel = None if flag is None else ctypes.pointer(flag)
+    for it, (path, a, params) in zip(items, entries, strict=True):
+        it.path, it.dst, it.dst_server = os.fsencode(path), a.target, a.server_b
+        it.dst_path, it.root, it.max_size, it.wait = a.path, source_root(params), CHUNK, a.wait
+        it.has_expected, it.expected = a.has_expected, a.expected
+        it.read_back_max, it.probe_posc = a.read_back_max, a.probe
+        it.cleanup_timeout, it.cancel = CLEANUP_TIMEOUT, cancel
+    try:
+        _relay[2](n, items, cancel, results, times)
+    finally:
+        if key is not None:
+            _cancels.remove(key)
+    for (_, a, _), r in zip(entries, results, strict=True):
+        settle(a, r)
+    return list(results), [(times[2 * k], times[2 * k + 1]) for k in range(n)]
 
 
 def _hex(value: int) -> str:

@@ -32,6 +32,8 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 #include <chrono>
 #include <condition_variable>
@@ -59,6 +61,8 @@ enum {
   GX_TIMEOUT = 8,        // no reply within wait_s
   GX_LOCAL_ERROR = 9,    // gx_upload: the local file failed (errNo)
   GX_IS_DIR = 10,        // gx_upload: the local source is a directory
+  GX_OUTSIDE = 11,       // gx_upload: the local source resolves outside `root`; nothing sent
+  GX_NOT_STARTED = 12,   // gx_upload_many: the batch was cancelled before this item
 };
 
 struct gx_result {
@@ -86,6 +90,19 @@ int32_t gx_test_damage_mode = 0;
 // close, if one was sent, before its own cleanup (rm + close), so that close meets a file
 // XrdCl already holds as closed (the order a loaded machine may give). 0 in production.
 int32_t gx_test_close_answered_first = 0;
+
+// One upload of gx_upload_many: gx_upload's arguments.
+struct gx_item {
+  const char *path, *dst, *dst_server, *dst_path, *root;
+  uint64_t max_size;
+  double wait;
+  int32_t has_expected;
+  uint32_t expected;
+  int64_t read_back_max;
+  int32_t probe_posc;
+  uint16_t cleanup_timeout;
+  const volatile int32_t *cancel;
+};
 
 // Jobs not yet deleted (a copy in progress, or a cancelled one whose last answer is still
 // due): 0 when idle, so a test sees a cleanup end and a leak.
@@ -278,6 +295,29 @@ uint32_t adler_of(const char *p, size_t n) {
   return static_cast<uint32_t>(adler32(a, reinterpret_cast<const Bytef *>(p), n));
 }
 
+// The file open as `fd` (opened as `path`, symbolic links followed) lies under the
+// directory `root` (a real path: names.check_within's rule, on the file actually read,
+// so a link swapped in after the plan cannot point the read elsewhere).
+bool within(int fd, const char *path, const char *root) {
+  char link[64], buf[4097];
+  std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  ssize_t k = ::readlink(link, buf, sizeof(buf) - 1);
+  std::string real;
+  if (k > 0 && buf[0] == '/') {
+    real.assign(buf, static_cast<size_t>(k));
+  } else {                   // no /proc: the C library's realpath
+    char *rp = ::realpath(path, nullptr);
+    if (!rp) return false;
+    real = rp;
+    std::free(rp);
+  }
+  std::string base(root);
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  if (base == "/") return real.size() > 1 && real[0] == '/';
+  return real.size() > base.size() + 1 && real.compare(0, base.size(), base) == 0 &&
+         real[base.size()] == '/';
+}
+
 uint16_t seconds16(double s) { return static_cast<uint16_t>(s < 1 ? 1 : (s > 65535 ? 65535 : s)); }
 
 int finish(Job *job, uint64_t n, double wait, int32_t has_expected, uint32_t expected,
@@ -440,10 +480,11 @@ int gx_relay(const char *src, const char *dst, const char *dst_server, const cha
 // upload.py's one-flight upload. The file is read first (open, fstat, read, close: a
 // local failure never touches the destination; GX_LOCAL_ERROR with errNo, GX_IS_DIR),
 // then the destination sees gx_relay's flights. Arguments as gx_relay's.
+// root: the directory the file must resolve under (GX_OUTSIDE; NULL or "": not checked).
 int gx_upload(const char *path, const char *dst, const char *dst_server, const char *dst_path,
-              uint64_t max_size, double wait, int32_t has_expected, uint32_t expected,
-              int64_t read_back_max, int32_t probe_posc, uint16_t cleanup_timeout,
-              const volatile int32_t *cancel, gx_result *r) {
+              const char *root, uint64_t max_size, double wait, int32_t has_expected,
+              uint32_t expected, int64_t read_back_max, int32_t probe_posc,
+              uint16_t cleanup_timeout, const volatile int32_t *cancel, gx_result *r) {
   std::memset(r, 0, sizeof(*r));
   r->posc_flags = -1;
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -460,6 +501,10 @@ int gx_upload(const char *path, const char *dst, const char *dst_server, const c
   if (S_ISDIR(sb.st_mode)) {
     ::close(fd);
     return r->outcome = GX_IS_DIR;
+  }
+  if (root && *root && !within(fd, path, root)) {
+    ::close(fd);
+    return r->outcome = GX_OUTSIDE;
   }
   r->size = static_cast<uint64_t>(sb.st_size);
   if (r->size > max_size) {
@@ -498,6 +543,36 @@ int gx_upload(const char *path, const char *dst, const char *dst_server, const c
   }
   leave(job, result != GX_OK, result == GX_CANCELLED, wait + 5);
   return result;
+}
+
+// n uploads one after the other in one call (a worker's bundle of small files: the GIL
+// is let go of once for all of them, not once a file). Item i's result goes to results[i],
+// the seconds from the call's start to its start and end to times[2i], times[2i+1]. Once
+// *stop is set (the bundle's first job cancelled: a stop, or the watchdog) the items not
+// yet begun end as GX_NOT_STARTED, nothing sent for them.
+int gx_upload_many(int32_t n, const gx_item *items, const volatile int32_t *stop,
+                   gx_result *results, double *times) {
+  const auto t0 = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  int failed = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const gx_item &it = items[i];
+    gx_result *r = &results[i];
+    times[2 * i] = since();
+    if ((stop && __atomic_load_n(stop, __ATOMIC_RELAXED)) ||
+        (it.cancel && __atomic_load_n(it.cancel, __ATOMIC_RELAXED))) {
+      std::memset(r, 0, sizeof(*r));
+      r->posc_flags = -1;
+      r->outcome = GX_NOT_STARTED;
+    } else {
+      gx_upload(it.path, it.dst, it.dst_server, it.dst_path, it.root, it.max_size, it.wait,
+                it.has_expected, it.expected, it.read_back_max, it.probe_posc,
+                it.cleanup_timeout, it.cancel, r);
+    }
+    times[2 * i + 1] = since();
+    failed += r->outcome != GX_OK;
+  }
+  return failed;
 }
 
 }  // extern "C"
