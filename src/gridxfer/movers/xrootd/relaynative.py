@@ -1,7 +1,9 @@
 """Small files in one ctypes call without the GIL: native/relay.cpp (libgxrelay.so).
 
 Two entry points, each with the contract of its Python twin: ``relay`` (root -> root,
-relay.py) and ``upload`` (file -> root of one write request, upload.py's one flight).
+relay.py) and ``upload`` (file -> root of one write request, upload.py's one flight); and
+``upload_many``, a bundle of uploads in one call (bundle.py). An upload resolves its local
+source's links on the open file against ``TransferParams.source_base`` (BAD_NAME outside).
 
 Why (issue 21): the Python relay costs ~1.2 CPU-ms a file, most of it Python waking for
 each of XrdCl's replies; on 2 cores that, not the link, capped small files over the WAN

@@ -1,5 +1,6 @@
 // The small-file relay of relay.py (gx_relay) and the one-flight upload of upload.py
-// (gx_upload) in C++ over XrdCl (issue 21): the same requests in the same flights, without
+// (gx_upload; gx_upload_many: a worker's bundle of them in one call) in C++ over XrdCl
+// (issue 21): the same requests in the same flights, without
 // Python waking for each reply. Built by `make native` (Makefile)
 // into libgxrelay.so; relaynative.py loads it with ctypes, which lets go of the GIL for
 // the whole call. Why C++: the Python relay costs ~1.2 CPU-ms a file, most of it Python
