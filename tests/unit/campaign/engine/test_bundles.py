@@ -111,24 +111,20 @@ class _Acct:
         pass
 
 
-def test_the_scheduler_sends_bundles_of_short_transfers_in_one_call(gridxfer_home):
+@pytest.mark.parametrize("many", [True, False], ids=["copy_many", "copy"])
+def test_the_scheduler_sends_bundles_of_short_transfers_in_one_call_where_it_can(
+        gridxfer_home, many):
+    """With ``copy_many``: bundles in one call, the sources confined by the mover; without
+    it: one ``copy`` a file, the engine's own check."""
     spec = make_spec(max_active=2)
     conn = plan(spec, n=300)
-    mover = ManyMover()
+    mover = ManyMover() if many else FakeMover()
     _, result = run(conn, spec, mover)
     assert result.state == "done" and states(conn) == {"done": 300}
-    assert mover.bundles and max(mover.bundles) > 1       # bundles went in one call
     assert len(mover.calls) == 300                        # each file copied once
-
-
-def test_a_mover_without_copy_many_runs_its_bundles_one_copy_at_a_time(gridxfer_home):
-    spec = make_spec(max_active=2)
-    conn = plan(spec, n=300)
-    mover = FakeMover()
-    _, result = run(conn, spec, mover)
-    assert result.state == "done" and states(conn) == {"done": 300}
-    assert len(mover.calls) == 300
-    assert all(p.source_base is None for p in mover.params)
+    if many:
+        assert mover.bundles and max(mover.bundles) > 1   # bundles went in one call
+    assert all(p.source_base == (SRC if many else None) for p in mover.params)
 
 
 def test_copy_many_errors_are_the_copy_errors(gridxfer_home):
