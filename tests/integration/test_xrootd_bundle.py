@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.cli.main import main
-from gridxfer.errors import ErrorClass
+from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import CancelFlag, TransferParams
 from gridxfer.movers.registry import get_mover
 from gridxfer.movers.xrootd import relaynative
@@ -100,10 +100,10 @@ def test_a_link_out_of_the_source_is_refused_by_copy_too(local_grid, tmp_path, m
     area = Pair(local_grid)
     src = source(tmp_path)
     mover = get_mover(f"file://{src}/link.dat", area.dst("link.dat"))
-    with pytest.raises(Exception) as err:
+    with pytest.raises(TransferError) as err:
         mover.copy(f"file://{src}/link.dat", area.dst("link.dat"),
                    params=TransferParams(timeout=60, source_base=f"file://{src}/"))
-    assert getattr(err.value, "error_class", None) is ErrorClass.BAD_NAME, err.value
+    assert err.value.error_class is ErrorClass.BAD_NAME, err.value
     assert not area.disk(area.dst("link.dat")).exists()
     # without source_base (gridxfer copy of one named file) the link is followed
     out = mover.copy(f"file://{src}/link.dat", area.dst("link.dat"),

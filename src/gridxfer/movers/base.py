@@ -106,8 +106,8 @@ class TransferParams:
     # through its credential API or a child's stdin.
     tokens: TokenPair | None = field(default=None, repr=False, compare=False)
     # The directory URL a file:// source must lie under, symbolic links resolved, checked
-    # by a mover that ``confines_sources`` where it opens the file (campaigns); None: not
-    # asked (the caller checked it, or there is no such directory: ``gridxfer copy``).
+    # where the file is opened by a mover with ``copy_many`` (``CopiesMany``; campaigns);
+    # None: not asked (the caller checked it, or there is none: ``gridxfer copy``).
     source_base: str | None = None
 
     def data_done(self) -> None:
@@ -205,6 +205,9 @@ class Connects(Protocol):
     def connect(self, url: str) -> None: ...
 
 
+NOT_STARTED = "cancelled before it started"     # a copy a stop ended before it began
+
+
 @dataclass(frozen=True)
 class Copied:
     """One copy of ``copy_many``: its outcome or its error, and when it began and ended
@@ -219,8 +222,8 @@ class Copied:
 class CopiesMany(Protocol):
     """Copies one after the other in one call (a worker's bundle of small files): one
     ``Copied`` per ``(src, dst, params)``, in order; one copy's failure is its ``error``,
-    never raised. Once ``stop`` is set the copies not yet begun end CANCELLED ("cancelled
-    before it started"). A mover with this operation also confines its local sources
+    never raised. Once ``stop`` is set the copies not yet begun end CANCELLED
+    (``NOT_STARTED``). A mover with this operation also confines its local sources
     (``TransferParams.source_base``) where it opens them, in ``copy`` as in ``copy_many``."""
 
     def copy_many(self, jobs: Sequence[tuple[str, str, TransferParams]],

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers import names
-from gridxfer.movers.base import Mover, capabilities_of
+from gridxfer.movers.base import NOT_STARTED, Mover, capabilities_of
 from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import ceilings, ledger, outcomes, watchdog
@@ -303,7 +303,7 @@ class Scheduler:
 
         res = self._slots.run(job, work, self._pool.wake)
         if res is None:
-            return Result(job, None, ErrorClass.CANCELLED, "cancelled before it started",
+            return Result(job, None, ErrorClass.CANCELLED, NOT_STARTED,
                           self.clock())
         return res
 
@@ -317,7 +317,7 @@ class Scheduler:
         except Exception:
             mover = None
         many = capabilities_of(mover).copy_many if mover is not None else None
-        if many is None or mover is None:
+        if mover is None or many is None:
             return [self._transfer(job) for job in jobs]
 
         def work(_data_done: Callable[[], None]) -> list[Result]:
@@ -331,8 +331,7 @@ class Scheduler:
         res = self._slots.run(head, work, self._pool.wake)
         if res is None:
             now = self.clock()
-            return [Result(j, None, ErrorClass.CANCELLED, "cancelled before it started", now)
-                    for j in jobs]
+            return [Result(j, None, ErrorClass.CANCELLED, NOT_STARTED, now) for j in jobs]
         return res
 
     # ------------------------------------------------------------ the end

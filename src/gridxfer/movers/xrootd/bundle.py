@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import Cancel, Copied, TransferOutcome, TransferParams
+from gridxfer.movers.base import NOT_STARTED, Cancel, Copied, TransferOutcome, TransferParams
 from gridxfer.movers.integrity import checksum_policy
 from gridxfer.movers.urls import local_path, scheme_of
 from gridxfer.movers.xrootd import relaynative
@@ -31,13 +31,11 @@ from gridxfer.movers.xrootd.upload import posc_honoured
 if TYPE_CHECKING:
     from gridxfer.movers.xrootd.mover import XRootDMover
 
-NOT_STARTED = "cancelled before it started"
-
-
 @dataclasses.dataclass(frozen=True)
 class _Native:
     index: int
     src: str
+    path: str                   # the source's local path
     dst: str
     params: TransferParams
     expected: str | None
@@ -49,8 +47,8 @@ def copy_many(mover: XRootDMover, jobs: Sequence[tuple[str, str, TransferParams]
     t0 = time.monotonic()
     done: dict[int, Copied] = {}
     native = [n for n in (_native(i, *job) for i, job in enumerate(jobs)) if n is not None]
-    if native and relaynative.available():
-        entries = [(local_path(n.src), n.prepared, n.params) for n in native]
+    if native:                  # _native took none unless the library is loaded
+        entries = [(n.path, n.prepared, n.params) for n in native]
         results, times = relaynative.upload_many(entries, stop)
         for n, r, (began, ended) in zip(native, results, times, strict=True):
             copied = _judge(mover, n, r, began, ended)
@@ -73,18 +71,17 @@ def _native(i: int, src: str, dst: str, params: TransferParams) -> _Native | Non
     if not relaynative.usable(expected):
         return None
     with bearer(params.tokens, src, dst):       # the URL carries the transfer's token
-        prepared = relaynative.prepare(dst, params, verify in ("destination", "both"),
-                                       expected)
-    return _Native(i, src, dst, params, expected, prepared)
+        prepared = relaynative.Prepared(dst, params, verify in ("destination", "both"),
+                                        expected)
+    return _Native(i, src, local_path(src), dst, params, expected, prepared)
 
 
 def _judge(mover: XRootDMover, n: _Native, r: relaynative.Result, began: float,
            ended: float) -> Copied | None:
     """One native upload's result as ``copy`` would end; None: to copy alone (too large,
     or an existing destination to overwrite through a temporary name)."""
-    path = local_path(n.src)
     try:
-        sent = relaynative.uploaded(r, path, n.dst, n.params, n.expected, None)
+        sent = relaynative.uploaded(r, n.path, n.dst, n.params, n.expected, None)
         if sent is None:
             return None
         post = time.monotonic()

@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import Cancel, ProgressFn, TransferParams
+from gridxfer.movers.base import NOT_STARTED as NOT_STARTED_MESSAGE, Cancel, ProgressFn, \
+    TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import bad_name, real_dir
 from gridxfer.movers.urls import with_user
@@ -238,7 +239,7 @@ def uploaded(r: _Result, path: str, dst: str, params: TransferParams, expected: 
     if r.outcome == OUTSIDE:
         raise bad_name(f"file://{path}", f"resolves outside {params.source_base}")
     if r.outcome == NOT_STARTED:
-        raise TransferError(ErrorClass.CANCELLED, "cancelled before it started")
+        raise TransferError(ErrorClass.CANCELLED, NOT_STARTED_MESSAGE)
     return _outcome(r, f"file://{path}", f"file://{path} -> {dst}", expected, progress)
 
 
@@ -255,7 +256,7 @@ def _call(which: int, source: list[bytes], dst: str, params: TransferParams, wha
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
     assert _relay is not None
-    a = prepare(dst, params, read_back, expected)
+    a = Prepared(dst, params, read_back, expected)
     r = _Result()
     key, flag = (None, None) if params.cancel is None else _cancels.add(params.cancel)
     try:
@@ -294,11 +295,6 @@ class Prepared:
         self.has_expected = expected is not None
         self.expected = int(expected or "0", 16)
         self.read_back_max = READ_BACK_MAX if read_back else -1
-
-
-def prepare(dst: str, params: TransferParams, read_back: bool,
-            expected: str | None) -> Prepared:
-    return Prepared(dst, params, read_back, expected)
 
 
 def settle(a: Prepared, r: _Result) -> None:
