@@ -112,7 +112,7 @@ def _phase_dispatch(seconds: float) -> dict:
 
 def _phase_read() -> dict:
     from gridxfer.campaign.report.summary import build_report
-    from gridxfer.campaign.runner import campaign_status
+    from gridxfer.campaign.report.status import campaign_status
 
     sw = Stopwatch()
     st = campaign_status(NAME)

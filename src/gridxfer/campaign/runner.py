@@ -8,8 +8,9 @@ The CLI only parses and renders; these functions return typed, frozen results.
 
 run, resume and cancel hold the campaign's lock (lock.py) from before the journal is
 touched to the end: one runner per campaign.
-    campaign_status(name) -> CampaignStatus        # indexed counts only (< 1 s on 1 M files)
-    list_campaigns() -> list[CampaignStatus]
+
+Status and listing are ``report/status.py``'s. The FTS3 engine and ``reload.py`` are
+imported when a campaign needs them: a local run starts without them (~13 ms).
 """
 from __future__ import annotations
 
@@ -44,13 +45,10 @@ from gridxfer.campaign.engine.factories import ops_factory_for
 from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.spec import engine as engine_spec
-from gridxfer.campaign.fts3 import client as fts3_client, run as fts3_run
-from gridxfer.campaign import dryrun, reload as reload_mod, results
+from gridxfer.campaign.fts3 import client as fts3_client
+from gridxfer.campaign import dryrun, results
 from gridxfer.campaign.results import CampaignResult, FileFailure  # noqa: F401  (re-exported)
-from gridxfer.campaign.reload import journal_spec as _journal_spec
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
-from gridxfer.campaign.report.status import (  # noqa: F401  (re-exported: callers import them from here)
-    CampaignStatus, _alive, campaign_status, list_campaigns)
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +86,14 @@ def _signals(stop: threading.Event, hurry: threading.Event) -> Iterator[dict]:
 
 # ------------------------------------------------------------------ plan / run / resume
 def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
+    path, count, conn = _plan(spec, replace)
+    conn.close()
+    return path, count
+
+
+def _plan(spec: CampaignSpec, replace: bool) -> tuple[Path, int, sqlite3.Connection]:
+    """``plan``, the journal left open for the run (it was just written here, under the
+    campaign's lock: reopening it would check every page again)."""
     path = _may_plan(spec, replace)
     if path.exists():
         _sweep_old(path)
@@ -116,9 +122,8 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
         conn.close()
         _remove_journal(path)
         raise
-    conn.close()
     log.info("campaign %s planned: %d files in %s", spec.name, count, path)
-    return path, count
+    return path, count, conn
 
 
 def source_tokens(spec: CampaignSpec) -> contextlib.AbstractContextManager:
@@ -155,12 +160,13 @@ def _remove_journal(path: Path) -> None:
 def _sweep_old(path: Path) -> None:
     """Before --replace deletes a journal: remove the temporary and partial files it still
     records (best effort: a journal that cannot be read has nothing to offer)."""
+    from gridxfer.campaign import reload as reload_mod
     try:
-        conn = journal.connect(path)
+        conn = journal.connect(path, every_page=False)
     except GridxferError:
         return
     try:
-        spec = _journal_spec(path, journal.get_meta(conn))
+        spec = reload_mod.journal_spec(path, journal.get_meta(conn))
         with movers_tokens.using_hosts(Credentials(spec).by_host()):
             sweep(conn, spec)
     except (GridxferError, sqlite3.Error):
@@ -226,8 +232,8 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
                                                          kw.get("ops_factory")))
         with source_tokens(spec):
             fts3_token = _refuse_before_plan(spec, kw.get("ops_factory"))
-        path, _ = plan(spec, replace=replace)
-        return _execute(path, spec, recovered=0, fts3_token=fts3_token, **kw)
+        path, _, conn = _plan(spec, replace)
+        return _execute(path, spec, conn, recovered=0, fts3_token=fts3_token, **kw)
 
 
 def resume_campaign(name: str, *, mover_factory: Callable | None = None,
@@ -239,6 +245,7 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
     ``retry_cancelled``: the files `campaign cancel` marked. An edited campaign file is
     compared with the journal's spec (``reload.py``); ``reload`` applies its safe changes
     and refuses the file whole if any other is there."""
+    from gridxfer.campaign import reload as reload_mod
     path = journal.journal_path(name)
     if not path.exists():
         raise UsageError(f"no such campaign journal: {path}")
@@ -246,7 +253,7 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
         conn = journal.connect(path)
         try:
             meta = journal.get_meta(conn)
-            spec = _journal_spec(path, meta)
+            spec = reload_mod.journal_spec(path, meta)
             edited = reload_mod.edits(name, meta, spec, reload)
             if reload and edited is not None:
                 spec = reload_mod.apply(conn, name, edited)
@@ -266,18 +273,20 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
                     () if retry_failed else (CANCELLED,)).rowcount
             journal.add_event(conn, "resumed", recovered=swept.recovered,
                               removed=swept.removed, retry_failed=again)
-        finally:
+        except BaseException:
             conn.close()
-        res = _execute(path, spec, recovered=swept.recovered, cleaned=swept.removed,
+            raise
+        res = _execute(path, spec, conn, recovered=swept.recovered, cleaned=swept.removed,
                        mover_factory=mover_factory, ops_factory=ops_factory, **kw)
     return dataclasses.replace(res, edited=edited.to_dict() if edited else None,
                                reloaded=bool(reload and edited))
 
 
-def _execute(path: Path, spec: CampaignSpec, *, recovered: int, cleaned: int | None = None,
-             observers: Sequence[Observer] = (), fts3_token: object = fts3_client.UNREAD,
-             **factories: Any) -> CampaignResult:
-    conn = journal.connect(path)
+def _execute(path: Path, spec: CampaignSpec, conn: sqlite3.Connection, *, recovered: int,
+             cleaned: int | None = None, observers: Sequence[Observer] = (),
+             fts3_token: object = fts3_client.UNREAD, **factories: Any) -> CampaignResult:
+    """Run the planned or recovered journal ``conn`` (this process opened and checked it,
+    under the campaign's lock); it is closed at the end."""
     try:
         journal.set_meta(conn, [("pid", str(os.getpid()))])
         if spec.engine.kind == "fts3":
@@ -299,6 +308,7 @@ def _execute_fts3(conn: sqlite3.Connection, path: Path, spec: CampaignSpec,
                   recovered: int, observers: Sequence[Observer] = (),
                   token: object = fts3_client.UNREAD) -> CampaignResult:
     """The campaign handed to FTS3 (campaign/fts3): Ctrl-C stops polling, not the jobs."""
+    from gridxfer.campaign.fts3 import run as fts3_run
     stop, hurry = threading.Event(), threading.Event()
     with _signals(stop, hurry):
         run = fts3_run.run(conn, spec, stop, observers=observers, token=token)

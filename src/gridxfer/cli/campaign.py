@@ -263,8 +263,9 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
     if not as_json:
         _show_edits(edits.campaign_edits(name), name, reload)
     if dry_run:
+        from gridxfer.campaign.report.status import campaign_status
         from gridxfer.cli.campaign_status import render_status
-        render_status(runner.campaign_status(name), as_json, links=False)
+        render_status(campaign_status(name), as_json, links=False)
         return
     _execute(name, lambda **k: runner.resume_campaign(
         name, retry_failed=retry_failed, retry_cancelled=retry_cancelled, reload=reload, **k),

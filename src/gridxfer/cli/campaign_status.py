@@ -75,7 +75,7 @@ def status_cmd(name: str, as_json: bool, links: bool, tier: str | None, endpoint
     "in flight" counts files handed to a worker: moving data, being verified, or (small
     files, dispatched ahead in bundles) waiting for one of the link's max_active slots.
     The live view of `campaign run` shows the running ones and the queued ones apart."""
-    from gridxfer.campaign.runner import campaign_status
+    from gridxfer.campaign.report.status import campaign_status
     filters = _filters(tier, endpoint, failed, since)
     render_status(campaign_status(name, links=links, filters=filters), as_json, links)
 
@@ -172,7 +172,7 @@ def report_cmd(name: str, as_json: bool, png: str | None, tier: str | None,
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def list_cmd(as_json: bool) -> None:
     """Campaign journals under $GRIDXFER_HOME/campaigns."""
-    from gridxfer.campaign.runner import list_campaigns
+    from gridxfer.campaign.report.status import list_campaigns
     items = list_campaigns()
     if as_json:
         from gridxfer.cli import jsonshape

@@ -109,3 +109,27 @@ def test_capabilities_are_the_methods_an_object_has():
     assert capabilities_of(None) == capabilities_of(object())
     assert capabilities_of(mover_for(R)).space is not None            # XRootD: query space
     assert capabilities_of(get_mover(L, G)).space is None             # GridFTP: none
+
+
+class _Data:
+    name, schemes, pairs, tpc_pairs = "d", frozenset(), frozenset(), frozenset({("a", "b")})
+
+    def copy(self, src, dst, *, params, progress=None):
+        return None
+
+
+class _NoneOp(_Ops):
+    listdir = None              # an attribute that is None is no operation
+
+
+def test_capabilities_agree_with_isinstance_on_every_protocol():
+    from gridxfer.movers import base
+    from gridxfer.movers.tape import Releases, TapeOps
+    protos = (base.Stats, base.Lists, base.Checksums, base.Unlinks, base.MakesDirs,
+              base.HasSpace, base.Mover, TapeOps, Releases, base.Connects, base.CopiesMany)
+    objs = (None, object(), _Ops(), _Data(), _NoneOp(), mover_for(R), get_mover(L, G))
+    for obj in objs:
+        for proto in protos:
+            assert base._is(obj, proto) is isinstance(obj, proto), (obj, proto)
+    assert capabilities_of(_Data()).third_party
+    assert capabilities_of(_NoneOp()).listdir is None

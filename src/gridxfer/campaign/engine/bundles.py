@@ -15,7 +15,7 @@ before they begin ("cancelled before it started").
 """
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections.abc import Callable
 
 from gridxfer.errors import TransferError
@@ -56,9 +56,9 @@ def run_bundle(jobs: list[Job], spec: CampaignSpec, tier: TierSpec, mover: Mover
             return [results.get(i) or crashed(job, exc, clock) for i, job in enumerate(jobs)]
         for (i, job, params), c in zip(todo, copied, strict=True):
             job.started = t0 + c.started
+            ended = functools.partial(float, t0 + c.ended)     # the result's time: its copy's
             with tokens_mod.using(job.tokens, job.src_url, job.dst_url):   # ops_for's calls
-                res = (failed(job, c.error, True, ops_for, clock) if c.error is not None
-                       else judged(job, c.outcome, params, ops_for, clock) if c.outcome
-                       else crashed(job, RuntimeError("no outcome"), clock))
-            results[i] = dataclasses.replace(res, ended=t0 + c.ended)
+                results[i] = (failed(job, c.error, True, ops_for, ended) if c.error is not None
+                              else judged(job, c.outcome, params, ops_for, ended) if c.outcome
+                              else crashed(job, RuntimeError("no outcome"), ended))
     return [results[i] for i in range(len(jobs))]

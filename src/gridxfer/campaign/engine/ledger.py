@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gridxfer.redact import redact
+from gridxfer.redact import may_hold_one, redact
 from gridxfer.campaign.accounting.stats import Accounting
 from gridxfer.campaign.journal import store as journal
 
@@ -80,7 +80,7 @@ def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
         for name, sql in _STATEMENTS:
             rows = getattr(b, name)
             if rows:
-                c.executemany(sql, [_clean(r) for r in rows])
+                c.executemany(sql, _clean(rows))
         for kind, detail in b.events:
             journal.add_event(c, kind, ts=now, **detail)
         c.execute("COMMIT")
@@ -90,10 +90,14 @@ def record(c: sqlite3.Connection, b: Batch, now: float) -> None:
         raise
 
 
-def _clean(row: tuple) -> tuple:
-    """The row with every text redacted (error messages echo URLs, and URLs may carry
-    credentials: ``gridxfer.redact``)."""
-    return tuple(redact(v) if isinstance(v, str) else v for v in row)
+def _clean(rows: list[tuple]) -> list[tuple]:
+    """The rows with every text redacted (error messages echo URLs, and URLs may carry
+    credentials: ``gridxfer.redact``). All their texts are pre-checked as one: a loop's
+    rows seldom hold a text that could carry a credential, and redacting each value of
+    each row cost the dispatcher ~12 us a file (5,000 x 4 KB on loopback)."""
+    if not may_hold_one("\n".join([v for r in rows for v in r if isinstance(v, str)])):
+        return rows
+    return [tuple(redact(v) if isinstance(v, str) else v for v in r) for r in rows]
 
 
 def record_end(c: sqlite3.Connection, state: str, kind: str, now: float, **detail) -> None:

@@ -84,16 +84,15 @@ def _judge(mover: XRootDMover, n: _Native, r: relaynative.Result, began: float,
         sent = relaynative.uploaded(r, n.path, n.dst, n.params, n.expected, None)
         if sent is None:
             return None
-        post = time.monotonic()
+        # its time: the native copy's, and its checks after the call (no request for a
+        # file read back); ``ended`` stays the copy's own, before the next one began
+        start = time.monotonic() - (ended - began)
         with bearer(n.params.tokens, n.src, n.dst):
-            out = mover.uploaded(n.src, n.dst, n.params, sent, post)
+            out = mover.uploaded(n.src, n.dst, n.params, sent, start)
     except TransferError as exc:
         if exc.error_class is ErrorClass.EXISTS and n.params.overwrite:
             return None
         return Copied(None, as_auth(exc, n.params.tokens), began, ended)
-    # its time: the native copy's, and its checks after the call (no request for a file
-    # read back); ``ended`` stays the copy's own, before the next one began
-    out = dataclasses.replace(out, seconds=ended - began + out.seconds)
     return Copied(out, None, began, ended)
 
 
