@@ -96,7 +96,7 @@ def test_a_link_out_of_the_source_is_refused_by_copy_too(local_grid, tmp_path, m
     """``copy`` alone (a bundle of one, a larger file, no native library) confines its
     source as well: the engine no longer resolves links before a copy to root://."""
     if not native:
-        monkeypatch.setattr(relaynative, "_relay", None)
+        monkeypatch.setattr(relaynative, "functions", None)
     area = Pair(local_grid)
     src = source(tmp_path)
     mover = get_mover(f"file://{src}/link.dat", area.dst("link.dat"))

@@ -88,7 +88,7 @@ def test_a_failed_write_with_its_close_in_flight_leaves_no_file(full, tmp_path, 
         close_first.value = 1
         request.addfinalizer(lambda: setattr(close_first, "value", 0))
     else:
-        monkeypatch.setattr(relaynative, "_relay", None)
+        monkeypatch.setattr(relaynative, "functions", None)
         module = xrdrelay if route == "relay" else xrdupload
         monkeypatch.setattr(module, "far", lambda server: pipelined)
         witness = Witness(monkeypatch, full.local_path(dst))

@@ -51,7 +51,7 @@ def relay_impl(request, monkeypatch) -> str:
     if request.param == "native":
         assert relaynative.available(), "libgxrelay.so is not built: make native"
     else:
-        monkeypatch.setattr(relaynative, "_relay", None)
+        monkeypatch.setattr(relaynative, "functions", None)
     return request.param
 
 

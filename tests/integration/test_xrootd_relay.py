@@ -56,7 +56,7 @@ def pair(local_grid, request, monkeypatch) -> Pair:
     if request.param == "native":
         assert relaynative.available(), "libgxrelay.so is not built: make native"
     else:
-        monkeypatch.setattr(relaynative, "_relay", None)
+        monkeypatch.setattr(relaynative, "functions", None)
         far = request.param == "pipelined"
         monkeypatch.setattr(xrdrelay, "far", lambda server: far)
     pair = Pair(local_grid)

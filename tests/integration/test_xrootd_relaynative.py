@@ -23,7 +23,7 @@ import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import TokenPair
-from gridxfer.movers.xrootd import relaynative
+from gridxfer.movers.xrootd import relayabi, relaynative
 from gridxfer.movers.xrootd.watch import stall_timeout
 from gridxfer.testbed import localgrid
 from gridxfer.testbed import tokens as tok_mod
@@ -202,9 +202,9 @@ def test_a_cancel_with_the_open_in_flight_returns_at_once_and_leaves_nothing(mak
 
 def test_the_switch_turns_it_off(monkeypatch):
     monkeypatch.setenv(relaynative.NATIVE_VAR, "0")
-    assert relaynative._load() is None
+    assert relayabi._load() is None
     monkeypatch.setenv(relaynative.NATIVE_VAR, "1")
-    assert relaynative._load() is not None
+    assert relayabi._load() is not None
 
 
 def test_small_files_take_turns_over_the_channels_asked_for(make_grid, monkeypatch):

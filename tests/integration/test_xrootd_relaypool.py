@@ -38,7 +38,7 @@ def pool(local_grid, monkeypatch):
     """Every relay goes to the helpers (none kept here, servers taken as far). Helpers
     serve the Python relay only (a built native relay runs in the process), so it is off
     here and in the helpers."""
-    monkeypatch.setattr(relaynative, "_relay", None)
+    monkeypatch.setattr(relaynative, "functions", None)
     monkeypatch.setenv(relaynative.NATIVE_VAR, "0")
     monkeypatch.setattr(relaypool, "BUSY", 0)
     monkeypatch.setattr(relaypool, "far", lambda server: True)
@@ -120,7 +120,7 @@ def test_a_source_above_the_relay_limit_takes_the_general_path(pool):
 
 def test_tokens_reach_the_helpers_over_the_pipe_never_argv_or_environment(
         auth_grid, monkeypatch, tmp_path):
-    monkeypatch.setattr(relaynative, "_relay", None)
+    monkeypatch.setattr(relaynative, "functions", None)
     monkeypatch.setenv(relaynative.NATIVE_VAR, "0")
     monkeypatch.setattr(relaypool, "BUSY", 0)
     monkeypatch.setattr(relaypool, "far", lambda server: True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from gridxfer.movers.base import TokenPair
 
@@ -29,10 +29,18 @@ def host_of(url: str) -> str:
     return netloc.rpartition("@")[2].lower()
 
 
-@contextmanager
-def using(tokens: TokenPair | None, src: str, dst: str) -> Iterator[dict[str, str]]:
+def using(tokens: TokenPair | None, src: str, dst: str
+          ) -> AbstractContextManager[dict[str, str]]:
     """Within the block, this thread's requests to ``src``'s and ``dst``'s servers carry
-    their side's token (an empty URL: none for that side)."""
+    their side's token (an empty URL: none for that side). No token, and none set around
+    it: nothing to set or hide (a plain block: a copy of a small file enters three)."""
+    if tokens is None and not getattr(_local, "tokens", None):
+        return nullcontext({})
+    return _using(tokens, src, dst)
+
+
+@contextmanager
+def _using(tokens: TokenPair | None, src: str, dst: str) -> Iterator[dict[str, str]]:
     by_host: dict[str, str] = {}
     if tokens is not None:
         for url, tok in ((src, tokens.src), (dst, tokens.dst)):

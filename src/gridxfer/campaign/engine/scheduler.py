@@ -8,8 +8,9 @@ killed process leaves a trail that ``recovery`` follows to every byte it wrote.
 
 Extension points (issue 3 plugs in here without editing this file): the selector,
 exclusion, optimizer and mover factories, defaults in ``factories.py``. The parts:
-``feed.py`` (pending files and retries), ``workers.py`` (threads), ``slots.py`` (per-link
-slots: cap, look-ahead, early release), ``attempt.py`` (one transfer), ``outcomes.py``
+``feed.py`` (pending files and retries), ``workers.py`` (threads), ``work.py`` (what they
+run: a job or a bundle), ``slots.py`` (per-link slots: cap, look-ahead, early release),
+``attempt.py`` (one transfer), ``bundles.py`` (a bundle in one mover call), ``outcomes.py``
 (results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers),
 ``pooldown.py`` (excluded endpoints journalled; a tier whose whole pool is down),
 ``steering.py`` (each link's cap from its optimizer).
@@ -26,13 +27,11 @@ from collections.abc import Callable, Sequence
 
 from gridxfer.errors import ErrorClass
 from gridxfer.movers import names
-from gridxfer.movers.base import NOT_STARTED, Mover, capabilities_of
+from gridxfer.movers.base import Mover
 from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import ceilings, ledger, outcomes, watchdog
 from gridxfer.campaign.policy import optimizer as optimizer_mod, selection
-from gridxfer.campaign.engine.attempt import run_attempt
-from gridxfer.campaign.engine.bundles import run_bundle
 from gridxfer.campaign.engine.credentials import TOKEN_WAIT, Credentials, TokenGate
 from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: callers import them from here)
     MoverFactory, OpsFactory, close_plugins, default_exclusion_factory, default_mover_factory,
@@ -50,6 +49,7 @@ from gridxfer.campaign.accounting.stats import Accounting, StatsSnapshot
 from gridxfer.campaign.engine.slots import LinkSlots
 from gridxfer.campaign.engine.steering import Steering
 from gridxfer.campaign.engine.workers import WorkerPool
+from gridxfer.campaign.engine.work import Work
 
 Observer = Callable[[StatsSnapshot], None]
 STOP_GRACE = 30.0            # seconds in-flight transfers get to stop after Ctrl-C
@@ -92,17 +92,19 @@ class Scheduler:
         self.started = clock()
         self.acct = Accounting({t.name: t.pool for t in spec.destinations}, started=self.started,
                                clock=clock)
-        self._pool = WorkerPool(self._transfer, self._transfer_bundle)
+        self._movers = ThreadMovers(self.mover_factory, spec.third_party)
+        self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
+        self._work = Work(spec, self.tiers, self._movers, self.ops_factory, self.acct,
+                          self._slots, clock, lambda: self._pool.wake())
+        self._pool = WorkerPool(self._work.one, self._work.bundle)
         self._inflight: dict[int, Job] = {}
         self._feed = PendingFeed(conn, self.tiers, ActivityShares(spec))   # FTS3's shares
         self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
                                  wait=spec.pool_down_wait)    # exclusions, pools down
         self._attempt_id = journal.next_attempt_id(conn)
         self._tmp_tag = os.urandom(3).hex()     # + attempt id: this run's temporary names
-        self._movers = ThreadMovers(self.mover_factory, spec.third_party)
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the journal was last committed
-        self._slots = LinkSlots(self.tiers)     # running <= cap, look-ahead, early release
         self.steering = Steering(self.tiers, optimizer_factory)   # each link's cap
         self.tape = TapeFlow(conn, spec, self.acct, self._feed,   # archiving and staging
                              tape_factory or tape_factory_for(self.ops_factory), clock=clock,
@@ -184,7 +186,7 @@ class Scheduler:
         file_updates, attempts, jobs = [], [], []
         for tier, spec in self.tiers.items():
             if self._slots.wants_spare_workers(tier):       # verifications hold threads
-                self._pool.start(spec.max_active, init=functools.partial(self._warm, tier))
+                self._pool.start(spec.max_active, init=functools.partial(self._work.warm, tier))
             free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
             if not free or self.tokens.blocked(tier, now):
                 continue
@@ -283,56 +285,6 @@ class Scheduler:
                         exclusions=self.exclusions, feed=self._feed, tiers=self.tiers,
                         retries=self.spec.retries, stop=self.stop,
                         waiting=self.health.waiting, tape=self.tape)
-
-    # ------------------------------------------------------------ workers
-    def _warm(self, tier: str) -> None:
-        self._movers.warm(self.spec.source.url, self.tiers[tier].pool)
-
-    def _ops(self, url: str) -> object | None:
-        try:
-            return self.ops_factory(url)
-        except Exception:
-            return None
-
-    def _transfer(self, job: Job) -> Result:
-        def work(data_done: Callable[[], None]) -> Result:
-            job.started = self.clock()      # a job dispatched ahead waited for its slot
-            job.running = True
-            return run_attempt(job, self.spec, self.tiers[job.tier], self._movers, self._ops,
-                               self.acct, self.clock, on_data_done=data_done)
-
-        res = self._slots.run(job, work, self._pool.wake)
-        if res is None:
-            return Result(job, None, ErrorClass.CANCELLED, NOT_STARTED,
-                          self.clock())
-        return res
-
-    def _transfer_bundle(self, jobs: list[Job]) -> list[Result]:
-        """A bundle in one mover call (bundles.py) where the mover copies many; each job
-        through ``_transfer`` otherwise. The bundle holds one slot: its copies run one
-        after the other, its first job watched for the whole call."""
-        head = jobs[0]
-        try:
-            mover = self._movers(head.src_url, head.dst_url)
-        except Exception:
-            mover = None
-        many = capabilities_of(mover).copy_many if mover is not None else None
-        if mover is None or many is None:
-            return [self._transfer(job) for job in jobs]
-
-        def work(_data_done: Callable[[], None]) -> list[Result]:
-            now = self.clock()
-            for job in jobs:
-                job.started = now
-            head.running = True
-            return run_bundle(jobs, self.spec, self.tiers[head.tier], mover, many, self._ops,
-                              self.clock)
-
-        res = self._slots.run(head, work, self._pool.wake)
-        if res is None:
-            now = self.clock()
-            return [Result(j, None, ErrorClass.CANCELLED, NOT_STARTED, now) for j in jobs]
-        return res
 
     # ------------------------------------------------------------ the end
     def _finish(self) -> SchedulerResult:

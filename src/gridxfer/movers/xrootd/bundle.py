@@ -15,10 +15,9 @@ larger file, a catalogue checksum that is not 8 hex digits, an existing destinat
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import NOT_STARTED, Cancel, Copied, TransferOutcome, TransferParams
@@ -31,9 +30,9 @@ from gridxfer.movers.xrootd.upload import posc_honoured
 if TYPE_CHECKING:
     from gridxfer.movers.xrootd.mover import XRootDMover
 
-@dataclasses.dataclass(frozen=True)
-class _Native:
-    index: int
+
+class _Native(NamedTuple):
+    at: int                     # its place in the bundle
     src: str
     path: str                   # the source's local path
     dst: str
@@ -46,21 +45,24 @@ def copy_many(mover: XRootDMover, jobs: Sequence[tuple[str, str, TransferParams]
               stop: Cancel | None) -> list[Copied]:
     t0 = time.monotonic()
     done: dict[int, Copied] = {}
-    native = [n for n in (_native(i, *job) for i, job in enumerate(jobs)) if n is not None]
+    settings = relaynative.Prepared.settings()
+    native = [n for n in (_native(i, *job, settings) for i, job in enumerate(jobs))
+              if n is not None]
     if native:                  # _native took none unless the library is loaded
         entries = [(n.path, n.prepared, n.params) for n in native]
         results, times = relaynative.upload_many(entries, stop)
         for n, r, (began, ended) in zip(native, results, times, strict=True):
             copied = _judge(mover, n, r, began, ended)
             if copied is not None:
-                done[n.index] = copied
+                done[n.at] = copied
     for i, (src, dst, params) in enumerate(jobs):      # the rest, one at a time
         if i not in done:
             done[i] = _alone(mover, src, dst, params, stop, t0)
     return [done[i] for i in range(len(jobs))]
 
 
-def _native(i: int, src: str, dst: str, params: TransferParams) -> _Native | None:
+def _native(i: int, src: str, dst: str, params: TransferParams,
+            settings: tuple[float, int]) -> _Native | None:
     """The native upload's arguments for job ``i``, or None: not one it can take."""
     if (scheme_of(src), scheme_of(dst)) != ("file", "root") or params.third_party:
         return None
@@ -72,7 +74,7 @@ def _native(i: int, src: str, dst: str, params: TransferParams) -> _Native | Non
         return None
     with bearer(params.tokens, src, dst):       # the URL carries the transfer's token
         prepared = relaynative.Prepared(dst, params, verify in ("destination", "both"),
-                                        expected)
+                                        expected, settings)
     return _Native(i, src, local_path(src), dst, params, expected, prepared)
 
 

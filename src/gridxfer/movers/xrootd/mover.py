@@ -13,16 +13,17 @@ second writer on a file (ETXTBSY), so uploads use one stream; ``streams_used`` s
 root -> root without TPC streams through this host on one connection. Third-party
 copies are pulled by the destination server (``ofs.tpc``); this host carries no data.
 
-Hangs. Checksum queries go through xrdcksum.py (xrootd never answers a second query for a
-file being checksummed over the same connection). Copies run under xrdwatch.py: no byte
-for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler.
+Hangs. Checksum queries go through cksum.py (xrootd never answers a second query for a
+file being checksummed over the same connection). Copies run under watch.py: no byte
+for GRIDXFER_XRD_STALL_TIMEOUT (120 s) -> TIMEOUT, retried by the scheduler. The
+CopyProcess copies (TPC, streamed, larger uploads, downloads) are classic.py's.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from XRootD.client.flags import DirListFlags, MkDirFlags, QueryCode, StatInfoFlags
 
@@ -33,20 +34,17 @@ from gridxfer.movers.base import (Cancel, Copied, Entry, ProgressFn, TransferOut
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.integrity import check_destination_sum, checksum_policy, verified_copy
 from gridxfer.movers.ops import LocalOps
-from gridxfer.movers.names import check_url, check_within, join_url, xrdcl_local
-from gridxfer.movers.urls import local_path, scheme_of, url_path, with_user
-from gridxfer.movers.xrootd.parallel import _SLOTS
-from gridxfer.movers.xrootd.authz import as_auth, bearer, with_cgi, xpath, xurl
+from gridxfer.movers.names import check_url, check_within, join_url
+from gridxfer.movers.urls import local_path, scheme_of, url_path
+from gridxfer.movers.xrootd.authz import as_auth, bearer, with_cgi, xpath
 from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, client as xrd
 from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32, server_of
-from gridxfer.movers.xrootd.parallel import parallel_download as _parallel_download
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.relaynative import upload as native_upload
 from gridxfer.movers.xrootd.relaypool import run_relay
-from gridxfer.movers.xrootd import bundle
+from gridxfer.movers.xrootd import bundle, classic
 from gridxfer.movers.xrootd.tape import XRootDTapeOps
 from gridxfer.movers.xrootd.upload import Upload, posc_honoured, posc_upload
-from gridxfer.movers.xrootd.watch import WatchedHandler, run_watched, stall_timeout
 
 _server = server_of
 _sessions: dict[str, xrd.FileSystem] = {}     # server -> the FileSystem that connected it
@@ -62,16 +60,6 @@ def confine(src: str, params: TransferParams) -> None:
 
 def _ignore(*_answer: object) -> None:
     """The ping's answer: the channel is what was wanted."""
-
-
-def _own_channel() -> tuple[str, Callable[[], None]]:
-    """A login name no other running upload uses, and its release. XrdCl sends all transfers
-    to one host:port + login over ONE TCP connection, so concurrent uploads would share one
-    congestion window (1 Gbit/s, 20 ms testbed: iperf3 1 stream 835 vs 4 streams 994 Mbit/s;
-    4 uploads of 64 MB 61 -> 78 MB/s). Each running upload gets its own channel (login
-    gx<slot>u), reused by later uploads."""
-    slot = _SLOTS.acquire()
-    return f"gx{slot}u", lambda: _SLOTS.release(slot)
 
 
 class XRootDMover(XRootDTapeOps):
@@ -119,7 +107,7 @@ class XRootDMover(XRootDTapeOps):
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         require_adler32(algorithm)
-        return xrd_adler32(url)     # one query per URL, own channel (xrdcksum.py)
+        return xrd_adler32(url)     # one query per URL, own channel (cksum.py)
 
     def unlink(self, url: str) -> None:
         status, _ = self._fs(url).rm(xpath(url), timeout=_CONNECT_TIMEOUT * 3)
@@ -231,7 +219,7 @@ class XRootDMover(XRootDTapeOps):
                              expected=expected if verify in ("source", "both") else None)
         if sent is None:
             confine(src, params)
-            sent = posc_upload(path, dst, params, progress, own_channel=_own_channel,
+            sent = posc_upload(path, dst, params, progress, own_channel=classic.own_channel,
                                read_back=check_dst)
         return self.uploaded(src, dst, params, sent, start)
 
@@ -281,45 +269,4 @@ class XRootDMover(XRootDTapeOps):
     def raw_copy(self, src: str, tmp: str, params: TransferParams,
                  progress: ProgressFn | None = None) -> tuple[int, str]:
         """Move the bytes only (no verification, no temp name): (streams used, mode)."""
-        tpc = params.third_party
-        if scheme_of(src) == "root" and scheme_of(tmp) == "file":
-            return _parallel_download(src, local_path(tmp), max(1, int(params.streams)), params,
-                                      progress), "xrdcl"
-        target = tmp if scheme_of(tmp) == "root" else xrdcl_local(tmp)
-        source = xurl(src) if scheme_of(src) == "root" else xrdcl_local(src)
-        # No byte for stall_timeout() s -> cancel (xrdwatch.py); a TPC copy reports no
-        # progress while the destination pulls, so only its deadline applies.
-        stall = params.timeout if tpc else stall_timeout()
-        handler = WatchedHandler(progress, params.cancel, time.monotonic() + params.timeout, stall)
-        release = None
-        if scheme_of(tmp) == "root" and not tpc:
-            login, release = _own_channel()
-            target = with_user(tmp, login)
-        target = xurl(target) if scheme_of(tmp) == "root" else target
-        try:
-            return self._classic_copy(source, target, src, tmp, params, handler)
-        finally:
-            # an abandoned copy keeps its channel
-            if release is not None and not handler.abandoned:
-                release()
-
-    def _classic_copy(self, source: str, target: str, src: str, tmp: str,
-                      params: TransferParams, handler: WatchedHandler) -> tuple[int, str]:
-        tpc = params.third_party
-        timeout = max(1, int(params.timeout))
-        job = xrd.CopyProcess()
-        # retry/xrateThreshold/xrate are left at 0: the 5.5.3 wrapper passes them in the wrong
-        # order.
-        job.add_job(source, target, force=True, posc=scheme_of(tmp) == "root", mkdir=True,
-                    thirdparty="only" if tpc else "none", checksummode="none",
-                    inittimeout=min(timeout, 120), tpctimeout=timeout, cptimeout=timeout)
-        status = job.prepare()
-        if not status.ok:
-            raise transfer_error(status, f"{src} -> {tmp}")
-        status, results = run_watched(job, handler, f"{src} -> {tmp}")
-        job_status = results[0].get("status") if results else None
-        if not status.ok or (job_status is not None and not job_status.ok):
-            bad = job_status if job_status is not None and not job_status.ok else status
-            side = "source" if "(source)" in str(bad.message) else "destination"
-            raise transfer_error(bad, f"{src} -> {tmp}", side=side)
-        return 1, "xrdcl-tpc" if tpc else "xrdcl"
+        return classic.raw_copy(src, tmp, params, progress)

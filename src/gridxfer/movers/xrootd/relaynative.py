@@ -15,21 +15,15 @@ relay.py, word for word), the latency ``observe``d for ``pipeline.far``.
 
 ``available()`` is False when the library was not built (``make`` builds it: the
 Makefile's ``native`` target, g++ and libxrootd-client-dev) or ``GRIDXFER_XRD_NATIVE=0``:
-relay.py then does the same work in Python.
-
-Cancel: the call reads an int while it waits; one thread (``relay-cancel``, started with
-the first cancellable copy) sets it within 0.25 s of the copy's cancel flag.
+relay.py then does the same work in Python. The C interface itself (structs, argument
+types, loading, cancel flags) is relayabi.py's.
 """
 from __future__ import annotations
 
 import ctypes
 import itertools
 import os
-import threading
-import time
-from pathlib import Path
 from collections.abc import Sequence
-from typing import Any
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import NOT_STARTED as NOT_STARTED_MESSAGE, Cancel, ProgressFn, \
@@ -41,41 +35,24 @@ from gridxfer.movers.xrootd.authz import xpath, xurl
 from gridxfer.movers.xrootd.cksum import server_of
 from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import observe
+from gridxfer.movers.xrootd.relayabi import (  # noqa: F401  (NATIVE_VAR, library: re-exported)
+    BACK_ADLER, BACK_LENGTH, CANCELLED, EXPECTED, IS_DIR, LOCAL_ERROR, NATIVE_VAR, NOT_STARTED,
+    OK, OUTSIDE, SHORT_READ, TOO_LARGE, XRD_ERROR, Item, Result, cancels, functions, library)
 from gridxfer.movers.xrootd import relay as pyrelay
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.upload import (CHUNK, CLEANUP_TIMEOUT, READ_BACK_MAX, Upload,
                                            claim_posc_probe, posc_probed)
 from gridxfer.movers.xrootd.watch import stall_timeout
 
-NATIVE_VAR = "GRIDXFER_XRD_NATIVE"
 CHANNELS_VAR = "GRIDXFER_XRD_SMALL_CHANNELS"
 DEFAULT_CHANNELS = 1
 _turn = itertools.count()
-LIBRARY = Path(__file__).with_name("native") / "libgxrelay.so"
-
-# relay.cpp's outcomes
-OK, XRD_ERROR, TOO_LARGE, SHORT_READ, EXPECTED, BACK_LENGTH, BACK_ADLER, CANCELLED, \
-    TIMEOUT, LOCAL_ERROR, IS_DIR, OUTSIDE, NOT_STARTED = range(13)
-
-
-class _Result(ctypes.Structure):
-    _fields_ = [("outcome", ctypes.c_int32), ("side", ctypes.c_int32),
-                ("status", ctypes.c_uint16), ("code", ctypes.c_uint16),
-                ("errNo", ctypes.c_uint32), ("size", ctypes.c_uint64),
-                ("got", ctypes.c_uint64), ("adler", ctypes.c_uint32),
-                ("stored", ctypes.c_uint32), ("has_stored", ctypes.c_int32),
-                ("posc_flags", ctypes.c_int32), ("src_open_s", ctypes.c_double),
-                ("dst_open_s", ctypes.c_double), ("wait_s", ctypes.c_double),
-                ("message", ctypes.c_char * 1024)]
-
-
-Result = _Result          # what bundle.py hands back to ``uploaded``
 
 
 class _Status:
     """What classify reads of an XRootDStatus (code, errno, message, shellcode)."""
 
-    def __init__(self, r: _Result) -> None:
+    def __init__(self, r: Result) -> None:
         self.status, self.code, self.errno = r.status, r.code, r.errNo
         self.message = r.message.decode(errors="replace")
         self.shellcode = r.code // 100 + 50 if r.status else 0
@@ -84,92 +61,8 @@ class _Status:
         return self.message
 
 
-def library() -> ctypes.CDLL:
-    """The loaded libgxrelay.so (OSError if it cannot be loaded)."""
-    return ctypes.CDLL(str(LIBRARY))
-
-
-class _Item(ctypes.Structure):
-    """One upload of gx_upload_many: gx_upload's arguments."""
-    _fields_ = [("path", ctypes.c_char_p), ("dst", ctypes.c_char_p),
-                ("dst_server", ctypes.c_char_p), ("dst_path", ctypes.c_char_p),
-                ("root", ctypes.c_char_p), ("max_size", ctypes.c_uint64),
-                ("wait", ctypes.c_double), ("has_expected", ctypes.c_int32),
-                ("expected", ctypes.c_uint32), ("read_back_max", ctypes.c_int64),
-                ("probe_posc", ctypes.c_int32), ("cleanup_timeout", ctypes.c_uint16),
-                ("cancel", ctypes.POINTER(ctypes.c_int32))]
-
-
-_STR, _U64, _F64, _I32 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double, ctypes.c_int32
-# gx_relay(src, dst, dst_server, dst_path, max_size, stall, ...), gx_upload(path, dst,
-# dst_server, dst_path, root, max_size, ...); then, for both: wait, has_expected, expected,
-# read_back_max, probe_posc, cleanup_timeout, cancel, result
-_TAIL = [ctypes.c_int32, ctypes.c_uint32, ctypes.c_int64, ctypes.c_int32, ctypes.c_uint16,
-         ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_Result)]
-_ARGS = {"gx_relay": [_STR, _STR, _STR, _STR, _U64, _F64, _F64, *_TAIL],
-         "gx_upload": [_STR, _STR, _STR, _STR, _STR, _U64, _F64, *_TAIL],
-         "gx_upload_many": [ctypes.c_int32, ctypes.POINTER(_Item), ctypes.POINTER(ctypes.c_int32),
-                            ctypes.POINTER(_Result), ctypes.POINTER(ctypes.c_double)]}
-
-
-def _load() -> Any:
-    """(gx_relay, gx_upload, gx_upload_many), or None: not built, not loadable, or switched off."""
-    if os.environ.get(NATIVE_VAR, "1") == "0" or not LIBRARY.is_file():
-        return None
-    try:
-        lib = library()
-        fns = tuple(getattr(lib, name) for name in _ARGS)
-    except (OSError, AttributeError):
-        return None
-    for fn, args in zip(fns, _ARGS.values(), strict=True):
-        fn.restype, fn.argtypes = ctypes.c_int, args
-    return fns
-
-
-_relay = _load()
-
-
 def available() -> bool:
-    return _relay is not None
-
-
-class _Cancels:
-    """Copies in flight with a cancel flag -> the int their native call reads."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.flags: dict[int, tuple[Cancel, ctypes.c_int32]] = {}
-        self.thread: threading.Thread | None = None
-
-    def add(self, cancel: Cancel) -> tuple[int, ctypes.c_int32]:
-        flag = ctypes.c_int32(0)
-        with self.cond:
-            key = id(flag)
-            self.flags[key] = (cancel, flag)
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, name="relay-cancel",
-                                               daemon=True)
-                self.thread.start()
-            self.cond.notify()
-        return key, flag
-
-    def remove(self, key: int) -> None:
-        with self.cond:
-            self.flags.pop(key, None)
-
-    def _run(self) -> None:
-        while True:
-            with self.cond:
-                while not self.flags:
-                    self.cond.wait()
-                items = list(self.flags.values())
-            for cancel, flag in items:
-                if cancel.is_set():
-                    flag.value = 1
-            time.sleep(0.25)
-
-
-_cancels = _Cancels()
+    return functions is not None
 
 
 def channels() -> int:
@@ -187,7 +80,7 @@ def _hex8(text: str) -> bool:
 def usable(expected: str | None) -> bool:
     """Built, and the catalogue's adler32 (if any) is 8 hex digits (another matches no
     source: the Python twin says so in its own words)."""
-    return _relay is not None and (expected is None or _hex8(expected))
+    return functions is not None and (expected is None or _hex8(expected))
 
 
 def run(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,
@@ -226,7 +119,7 @@ def upload(path: str, dst: str, params: TransferParams, progress: ProgressFn | N
     return uploaded(r, path, dst, params, expected, progress)
 
 
-def uploaded(r: _Result, path: str, dst: str, params: TransferParams, expected: str | None,
+def uploaded(r: Result, path: str, dst: str, params: TransferParams, expected: str | None,
              progress: ProgressFn | None) -> Upload | None:
     """What gx_upload's result means: the Upload, None (too large: nothing was sent), or
     the TransferError raised."""
@@ -249,29 +142,29 @@ def source_root(params: TransferParams) -> bytes | None:
 
 
 def _call(which: int, source: list[bytes], dst: str, params: TransferParams, what: str,
-          max_size: int, read_back: bool, expected: str | None) -> _Result:
+          max_size: int, read_back: bool, expected: str | None) -> Result:
     """One native copy to ``dst`` (``which``: 0 gx_relay, whose source gets the stall
     timeout, 1 gx_upload); its result (the POSC probe's verdict and the destination's
     latency recorded)."""
     if params.cancel is not None and params.cancel.is_set():
         raise TransferError(ErrorClass.CANCELLED, f"{what}: cancelled before start")
-    assert _relay is not None
+    assert functions is not None
     a = Prepared(dst, params, read_back, expected)
-    r = _Result()
-    key, flag = (None, None) if params.cancel is None else _cancels.add(params.cancel)
+    r = Result()
+    key, flag = (None, None) if params.cancel is None else cancels.add(params.cancel)
     try:
         if which == 0:
-            _relay[0](*source, a.target, a.server_b, a.path, max_size, stall_timeout(), a.wait,
+            functions[0](*source, a.target, a.server_b, a.path, max_size, stall_timeout(), a.wait,
                       a.has_expected, a.expected, a.read_back_max, a.probe, CLEANUP_TIMEOUT,
                       None if flag is None else ctypes.byref(flag), ctypes.byref(r))
         else:
-            _relay[1](*source, a.target, a.server_b, a.path, source_root(params), max_size,
+            functions[1](*source, a.target, a.server_b, a.path, source_root(params), max_size,
                       a.wait, a.has_expected, a.expected, a.read_back_max, a.probe,
                       CLEANUP_TIMEOUT, None if flag is None else ctypes.byref(flag),
                       ctypes.byref(r))
     finally:
         if key is not None:
-            _cancels.remove(key)
+            cancels.remove(key)
     settle(a, r)
     return r
 
@@ -283,12 +176,12 @@ class Prepared:
                  "read_back_max", "probe")
 
     def __init__(self, dst: str, params: TransferParams, read_back: bool,
-                 expected: str | None) -> None:
-        self.wait = max(1.0, min(stall_timeout(), params.timeout))
+                 expected: str | None, settings: tuple[float, int] | None = None) -> None:
+        stall, n = settings or Prepared.settings()
+        self.wait = max(1.0, min(stall, params.timeout))
         self.server = server_of(dst)
         self.server_b = self.server.encode()
         self.probe = claim_posc_probe(self.server)
-        n = channels()
         k = next(_turn) % n if n > 1 else 0
         self.target = xurl(with_user(dst, f"gxs{k}") if k else dst).encode()
         self.path = xpath(dst).encode()
@@ -296,8 +189,13 @@ class Prepared:
         self.expected = int(expected or "0", 16)
         self.read_back_max = READ_BACK_MAX if read_back else -1
 
+    @staticmethod
+    def settings() -> tuple[float, int]:
+        """(stall timeout, channels) from the environment: read once for a bundle."""
+        return stall_timeout(), channels()
 
-def settle(a: Prepared, r: _Result) -> None:
+
+def settle(a: Prepared, r: Result) -> None:
     """After a native copy: the POSC probe's verdict and the destination's latency kept."""
     if a.probe and r.posc_flags >= 0:
         posc_probed(a.server, r.posc_flags)
@@ -306,15 +204,15 @@ def settle(a: Prepared, r: _Result) -> None:
 
 
 def upload_many(entries: Sequence[tuple[str, Prepared, TransferParams]], stop: Cancel | None
-                ) -> tuple[list[_Result], list[tuple[float, float]]]:
+                ) -> tuple[list[Result], list[tuple[float, float]]]:
     """gx_upload of each ``(path, prepared, params)`` one after the other, in ONE native
     call (gx_upload_many): each result (``uploaded`` reads it) and when it began and ended
     (seconds from the call's start). ``stop`` (the bundle's first job's cancel) ends the
     copy in progress (CANCELLED) and the rest before they begin (NOT_STARTED)."""
-    assert _relay is not None
+    assert functions is not None
     n = len(entries)
-    items, results, times = (_Item * n)(), (_Result * n)(), (ctypes.c_double * (2 * n))()
-    key, flag = (None, None) if stop is None else _cancels.add(stop)
+    items, results, times = (Item * n)(), (Result * n)(), (ctypes.c_double * (2 * n))()
+    key, flag = (None, None) if stop is None else cancels.add(stop)
     if flag is not None and stop is not None and stop.is_set():
         flag.value = 1                  # already stopped: nothing begins
     cancel = None if flag is None else ctypes.pointer(flag)
@@ -325,10 +223,10 @@ def upload_many(entries: Sequence[tuple[str, Prepared, TransferParams]], stop: C
         it.read_back_max, it.probe_posc = a.read_back_max, a.probe
         it.cleanup_timeout, it.cancel = CLEANUP_TIMEOUT, cancel
     try:
-        _relay[2](n, items, cancel, results, times)
+        functions[2](n, items, cancel, results, times)
     finally:
         if key is not None:
-            _cancels.remove(key)
+            cancels.remove(key)
     for (_, a, _), r in zip(entries, results, strict=True):
         settle(a, r)
     return list(results), [(times[2 * k], times[2 * k + 1]) for k in range(n)]
@@ -338,7 +236,7 @@ def _hex(value: int) -> str:
     return f"{value:08x}"
 
 
-def _outcome(r: _Result, src: str, what: str, expected: str | None,
+def _outcome(r: Result, src: str, what: str, expected: str | None,
              progress: ProgressFn | None) -> Upload:
     """The Upload of a copy that ended OK; else the TransferError relay.py would raise."""
     o = r.outcome
