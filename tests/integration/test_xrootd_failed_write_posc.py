@@ -24,7 +24,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import TransferParams, get_mover
 from gridxfer.movers.xrootd import relay as xrdrelay, relaynative, upload as xrdupload
 from gridxfer.movers.xrootd.authz import xpath
-from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.env import client as xrd
 from gridxfer.movers.xrootd.watch import stall_timeout
 from gridxfer.testbed import localgrid

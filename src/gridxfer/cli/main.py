@@ -30,6 +30,17 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``gridxfer --version``: the version, and whether small XRootD files take the native
+    relay (movers/xrootd/relaynative.py), read from disk without loading it."""
+    if not value or ctx.resilient_parsing:
+        return
+    from gridxfer.movers.xrootd import native_state
+    click.echo(f"gridxfer, version {__version__}")
+    click.echo(f"native relay (libgxrelay.so): {native_state()}")
+    ctx.exit()
+
+
 def _logs_verbose(ctx: click.Context, param: click.Parameter, value: int) -> None:
     from gridxfer.cli import logs
     logs.on_verbose(ctx, param, value)
@@ -59,7 +70,8 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
                                                 "max_content_width": 100})
-@click.version_option(__version__, prog_name="gridxfer")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version, help="Show the version and the native relay's state.")
 @click.option("-v", "--verbose", count=True, expose_value=False, callback=_logs_verbose,
               help="More log lines on stderr: -v info, -vv debug (also after any command).")
 @click.option("--log-file", metavar="PATH", expose_value=False, callback=_logs_file,

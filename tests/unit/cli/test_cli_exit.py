@@ -95,3 +95,13 @@ def test_a_second_ctrl_c_still_ends_in_the_interrupted_exit_code(patch):
     res = _run(INTERRUPTED.format(patch=textwrap.dedent(patch)))
     assert res.returncode == 4, (res.returncode, res.stderr)
     assert "Traceback" not in res.stderr
+
+
+def test_version_does_not_load_the_native_relay():
+    """--version reads the relay's state from disk: loading libgxrelay.so would bring XrdCl
+    and its exit-time teardown into a process that never copies."""
+    report = ("try:\n    main()\nfinally:\n    print('LOADED' if 'gridxfer.movers.xrootd."
+              "relayabi' in sys.modules else 'NOT LOADED', file=sys.stderr, flush=True)")
+    res = _run(PRELUDE.format(imports="", args=["--version"]).replace("main()", report))
+    assert res.returncode == 0 and "native relay" in res.stdout
+    assert "NOT LOADED" in res.stderr

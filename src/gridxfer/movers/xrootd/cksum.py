@@ -32,7 +32,7 @@ from XRootD.client.flags import QueryCode
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import normalise_adler32
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.urls import with_user
+from gridxfer.movers.urls import server_of, with_user
 from gridxfer.movers.xrootd.authz import xpath
 
 SLOTS = max(1, int(os.environ.get("GRIDXFER_XRD_CHECKSUM_SLOTS", "2")))
@@ -40,11 +40,6 @@ SLOTS = max(1, int(os.environ.get("GRIDXFER_XRD_CHECKSUM_SLOTS", "2")))
 
 def checksum_timeout() -> float:
     return max(1.0, float(os.environ.get("GRIDXFER_XRD_CHECKSUM_TIMEOUT", "300")))
-
-
-def server_of(url: str) -> str:
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
 class _ServerSlots:

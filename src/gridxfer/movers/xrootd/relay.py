@@ -51,7 +51,7 @@ from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.xrootd.authz import xurl
 from gridxfer.movers.xrootd.env import client as xrd
-from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.pipeline import Reply, bundled_close, far, finish, observe, send
 from gridxfer.movers.xrootd.upload import FLAGS, READ_BACK_MAX, Upload, _discard, _probe_posc
 from gridxfer.movers.xrootd.watch import stall_timeout

@@ -14,13 +14,12 @@ import ctypes
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from gridxfer.movers.base import Cancel
+from gridxfer.movers.xrootd import NATIVE_LIBRARY, NATIVE_VAR
 
-NATIVE_VAR = "GRIDXFER_XRD_NATIVE"
-LIBRARY = Path(__file__).with_name("native") / "libgxrelay.so"
+LIBRARY = NATIVE_LIBRARY
 
 # relay.cpp's outcomes
 OK, XRD_ERROR, TOO_LARGE, SHORT_READ, EXPECTED, BACK_LENGTH, BACK_ADLER, CANCELLED, \

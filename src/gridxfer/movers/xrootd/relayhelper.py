@@ -25,7 +25,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import TransferParams
 from gridxfer.movers.xrootd import relaywire as wire
 from gridxfer.movers.xrootd.authz import bearer, forget
-from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.pipeline import _latency
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.relaynative import run as relay

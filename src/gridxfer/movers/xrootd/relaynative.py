@@ -32,7 +32,7 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import bad_name, real_dir
 from gridxfer.movers.urls import with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
-from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import observe
 from gridxfer.movers.xrootd.relayabi import (  # noqa: F401  (NATIVE_VAR, library: re-exported)

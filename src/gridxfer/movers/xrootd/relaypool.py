@@ -31,7 +31,7 @@ from pathlib import Path
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams
 from gridxfer.movers.xrootd import relaywire as wire
-from gridxfer.movers.xrootd.cksum import server_of
+from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import Latch, far, observe
 from gridxfer.movers.xrootd import relaynative
