@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from gridxfer.errors import ErrorClass, GridxferError, TransferError
 from gridxfer.movers import names, tokens as movers_tokens
-from gridxfer.movers.base import TransferParams, capabilities_of
+from gridxfer.movers.base import TransferParams
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.redact import redact
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.campaign.engine.shares import ActivityShares

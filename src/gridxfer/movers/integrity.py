@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, TypeVar
 from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import (ProgressFn, TransferOutcome, TransferParams,
-                                  capabilities_of, normalise_adler32, require_adler32)
+from gridxfer.movers.base import (ProgressFn, TransferOutcome, TransferParams, normalise_adler32,
+                                  require_adler32)
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import check_url
 from gridxfer.movers.ops import LocalOps, Ops, adler32_file, normal_mode

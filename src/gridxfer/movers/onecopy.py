@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import (Cancel, ProgressFn, TransferOutcome, TransferParams,
-                                  capabilities_of, normalise_adler32)
+                                  normalise_adler32)
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.names import join_url, listed_name
 from gridxfer.movers.integrity import checksum_policy, destination_exists, exists
 from gridxfer.movers.ops import LocalOps

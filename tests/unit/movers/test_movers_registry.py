@@ -123,13 +123,13 @@ class _NoneOp(_Ops):
 
 
 def test_capabilities_agree_with_isinstance_on_every_protocol():
-    from gridxfer.movers import base
+    from gridxfer.movers import base, capabilities
     from gridxfer.movers.tape import Releases, TapeOps
     protos = (base.Stats, base.Lists, base.Checksums, base.Unlinks, base.MakesDirs,
               base.HasSpace, base.Mover, TapeOps, Releases, base.Connects, base.CopiesMany)
     objs = (None, object(), _Ops(), _Data(), _NoneOp(), mover_for(R), get_mover(L, G))
     for obj in objs:
         for proto in protos:
-            assert base._is(obj, proto) is isinstance(obj, proto), (obj, proto)
+            assert capabilities._is(obj, proto) is isinstance(obj, proto), (obj, proto)
     assert capabilities_of(_Data()).third_party
     assert capabilities_of(_NoneOp()).listdir is None

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from gridxfer.movers.base import capabilities_of
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.tape import MAX_BULK, Residency, TapeOps, TapeState, batches
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers import tokens as tokens_mod
-from gridxfer.movers.base import (Mover, TransferOutcome, TransferParams, capabilities_of,
-                                  normalise_adler32)
+from gridxfer.movers.base import Mover, TransferOutcome, TransferParams, normalise_adler32
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import scheme_of
 from gridxfer.campaign.engine.jobs import Job, Result
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec

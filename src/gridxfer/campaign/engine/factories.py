@@ -16,7 +16,8 @@ from gridxfer.campaign.policy import exclusions as exclusions_mod
 from gridxfer.campaign.policy import optimizer as optimizer_mod
 from gridxfer.campaign.policy import selection
 from gridxfer.campaign.spec.schema import CampaignSpec, TierSpec
-from gridxfer.movers.base import Mover, capabilities_of
+from gridxfer.movers.base import Mover
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import server_of
 import contextlib
 

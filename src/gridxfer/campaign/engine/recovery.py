@@ -20,7 +20,8 @@ from typing import Any
 from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import capabilities_of, normalise_adler32
+from gridxfer.movers.base import normalise_adler32
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import server_of
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine.factories import ops_factory_for

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 
 from gridxfer.campaign.spec.schema import CampaignSpec
-from gridxfer.movers.base import capabilities_of
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import scheme_of, server_of
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridxfer.errors import ErrorClass
-from gridxfer.movers.base import capabilities_of
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import server_of
 from gridxfer.redact import redact
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gridxfer.errors import ErrorClass
-from gridxfer.movers.base import NOT_STARTED, capabilities_of
+from gridxfer.movers.base import NOT_STARTED
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.campaign.accounting.stats import Accounting
 from gridxfer.campaign.engine.attempt import run_attempt
 from gridxfer.campaign.engine.bundles import run_bundle

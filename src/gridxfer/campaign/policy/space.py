@@ -87,7 +87,7 @@ def query_free(url: str) -> int | None:
             return st.f_bavail * st.f_frsize
         if not scheme:
             return None
-        from gridxfer.movers.base import capabilities_of
+        from gridxfer.movers.capabilities import capabilities_of
         from gridxfer.movers.registry import mover_for
         space = capabilities_of(mover_for(url)).space
         if space is not None:

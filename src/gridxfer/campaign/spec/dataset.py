@@ -24,7 +24,8 @@ from gridxfer.inputs import check_utf8_line
 from gridxfer.limits import MAX_FILE_SIZE
 from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.movers import names
-from gridxfer.movers.base import Mover, capabilities_of
+from gridxfer.movers.base import Mover
+from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import local_path
 from gridxfer.campaign.spec.schema import SourceSpec, _HEX8
 
