@@ -24,7 +24,6 @@ from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignBusy, CampaignLock, holder
 from gridxfer.campaign.engine.recovery import Swept, sweep
-from gridxfer.campaign.fts3 import run as fts3_run
 
 CANCEL_MSG = "cancelled by `gridxfer campaign cancel`"
 
@@ -70,6 +69,7 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
             if spec.engine.kind == "fts3":       # its active attempts are jobs on the server
                 swept = Swept(0, 0)
                 before = journal.count_cancelled(conn)
+                from gridxfer.campaign.fts3 import run as fts3_run    # FTS3's only
                 out = fts3_run.cancel(conn, spec)
                 by_fts3, unknown = journal.count_cancelled(conn) - before, out.unknown
                 jobs = out.jobs
