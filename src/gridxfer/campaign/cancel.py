@@ -62,9 +62,9 @@ def cancel_campaign(name: str, *, wait: float = 60.0, mover_factory: Callable | 
         by_fts3 = unknown = jobs = 0
         try:
             # runner imports us
-            from gridxfer.campaign.reload import journal_spec as _journal_spec
+            from gridxfer.campaign.reload import journal_spec
             from gridxfer.campaign.runner import prepare_environment
-            spec = _journal_spec(path, journal.get_meta(conn))
+            spec = journal_spec(path, journal.get_meta(conn))
             prepare_environment(spec)
             if spec.engine.kind == "fts3":       # its active attempts are jobs on the server
                 swept = Swept(0, 0)

@@ -76,9 +76,9 @@ def verify_campaign(name: str, *, fix: bool = False, checkers: int = 4,
     try:
         conn = journal.connect(path, readonly=not fix)
         try:
-            from gridxfer.campaign.reload import journal_spec as _journal_spec
+            from gridxfer.campaign.reload import journal_spec
             from gridxfer.campaign.runner import prepare_environment
-            prepare_environment(_journal_spec(path, journal.get_meta(conn)))
+            prepare_environment(journal_spec(path, journal.get_meta(conn)))
             cursor = conn.execute(
                 "SELECT id, name, tier, src_url, dst_url, size, checksum FROM files "
                 "WHERE state = 'done'" + (" AND tier = ?" if tier else "") + " ORDER BY id",

@@ -81,16 +81,12 @@ class WorkerPool:
             bundle = self._jobs.get()
             if bundle is None:
                 return
-            if self._work_many is not None and len(bundle) > 1:
-                for job in bundle:
-                    job.thread = threading.current_thread()
-                self._results.put(self._work_many(bundle))
-                continue
-            done = []
             for job in bundle:
                 job.thread = threading.current_thread()
-                done.append(self._work(job))
-            self._results.put(done)
+            if self._work_many is not None and len(bundle) > 1:
+                self._results.put(self._work_many(bundle))
+            else:
+                self._results.put([self._work(job) for job in bundle])
 
 
 class Gate:

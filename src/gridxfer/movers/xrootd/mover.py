@@ -35,11 +35,10 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.integrity import check_destination_sum, checksum_policy, verified_copy
 from gridxfer.movers.ops import LocalOps
 from gridxfer.movers.names import check_url, check_within, join_url
-from gridxfer.movers.urls import local_path, scheme_of, url_path
+from gridxfer.movers.urls import local_path, scheme_of, server_of, url_path
 from gridxfer.movers.xrootd.authz import as_auth, bearer, with_cgi, xpath
 from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT as _CONNECT_TIMEOUT, client as xrd
 from gridxfer.movers.xrootd.cksum import adler32 as xrd_adler32
-from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.relaynative import upload as native_upload
 from gridxfer.movers.xrootd.relaypool import run_relay

@@ -11,15 +11,12 @@ the first cancellable copy) sets it within 0.25 s of the copy's cancel flag.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 import time
 from typing import Any
 
 from gridxfer.movers.base import Cancel
-from gridxfer.movers.xrootd import NATIVE_LIBRARY, NATIVE_VAR
-
-LIBRARY = NATIVE_LIBRARY
+from gridxfer.movers.xrootd import NATIVE_LIBRARY, native_off
 
 # relay.cpp's outcomes
 OK, XRD_ERROR, TOO_LARGE, SHORT_READ, EXPECTED, BACK_LENGTH, BACK_ADLER, CANCELLED, \
@@ -40,7 +37,7 @@ class Result(ctypes.Structure):
 
 def library() -> ctypes.CDLL:
     """The loaded libgxrelay.so (OSError if it cannot be loaded)."""
-    return ctypes.CDLL(str(LIBRARY))
+    return ctypes.CDLL(str(NATIVE_LIBRARY))
 
 
 class Item(ctypes.Structure):
@@ -54,7 +51,7 @@ class Item(ctypes.Structure):
                 ("cancel", ctypes.POINTER(ctypes.c_int32))]
 
 
-_STR, _U64, _F64, _I32 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double, ctypes.c_int32
+_STR, _U64, _F64 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double
 # gx_relay(src, dst, dst_server, dst_path, max_size, stall, ...), gx_upload(path, dst,
 # dst_server, dst_path, root, max_size, ...); then, for both: wait, has_expected, expected,
 # read_back_max, probe_posc, cleanup_timeout, cancel, result
@@ -68,7 +65,7 @@ _ARGS = {"gx_relay": [_STR, _STR, _STR, _STR, _U64, _F64, _F64, *_TAIL],
 
 def _load() -> Any:
     """(gx_relay, gx_upload, gx_upload_many), or None: not built, not loadable, or switched off."""
-    if os.environ.get(NATIVE_VAR, "1") == "0" or not LIBRARY.is_file():
+    if native_off() or not NATIVE_LIBRARY.is_file():
         return None
     try:
         lib = library()

@@ -30,14 +30,14 @@ from gridxfer.movers.base import NOT_STARTED as NOT_STARTED_MESSAGE, Cancel, Pro
     TransferParams
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import bad_name, real_dir
-from gridxfer.movers.urls import with_user
+from gridxfer.movers.urls import server_of, with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
-from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.env import bounded_int
 from gridxfer.movers.xrootd.pipeline import observe
-from gridxfer.movers.xrootd.relayabi import (  # noqa: F401  (NATIVE_VAR, library: re-exported)
-    BACK_ADLER, BACK_LENGTH, CANCELLED, EXPECTED, IS_DIR, LOCAL_ERROR, NATIVE_VAR, NOT_STARTED,
-    OK, OUTSIDE, SHORT_READ, TOO_LARGE, XRD_ERROR, Item, Result, cancels, functions, library)
+from gridxfer.movers.xrootd import NATIVE_VAR  # noqa: F401  (re-exported, as library is)
+from gridxfer.movers.xrootd.relayabi import (  # noqa: F401  (library: re-exported)
+    BACK_ADLER, BACK_LENGTH, CANCELLED, EXPECTED, IS_DIR, LOCAL_ERROR, NOT_STARTED, OK, OUTSIDE,
+    SHORT_READ, TOO_LARGE, XRD_ERROR, Item, Result, cancels, functions, library)
 from gridxfer.movers.xrootd import relay as pyrelay
 from gridxfer.movers.xrootd.relay import TooLarge
 from gridxfer.movers.xrootd.upload import (CHUNK, CLEANUP_TIMEOUT, READ_BACK_MAX, Upload,
@@ -153,15 +153,11 @@ def _call(which: int, source: list[bytes], dst: str, params: TransferParams, wha
     r = Result()
     key, flag = (None, None) if params.cancel is None else cancels.add(params.cancel)
     try:
-        if which == 0:
-            functions[0](*source, a.target, a.server_b, a.path, max_size, stall_timeout(), a.wait,
-                      a.has_expected, a.expected, a.read_back_max, a.probe, CLEANUP_TIMEOUT,
-                      None if flag is None else ctypes.byref(flag), ctypes.byref(r))
-        else:
-            functions[1](*source, a.target, a.server_b, a.path, source_root(params), max_size,
-                      a.wait, a.has_expected, a.expected, a.read_back_max, a.probe,
-                      CLEANUP_TIMEOUT, None if flag is None else ctypes.byref(flag),
-                      ctypes.byref(r))
+        head = ((a.target, a.server_b, a.path, max_size, a.stall) if which == 0 else
+                (a.target, a.server_b, a.path, source_root(params), max_size))
+        functions[which](*source, *head, a.wait, a.has_expected, a.expected, a.read_back_max,
+                         a.probe, CLEANUP_TIMEOUT, None if flag is None else ctypes.byref(flag),
+                         ctypes.byref(r))
     finally:
         if key is not None:
             cancels.remove(key)
@@ -172,13 +168,13 @@ def _call(which: int, source: list[bytes], dst: str, params: TransferParams, wha
 class Prepared:
     """A native copy's arguments toward its destination, built in the caller's thread (its
     tokens: ``authz.bearer``) before the call."""
-    __slots__ = ("target", "server", "server_b", "path", "wait", "has_expected", "expected",
-                 "read_back_max", "probe")
+    __slots__ = ("target", "server", "server_b", "path", "stall", "wait", "has_expected",
+                 "expected", "read_back_max", "probe")
 
     def __init__(self, dst: str, params: TransferParams, read_back: bool,
                  expected: str | None, settings: tuple[float, int] | None = None) -> None:
-        stall, n = settings or Prepared.settings()
-        self.wait = max(1.0, min(stall, params.timeout))
+        self.stall, n = settings or Prepared.settings()
+        self.wait = max(1.0, min(self.stall, params.timeout))
         self.server = server_of(dst)
         self.server_b = self.server.encode()
         self.probe = claim_posc_probe(self.server)

@@ -33,8 +33,7 @@ from XRootD.client.flags import PrepareFlags, QueryCode
 from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.tape import MAX_BULK, Residency, TapeState, batches
-from gridxfer.movers.urls import url_path
-from gridxfer.movers.urls import server_of
+from gridxfer.movers.urls import server_of, url_path
 from gridxfer.movers.xrootd.env import CONNECT_TIMEOUT, client as xrd
 
 QUERY_TIMEOUT = CONNECT_TIMEOUT * 6

@@ -52,9 +52,8 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import ProgressFn, TransferParams, normalise_adler32
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.urls import with_user
+from gridxfer.movers.urls import server_of, with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
-from gridxfer.movers.urls import server_of
 from gridxfer.movers.xrootd.pipeline import bundled_close, far, finish, observe
 from gridxfer.movers.xrootd.watch import stall_timeout, stop_reason
 
