@@ -435,3 +435,36 @@ def test_full_disk_under_gridxfer_home(ns, tmp_path, monkeypatch, capsys):
         (home / "filler").unlink()
         assert main(["tune", "rollback", *host]) == 0
         assert snapshot(ns) == before
+
+
+def test_a_namespace_whose_owner_died_in_it_is_removed_by_the_next_one():
+    """A test process that crashes inside ``scratch_netns`` cannot clean up: the next
+    ``scratch_netns`` removes its namespace, veth and processes, and leaves a live
+    owner's namespace alone."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    from gridxfer.testbed import netns as netns_mod
+    script = textwrap.dedent("""
+        import os, subprocess
+        from gridxfer.tuning.testing import scratch_netns
+        with scratch_netns() as n:
+            subprocess.Popen(["ip", "netns", "exec", n.name, "sleep", "300"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(n.name, flush=True)
+            os._exit(9)                     # dies inside the block: no clean-up runs
+    """)
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=60)
+    left = child.stdout.strip()
+    assert child.returncode == 9 and left.startswith("gxtune-"), child.stderr
+    try:
+        assert netns_mod.exists(left) and netns_mod.pids(left)      # left behind, running
+        with scratch_netns() as live:
+            assert not netns_mod.exists(left)
+            assert subprocess.run(["ip", "link", "show", f"gxth{left[7:]}"],
+                                  capture_output=True).returncode != 0    # its veth too
+            with scratch_netns():               # a live owner's namespace stays
+                assert netns_mod.exists(live.name)
+    finally:
+        from gridxfer.tuning.testing import _remove
+        _remove(left)                           # whatever the assertions found

@@ -1,7 +1,10 @@
 """Test hosts for the tuning tests: scratch network namespaces and a real sshd inside one.
 
 Everything lives in 198.19.0.0/16 (inside the 198.18.0.0/15 benchmarking range) and in
-namespaces named ``gxtune-<random>``; everything is removed on exit, also on failure.
+namespaces named ``gxtune-<random>``; everything is removed on exit, also on failure. A
+process that dies inside the block (a crash, kill -9) cannot remove its namespace: each
+namespace's owner (pid and start time) is recorded under ``OWNERS``, and the next
+``scratch_netns`` removes those whose owner is gone, with what still runs in them.
 """
 from __future__ import annotations
 
@@ -17,8 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from gridxfer.testbed.netns import kill_pids, pids
-from gridxfer.testbed.procs import stop_popen, tree
+from gridxfer.testbed.procs import alive, stop_popen, tree
+
+OWNERS = Path("/run/gridxfer-gxtune")     # <namespace name>: "<owner pid> <its start time>"
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -53,11 +60,37 @@ def _free_subnet() -> tuple[str, str]:
     raise RuntimeError("no free 198.19.x.y/30")
 
 
+def _remove(name: str) -> None:
+    """The namespace ``name`` (``gxtune-<tag>``), its host-side veth and what runs in it."""
+    kill_pids(pids(name))
+    _ip("link", "del", f"gxth{name.removeprefix('gxtune-')}", check=False)
+    _ip("netns", "del", name, check=False)
+    (OWNERS / name).unlink(missing_ok=True)
+
+
+def reap_stale() -> list[str]:
+    """Remove the namespaces whose recorded owner no longer runs; their names."""
+    gone = []
+    for record in sorted(OWNERS.glob("gxtune-*")) if OWNERS.is_dir() else []:
+        try:
+            pid, ctime = record.read_text().split()
+            owner_alive = alive(int(pid), float(ctime))
+        except (OSError, ValueError):
+            continue
+        if not owner_alive:
+            _remove(record.name)
+            gone.append(record.name)
+    return gone
+
+
 @contextlib.contextmanager
 def scratch_netns() -> Iterator[ScratchNetns]:
+    reap_stale()
     tag = secrets.token_hex(3)
     name, host_if, ns_if = f"gxtune-{tag}", f"gxth{tag}", f"gxtn{tag}"
     host_addr, ns_addr = _free_subnet()
+    OWNERS.mkdir(mode=0o700, exist_ok=True)
+    (OWNERS / name).write_text(f"{os.getpid()} {psutil.Process().create_time()!r}\n")
     _ip("netns", "add", name)
     try:
         _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
@@ -71,9 +104,7 @@ def scratch_netns() -> Iterator[ScratchNetns]:
     finally:
         # Nothing may outlive the namespace: an sshd session whose peer vanished with the
         # veth would wait for its client forever and keep the namespace alive.
-        kill_pids(pids(name))
-        _ip("link", "del", host_if, check=False)
-        _ip("netns", "del", name, check=False)
+        _remove(name)
 
 
 @dataclass(frozen=True)
