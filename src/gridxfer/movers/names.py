@@ -138,6 +138,8 @@ def quote_name(scheme: str, name: str, *, check: bool = True) -> str:
 
 def join_url(base: str, name: str, *, check: bool = True) -> str:
     """The URL of ``name`` under the directory URL ``base``."""
+    if _PLAIN.fullmatch(name):      # quote_name's answer for every scheme
+        return base.rstrip("/") + "/" + name
     return base.rstrip("/") + "/" + quote_name(scheme_of(base), name, check=check)
 
 
@@ -234,6 +236,7 @@ def real_path(path: str) -> str:
     return real if real.startswith("/") else os.path.realpath(path)
 
 
+@functools.lru_cache(maxsize=64)
 def real_dir(base: str) -> bytes:
     """The real path of the file:// directory URL ``base`` (links resolved, once per
     process), for a check made where the file is opened (relaynative: gx_upload's root)."""

@@ -34,9 +34,14 @@ def using(tokens: TokenPair | None, src: str, dst: str
     """Within the block, this thread's requests to ``src``'s and ``dst``'s servers carry
     their side's token (an empty URL: none for that side). No token, and none set around
     it: nothing to set or hide (a plain block: a copy of a small file enters three)."""
-    if tokens is None and not getattr(_local, "tokens", None):
+    if plain(tokens):
         return nullcontext({})
     return _using(tokens, src, dst)
+
+
+def plain(tokens: TokenPair | None) -> bool:
+    """No token to set, and none set around: a block of ``using`` would change nothing."""
+    return tokens is None and not getattr(_local, "tokens", None)
 
 
 @contextmanager

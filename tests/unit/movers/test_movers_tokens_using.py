@@ -24,3 +24,15 @@ def test_a_block_without_tokens_hides_the_outer_ones():
         assert token_for(A) == "tok-a"
     with using(None, A, B) as by_host:          # nothing around it: nothing to hide
         assert by_host == {} and token_for(A) is None
+
+
+def test_bearer_without_tokens_also_hides_the_outer_ones():
+    """authz.bearer's plain block (no token anywhere) must not be taken when a caller's
+    tokens are set: the copy inside would send them."""
+    from gridxfer.movers.xrootd.authz import bearer, xurl
+    with using(TokenPair(src="tok-a"), A, ""):
+        with bearer(None, A, B):
+            assert token_for(A) is None and xurl(A) == A
+        assert token_for(A) == "tok-a"
+    with bearer(None, A, B):
+        assert token_for(A) is None and xurl(A) == A

@@ -17,6 +17,9 @@ TRICKY = [
     " root://h//x", "\x00root://h//x", "ro\not://h//x", "root://h\t//x", "ro\tot://h",
     "root://[::1]:1094//data/x", "root://[2001:db8::1]//x", "root://höst.example//x",
     "röot://h//x", "fïle:///x", "root\u00a0://h",
+    # the known heads (urls._KNOWN) and what must still take the careful way
+    "roots://h//x", "xroots://h//x", "file:relative", "https://[::1]/x", "srm://h/x",
+    "s3://b/k", "dav://h/x", "root://h/\u00e9", "root:\t//h", "root://h:1094//x\n",
 ]
 
 
@@ -30,7 +33,8 @@ def test_scheme_of_matches_urlsplit(url):
     assert scheme_of(url) == _reference(url)
 
 
-@pytest.mark.parametrize("url", ["root://[::1//x", "root://::1]//x"])
+@pytest.mark.parametrize("url", ["root://[::1//x", "root://::1]//x", "root://h\uff0fx//y",
+                                 "https://[bad/x"])
 def test_malformed_ipv6_still_raises_like_urlsplit(url):
     with pytest.raises(ValueError):
         urlsplit(url)

@@ -28,12 +28,12 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from urllib.parse import quote
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import TokenPair
-from gridxfer.movers.tokens import token_for, using
+from gridxfer.movers.tokens import plain, token_for, using
 from gridxfer.movers.urls import url_path
 
 _lock = threading.Lock()
@@ -41,10 +41,15 @@ PREFIX = "gridxfer-bt-"             # + pid: the private directory of one proces
 _login: dict[str, str] = {}         # "dir", "file", "token": the private login token file
 
 
-@contextmanager
-def bearer(tokens: TokenPair | None, src: str, dst: str) -> Iterator[None]:
+def bearer(tokens: TokenPair | None, src: str, dst: str) -> AbstractContextManager[None]:
     """Within the block, this thread's requests to ``src``'s and ``dst``'s servers carry
-    their side's token (``movers.tokens.using``); the ztn login token follows."""
+    their side's token (``movers.tokens.using``); the ztn login token follows. No token
+    anywhere: a plain block (a small file's copy enters two)."""
+    return nullcontext() if plain(tokens) else _bearer(tokens, src, dst)
+
+
+@contextmanager
+def _bearer(tokens: TokenPair | None, src: str, dst: str) -> Iterator[None]:
     with using(tokens, src, dst) as by_host:
         if by_host and tokens is not None:
             login_token(tokens.dst or tokens.src or "")
