@@ -146,6 +146,9 @@ def main(argv: list[str]) -> int:
     return 0 if all(g.met for g in goals) else 1
 
 
+MEDIAN_GOAL = 1.25      # issue 21: 5,000 x 4 KB at 8, gridxfer against xrdcp, by the median
+
+
 def render(results: list[tuple[bool, list[Result]]], active: int
            ) -> tuple[str, list[Goal], list[str], list[dict]]:
     """The markdown table, the goals, the reference lines (gridxfer against ``xrdcp --posc``,
@@ -168,6 +171,10 @@ def render(results: list[tuple[bool, list[Result]]], active: int
         goals.append(Goal(f"gridxfer >= 1.0x xrdcp --parallel {active}, checksum {label}",
                           ratio(gx.files_per_s, xr.files_per_s) if gx.ok and xr.ok else 0.0,
                           1.0, unit="x"))
+        gm, xm = gx.median_seconds, xr.median_seconds
+        goals.append(Goal(f"gridxfer >= {MEDIAN_GOAL}x xrdcp --parallel {active} by the medians "
+                          f"(issue 21), checksum {label}",
+                          ratio(xm, gm) if gm and xm else 0.0, MEDIAN_GOAL, unit="x"))
         if len(best) > 2 and gx.ok and best[2].ok:
             refs.append(f"reference (not a goal): gridxfer = "
                         f"{ratio(gx.files_per_s, best[2].files_per_s):.2f}x "
