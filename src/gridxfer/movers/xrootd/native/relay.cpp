@@ -208,7 +208,6 @@ void Slot::HandleResponse(XRootDStatus *status, AnyObject *response) {
     response->Get(chunk);
     if (chunk) n = chunk->length;
   }
-  bool clean, gone;
   {
     std::lock_guard<std::mutex> lock(job->mu);
     st = status ? *status : XRootDStatus(stError, errInternal);
@@ -220,10 +219,17 @@ void Slot::HandleResponse(XRootDStatus *status, AnyObject *response) {
     }
     seconds = std::chrono::duration<double>(Clock::now() - at).count();
     done = true;
+  }
+  // Woken after the lock is let go of: a waiter woken under it would block on the mutex
+  // at once (one more context switch a reply). This reply still counts in `pending`, so
+  // the Job cannot be deleted before the second section below.
+  job->cv.notify_all();
+  bool clean, gone;
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
     job->pending--;
     clean = job->abandoned && job->take_cleanup();    // a late open of an abandoned copy
     gone = job->abandoned && job->pending == 0 && !clean;
-    job->cv.notify_all();
   }
   delete status;
   delete response;
