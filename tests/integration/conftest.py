@@ -21,6 +21,17 @@ def pytest_runtest_makereport(item, call):
                 report.sections.append((f"sshd log ({call.when})", v.log_tail()))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_posc_verdicts(monkeypatch):
+    """``movers.xrootd.upload`` remembers, per server (scheme://host:port), whether it keeps
+    an open file POSC-pending. Tests start servers on free loopback ports, which come back:
+    a server that ignores POSC (``ofs.persist off``) once got the port of an earlier one
+    that honoured it, inherited its verdict, and was never probed (a flaky failure of
+    test_xrootd_posc.py, session 34). Each test starts without verdicts."""
+    from gridxfer.movers.xrootd import upload
+    monkeypatch.setattr(upload, "_posc", {})
+
+
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory, request):
     """The test module's ``TOPO`` (netgrid topology YAML) up without services, with a
