@@ -90,13 +90,12 @@ class Credentials:
         self.spec, self._env, self.clock = spec, env, clock
         self._readers: dict[TokenSpec, TokenReader] = {}
         self._last: dict[TokenSpec | None, tuple[Token | None, float]] = {}   # None: implicit
-        self._tiers = {t.name: t for t in spec.destinations}     # grant's, once a file
 
     def grant(self, tier: str, endpoint: str, src_url: str, dst_url: str, size: int | None,
               rate: float | None = None) -> Grant:
         need = needed_seconds(size, rate, self.spec.timeout)
         sides = (("source", src_url, self.spec.source.token, "read"),
-                 ("destination", dst_url, self._tiers[tier].token_for(endpoint),
+                 ("destination", dst_url, self.spec.tier(tier).token_for(endpoint),
                   "modify" if self.spec.overwrite else "create"))
         found: dict[str, str | None] = {}
         for side, url, ts, op in sides:

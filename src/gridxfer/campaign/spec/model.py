@@ -2,6 +2,7 @@
 (``spec_to_dict``/``spec_from_dict`` round-trip it so ``resume`` needs no campaign file)."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,7 +141,15 @@ class CampaignSpec:
     extra: dict = field(default_factory=dict, compare=False)
 
     def tier(self, name: str) -> TierSpec:
-        return next(t for t in self.destinations if t.name == name)
+        """The destination tier ``name`` (the first of that name; StopIteration if none).
+        Asked once a file by the dispatcher and the FTS3 engine: a dict, built once."""
+        found = self._tier_index.get(name)
+        return found if found is not None else next(
+            t for t in self.destinations if t.name == name)
+
+    @functools.cached_property
+    def _tier_index(self) -> dict[str, TierSpec]:
+        return {t.name: t for t in reversed(self.destinations)}     # the first name wins
 
 
 def by_priority(tiers: tuple[TierSpec, ...]) -> tuple[TierSpec, ...]:

@@ -304,3 +304,22 @@ def test_max_active_is_a_ceiling_the_user_may_leave_out(tmp_path):
     assert a.auto_ceiling and a.min_active == 8
     assert not b.auto_ceiling and b.max_active == 6
     assert spec_from_dict(spec_to_dict(spec)) == spec
+
+
+def test_tier_by_name_the_first_of_a_name_and_a_fresh_index_after_replace():
+    """CampaignSpec.tier answers from a dict built once (the dispatcher and the FTS3 engine
+    ask it once a file), as the scan it replaced: the first tier of a name, StopIteration
+    for none; a spec made by dataclasses.replace gets its own."""
+    import dataclasses
+    from gridxfer.campaign.spec.model import CampaignSpec, SourceSpec, TierSpec
+    a, b, c = (TierSpec("T1", ("root://a//d/",)), TierSpec("T1", ("root://b//d/",)),
+               TierSpec("T2", ("root://c//d/",)))
+    spec = CampaignSpec(name="t", source=SourceSpec(url="file:///s/"), destinations=(a, b, c))
+    assert spec.tier("T1") is a and spec.tier("T2") is c and spec.tier("T1") is a
+    with pytest.raises(StopIteration):
+        spec.tier("T9")
+    other = dataclasses.replace(spec, destinations=(c,))
+    assert other.tier("T2") is c
+    with pytest.raises(StopIteration):
+        other.tier("T1")
+    assert other != spec and dataclasses.replace(spec) == spec
