@@ -21,6 +21,8 @@ import os
 import sys
 from dataclasses import dataclass
 
+from bench import exit_on_sigterm
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -86,4 +88,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main(sys.argv[1:]))

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from gridxfer.units import parse_size
 
+from bench import exit_on_sigterm
 from bench.blackhole_report import FAST, MB, SLOW, Row, render
 
 
@@ -246,4 +247,5 @@ def _run(args: argparse.Namespace, command: str, work: Path) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main())

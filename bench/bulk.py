@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 from gridxfer.units import fmt_bytes, parse_bitrate, parse_duration, parse_size
 
+from bench import exit_on_sigterm
 from bench.common import (BenchError, Result, best_of, check_copies, command_line, empty_dir,
                           gridxfer_run, local_grid, make_files, md_table, ratio, run_timed,
                           shm_parent, write_campaign)
@@ -313,4 +314,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main(sys.argv[1:]))

@@ -27,6 +27,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from bench import exit_on_sigterm
 
 TOPOLOGY = """\
 name: bemu
@@ -140,4 +141,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main(sys.argv[1:]))

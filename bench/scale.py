@@ -26,6 +26,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from bench import exit_on_sigterm
 from bench.common import (PYTHON, REPO, BenchError, Stopwatch, child_env, command_line,
                           gridxfer_cmd, md_table, peak_rss, precompile)
 from bench.record import Goal, write_record
@@ -264,4 +265,5 @@ def render(f: dict, files: int, max_active: int) -> tuple[str, list[Goal]]:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main(sys.argv[1:]))

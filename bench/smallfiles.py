@@ -31,6 +31,7 @@ from pathlib import Path
 
 from gridxfer.units import fmt_bytes, parse_size
 
+from bench import exit_on_sigterm
 from bench.common import (PYTHON, BenchError, Result, best_of, check_copies, command_line,
                           empty_dir, gridxfer_run, local_grid, make_files, md_table, precompile,
                           ratio, run_timed, shm_parent, write_campaign)
@@ -184,4 +185,5 @@ def render(results: list[tuple[bool, list[Result]]], active: int
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main(sys.argv[1:]))

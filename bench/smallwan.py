@@ -101,16 +101,13 @@ def campaign(path: Path, src_url: str, dst_url: str, active: int | None, checksu
 def run_tool(tool: str, work: Path, src_url: str, names: list[str], dst_url: str,
              checksum: bool, active: int | None = None) -> float:
     """One copy of the data set at ``src_url`` (file ``names``) to ``dst_url``; seconds."""
-    if tool in DAVS:
-        n = active or int(tool.rsplit("-", 1)[1])
-        if tool.startswith("gx-"):
-            return gridxfer_run(campaign(work / "c.yaml", src_url, dst_url, n, checksum))
-        argv = ["gfal-copy", "-p", "--copy-mode", "streamed", *(["-K", "adler32"] * checksum)]
-        return gfal_parallel(argv, [src_url + name for name in names], dst_url, n, work,
-                             "gfal-davs")
-    if tool.startswith("gx-"):
-        n = active or (None if tool == "gx-auto" else int(tool[3:]))
+    if tool.startswith("gx-"):          # gx-N, gx-davs-N: N at a time; gx-auto: none set
+        n = active or (None if tool == "gx-auto" else int(tool.rsplit("-", 1)[1]))
         return gridxfer_run(campaign(work / "c.yaml", src_url, dst_url, n, checksum))
+    if tool in DAVS:
+        argv = ["gfal-copy", "-p", "--copy-mode", "streamed", *(["-K", "adler32"] * checksum)]
+        return gfal_parallel(argv, [src_url + name for name in names], dst_url,
+                             active or int(tool.rsplit("-", 1)[1]), work, "gfal-davs")
     listing = work / "xrdcp.list"
     listing.write_text("".join(f"{src_url}{n}\n" for n in names))
     argv = ["xrdcp", "--parallel", str(active or int(tool.split("-")[1])), "--silent",

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from gridxfer.units import parse_byterate, parse_duration, parse_size
+from bench import exit_on_sigterm
 
 MB = 1_000_000
 NAME = "t1-tape"
@@ -190,4 +191,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()
     sys.exit(main(sys.argv[1:]))

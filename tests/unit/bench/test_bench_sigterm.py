@@ -1,4 +1,5 @@
-"""A bench process killed with SIGTERM still runs its clean-up (bench/__init__.py)."""
+"""A bench run as a program and killed with SIGTERM still runs its clean-up
+(bench.exit_on_sigterm); importing the package (as pytest does) leaves SIGTERM alone."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_sigterm_runs_the_benchs_finally(tmp_path):
     marker = tmp_path / "cleaned"
     code = ("import bench, time, pathlib, sys\n"
+            "bench.exit_on_sigterm()\n"
             "try:\n"
             "    print('ready', flush=True); time.sleep(60)\n"
             "finally:\n"
@@ -31,3 +33,11 @@ def test_sigterm_runs_the_benchs_finally(tmp_path):
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.read_text() == "yes"
+
+
+def test_importing_bench_leaves_sigterm_alone():
+    out = subprocess.run([sys.executable, "-c", "import signal, bench, bench.smallfiles; "
+                          "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "True"
