@@ -159,3 +159,34 @@ def test_ctrl_c_leaves_nothing_partial(make_grid, tmp_path):
     assert proc.returncode == 4, (out, err)
     assert "interrupted" in err and "Traceback" not in err
     assert list(dst.iterdir()) == []
+
+
+def test_davs_trust_with_the_system_ca_file_skipped(local_grid, payload, tmp_path):
+    """`gridxfer copy` skips OpenSSL's default CA file where its hashed directory holds the
+    same certificates (movers/gfal/systemca.py: davix parses it on every request). The
+    grid's CA (X509_CERT_DIR) is still what makes the server trusted: with an empty
+    X509_CERT_DIR the same upload is refused and leaves nothing."""
+    import subprocess
+    import sys
+    from gridxfer.movers.gfal import systemca
+    if systemca.choice(os.environ) != systemca.NO_FILE:
+        pytest.skip("this host's CA directory does not hold its CA file's certificates")
+    path, data = payload
+    ep = next(e for e in local_grid.endpoints.values() if e.davs_url)
+    dst = ep.davs_url + "copy-ca/ok.dat"
+
+    def copy(env: dict[str, str], to: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gridxfer", "copy", str(path), to],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    done = copy(dict(os.environ), dst)
+    assert done.returncode == 0, done.stderr
+    assert local_grid.local_path(dst).read_bytes() == data
+    (tmp_path / "no-cas").mkdir()
+    bad = ep.davs_url + "copy-ca/refused.dat"
+    refused = copy({**os.environ, "X509_CERT_DIR": str(tmp_path / "no-cas")}, bad)
+    assert refused.returncode == 1, refused.stderr
+    assert "not trusted" in refused.stderr and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    where = local_grid.local_path(bad)
+    assert not where.exists() and not _leftovers(where.parent)

@@ -33,6 +33,7 @@ from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.movers import tokens as movers_tokens
+from gridxfer.movers.gfal import systemca
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
@@ -55,8 +56,11 @@ log = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------ environment
 def prepare_environment(spec: CampaignSpec) -> None:
-    """Endpoint names came from the testbed inventory: give clients its environment
-    (X509_*, XRD_*) before any mover is imported."""
+    """Before any mover is imported or thread started: endpoint names that came from the
+    testbed inventory give clients its environment (X509_*, XRD_*), and OpenSSL's default
+    CA file is skipped where its hashed directory holds the same certificates (davix parses
+    that file on every request: ``movers/gfal/systemca``)."""
+    systemca.apply()
     if spec.inventory:
         from gridxfer.testbed.inventory import load_inventory
         # URLs are resolved already; clients may have their own env

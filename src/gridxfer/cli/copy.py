@@ -63,6 +63,7 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
     Exit codes: 0 copied, 1 a copy failed, 2 bad input, 3 some of several
     sources failed, 4 interrupted."""
     from gridxfer.movers import onecopy
+    from gridxfer.movers.gfal import systemca
     from gridxfer.movers.base import TransferParams
     if len(args) < 2:
         raise click.UsageError("give a source and a destination: gridxfer copy SRC... DST")
@@ -76,6 +77,7 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
             raise UsageError(f"{printable(a.encode('utf-8', 'backslashreplace').decode())}: "
                              f"not valid UTF-8; gridxfer copies names that are")
     urls = [onecopy.to_url(_resolve(a)) for a in args]
+    systemca.apply()                    # before any TLS session: davs:// per request
     pairs = onecopy.destinations(urls[:-1], urls[-1])
     results = []
     for src, dst in pairs:
