@@ -350,16 +350,17 @@ def test_the_destination_check_is_no_round_trip_in_front_of_the_copy(grid, paylo
                                                                       monkeypatch):
     """Overwrite off: the HEAD on the destination is asked on another thread while the
     copy runs (a WAN round trip per file off the critical path: bench.bulk --wan), not
-    by the copying thread before its PUT."""
+    by the copying thread before its PUT. (A file this small: ``HeadOps``, davhead.)"""
     from gridxfer.movers.gfal import davs
-    real = davs.HttpOps.stat
+    assert len(DATA) <= davs.SMALL
+    real = davs.HeadOps.stat
     asked: list[tuple[str, threading.Thread]] = []
 
     def stat(self, url: str):
         asked.append((url, threading.current_thread()))
         return real(self, url)
 
-    monkeypatch.setattr(davs.HttpOps, "stat", stat)
+    monkeypatch.setattr(davs.HeadOps, "stat", stat)
     dst = grid.endpoints["h-xrd"].davs_url + "beside/f.dat"
     out = get_mover(payload, dst).copy(payload, dst, params=params())
     assert out.checksum == SUM and disk(grid, dst).read_bytes() == DATA
@@ -416,3 +417,50 @@ def test_an_upload_takes_the_connection_its_servers_metadata_calls_keep(grid, tm
     assert len(found["metadata"]) == 1, found         # type: ignore[arg-type]
     assert found["during upload"] <= found["metadata"], found   # type: ignore[operator]
     assert disk(grid, base + "reuse/big.dat").stat().st_size == 24 << 20
+
+
+def test_head_answers_size_and_adler32_as_gfal2_does(grid, mint, payload):
+    """davhead on the real XrdHttp: one HEAD gives the size and (Want-Digest) the adler32
+    gfal2's checksum gives; 404 is 'not there'; a refusal is None (gfal2 asks instead)."""
+    from gridxfer.movers.gfal import davhead, davs
+    writer = mint("storage.read:/head", "storage.create:/head")
+    for base, up, read in ((grid.endpoints["h-xrd"].davs_url, None, None),
+                           (grid.resolve("t2-davs1/"), writer, mint("storage.read:/head"))):
+        dst = base + "head/f.dat"
+        get_mover(payload, dst).copy(payload, dst, params=params(
+            overwrite=True, tokens=TokenPair(dst=up) if up else None))
+        got = davhead.head(dst, read, digest=True)
+        assert got == davhead.Head(True, len(DATA), SUM), got
+        assert davs.HttpOps(read).checksum(dst) == SUM
+        assert davhead.head(dst, read) == davhead.Head(True, len(DATA))      # not asked
+        assert davhead.head(base + "head/none.dat", read) == davhead.Head(False)
+        if read:
+            assert davhead.head(dst, None) is None              # refused: gfal2's error
+
+
+@pytest.mark.parametrize("size", [4096, (4 << 20) + 1], ids=["small", "bulk"])
+def test_a_small_destination_is_checked_by_head_and_a_bulk_one_by_gfal2(grid, tmp_path, size,
+                                                                        monkeypatch):
+    """Up to davs.SMALL the destination's size, adler32 and MOVE take davhead and davmove
+    (a kept connection); a larger file keeps gfal2's metadata path (its next call opens the
+    connection the next PUT takes). Both verified, both land under their name."""
+    from gridxfer.movers.gfal import davs
+    gfal2_calls: list[str] = []
+    for name in ("stat", "checksum", "rename"):
+        real = getattr(davs.HttpOps, name)
+
+        def spy(self, *args, _real=real, _name=name):     # HeadOps' fallbacks come here too
+            gfal2_calls.append(_name)
+            return _real(self, *args)
+        monkeypatch.setattr(davs.HttpOps, name, spy)
+    data = os.urandom(size)
+    src = tmp_path / "src.dat"
+    src.write_bytes(data)
+    dst = grid.endpoints["h-xrd"].davs_url + f"route-{size}/f.dat"
+    out = get_mover(f"file://{src}", dst).copy(f"file://{src}", dst, params=params())
+    assert out.checksum == f"{zlib.adler32(data) & 0xFFFFFFFF:08x}"
+    assert disk(grid, dst).read_bytes() == data and leftovers(grid, dst) == ["f.dat"]
+    if size <= davs.SMALL:
+        assert gfal2_calls == [], gfal2_calls
+    else:
+        assert {"stat", "checksum", "rename"} <= set(gfal2_calls), gfal2_calls

@@ -130,3 +130,25 @@ class DelegatedOps:
 
     def mkdir(self, url: str) -> None:
         self._ops(url).mkdir(url)
+
+
+class StatOnce:
+    """``ops`` with one URL's stat already answered (a copy's source, asked once)."""
+
+    def __init__(self, ops: Ops, entry: Entry) -> None:
+        self._ops, self.entry = ops, entry
+
+    def stat(self, url: str) -> Entry:
+        return self.entry if url == self.entry.url else self._ops.stat(url)
+
+    def checksum(self, url: str, algorithm: str = "adler32") -> str:
+        return self._ops.checksum(url, algorithm)
+
+    def unlink(self, url: str) -> None:
+        self._ops.unlink(url)
+
+    def mkdir(self, url: str) -> None:
+        self._ops.mkdir(url)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._ops.rename(src, dst)

@@ -35,18 +35,12 @@ header, cached per host) and sends the decoded ``Destination`` to XrdHttp 5.5 on
 turn ``pct%41`` into ``pctA`` there). Another XrdHttp version, or a server that does not
 answer, gets the old way: written in place (the right name, visible while written).
 
-TLS: the server is verified against ``X509_CERT_DIR`` (a capath; default
-``/etc/grid-security/certificates``, as gfal2), the system store if neither exists;
-``REQUESTS_CA_BUNDLE`` and the environment's proxies are not read (``trust_env``
-off), as gfal2 reads neither. Auth as the rest of the davs mover: the destination's
-bearer token in an ``Authorization`` header (then this thread's for the server,
-``movers.tokens``, then ``BEARER_TOKEN`` as gfal2 reads it), or with no token the
-X.509 proxy (``X509_USER_PROXY``, else ``/tmp/x509up_u<uid>``) as client certificate.
+TLS and auth: this thread's ``davsession`` (trust and credentials as gfal2's: the
+system's CAs and ``X509_CERT_DIR``; the destination's bearer token, else the X.509 proxy).
 A token is never logged, put in an error or in a URL.
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 from urllib.parse import unquote, urlsplit
@@ -56,12 +50,11 @@ import requests
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.tokens import token_for
+from gridxfer.movers.gfal import davsession
 
 MOVE_TIMEOUT = (30.0, 120.0)        # s: connect, then the answer (a rename: no data)
 _TRIMMED = " \t\r\n\v\f"            # XrdHttp trims these off the header value's ends
-_HTTP_SCHEME = {"davs": "https", "https": "https", "dav": "http", "http": "http"}
-_local = threading.local()
+_HTTP_SCHEME = davsession.HTTP_SCHEME
 
 
 def carries(url: str) -> bool:
@@ -87,12 +80,11 @@ def server_kind(url: str, token: str | None = None) -> str:
     if known is not None:
         return known
     scheme = _HTTP_SCHEME.get(parts.scheme, "https")
-    bearer = token or token_for(url) or os.environ.get("BEARER_TOKEN")
-    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    headers = davsession.auth(url, token)
     try:
-        answer = _session().request("OPTIONS", f"{scheme}://{parts.netloc}/", headers=headers,
-                                    cert=None if bearer else _proxy(), verify=_capath(),
-                                    timeout=MOVE_TIMEOUT, allow_redirects=False)
+        answer = davsession.session().request(
+            "OPTIONS", f"{scheme}://{parts.netloc}/", headers=headers,
+            verify=davsession.capath(), timeout=MOVE_TIMEOUT, allow_redirects=False)
     except requests.RequestException:
         return "unknown"                  # asked again next time
     server = answer.headers.get("Server", "")
@@ -124,17 +116,11 @@ def move(src: str, dst: str, token: str | None = None) -> None:
     if scheme is None or urlsplit(src).netloc != parts.netloc:
         raise TransferError(ErrorClass.OTHER, f"{src} -> {dst}: MOVE within one davs server only")
     destination = f"{scheme}://{parts.netloc}{unquote(parts.path)}".encode()
-    headers: dict[str, str | bytes] = {"Destination": destination}
-    cert = None
-    bearer = token or token_for(dst) or os.environ.get("BEARER_TOKEN")
-    if bearer:
-        headers["Authorization"] = f"Bearer {bearer}"
-    else:
-        cert = _proxy()
+    headers = {**davsession.auth(dst, token), "Destination": destination}
     try:
-        answer = _session().request("MOVE", _http_url(src, scheme), headers=headers,
-                                    cert=cert, verify=_capath(), timeout=MOVE_TIMEOUT,
-                                    allow_redirects=False)
+        answer = davsession.session().request(
+            "MOVE", davsession.http_url(src), headers=headers,
+            verify=davsession.capath(), timeout=MOVE_TIMEOUT, allow_redirects=False)
     except requests.Timeout:
         raise TransferError(ErrorClass.TIMEOUT, f"{dst}: MOVE timed out") from None
     except requests.RequestException as exc:
@@ -144,27 +130,3 @@ def move(src: str, dst: str, token: str | None = None) -> None:
         text = names.printable(" ".join(answer.text.split())[:200])
         raise transfer_error(f"MOVE: HTTP {answer.status_code} {answer.reason}: {text}", dst,
                              side="destination")
-
-
-def _http_url(url: str, scheme: str) -> str:
-    return scheme + url[url.index("://"):]
-
-
-def _session() -> requests.Session:
-    """This thread's session: its TLS connections are kept for the next file's MOVE."""
-    session = getattr(_local, "session", None)
-    if session is None:
-        session = _local.session = requests.Session()
-        session.trust_env = False
-    return session
-
-
-def _capath() -> str | bool:
-    path = os.environ.get("X509_CERT_DIR") or "/etc/grid-security/certificates"
-    return path if os.path.isdir(path) else True
-
-
-def _proxy() -> str | None:
-    path = os.environ.get("X509_USER_PROXY") or f"/tmp/x509up_u{os.getuid()}"
-    return path if os.path.isfile(path) else None
-

@@ -31,20 +31,26 @@ from urllib.parse import urlsplit
 
 import gfal2
 
-from gridxfer.errors import TransferError, UsageError
+from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers import names, routes
 from gridxfer.movers.tokens import token_for
 from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.dstcheck import DestinationCheck
-from gridxfer.movers.gfal import davmove, meta
+from gridxfer.movers.gfal import davhead, davmove, meta
 from gridxfer.movers.gfal.mover import GfalMover, new_context
-from gridxfer.movers.integrity import verified_copy
-from gridxfer.movers.ops import LocalOps, Ops
+from gridxfer.movers.integrity import checksum_policy, verified_copy
+from gridxfer.movers.ops import LocalOps, Ops, StatOnce
 from gridxfer.movers.urls import scheme_of
 
 HTTP = routes.HTTP
+# bytes: a davs destination file up to this size is checked and moved by davhead and davmove
+# on a kept connection (one request each; gfal2 configured a session and loaded the proxy
+# again for each: docs/performance-notes.md, session 35). A larger one keeps gfal2's
+# metadata path, whose next call opens the connection the next PUT takes (davix closes
+# every PUT's), so no handshake lands on a bulk file's data path.
+SMALL = 4 << 20
 CHECKSUM_TRIES = 3                  # a checksum answered with HTTP 5xx is asked again
 CHECKSUM_BACKOFF = 0.5              # s, doubled each time
 _SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
@@ -144,6 +150,39 @@ class HttpOps:
             raise transfer_error(exc, dst, side="destination") from None
 
 
+class HeadOps(HttpOps):
+    """A copy's davs destination: whether the final name is there, the written temporary
+    name's size (and with ``digest`` its adler32, in the same request) and a plain name's
+    MOVE, on this thread's kept connection (``davhead``, ``davmove``: one request each
+    where gfal2 made davix configure a session and load the proxy again); gfal2 for every
+    answer those do not read, and for the rest."""
+
+    def __init__(self, token: str | None = None, *, digest: bool = False) -> None:
+        super().__init__(token)
+        self._digest = digest
+        self._sums: dict[str, str] = {}
+
+    def stat(self, url: str) -> Entry:
+        got = davhead.head(url, self._token, digest=self._digest)
+        if got is None:
+            return super().stat(url)
+        if not got.found:
+            raise TransferError(ErrorClass.SOURCE_MISSING, f"{url}: no such file (HTTP 404)")
+        if got.adler32:
+            self._sums[url] = got.adler32
+        return Entry(url, got.size)
+
+    def checksum(self, url: str, algorithm: str = "adler32") -> str:
+        require_adler32(algorithm)
+        return self._sums.pop(url, None) or super().checksum(url, algorithm)
+
+    def rename(self, src: str, dst: str) -> None:
+        if src != dst and not names.encoded(dst) and davmove.carries(dst):
+            davmove.move(src, dst, self._token)     # the same bytes as gfal2's Destination
+            return
+        super().rename(src, dst)
+
+
 _GFAL_OPS = GfalMover()
 
 
@@ -178,6 +217,15 @@ class DavsMover(HttpOps):
             raise UsageError(f"HTTP third-party copy needs davs/https on both ends: {src} -> {dst}")
         tokens = params.tokens or TokenPair()
         src_ops, dst_ops = ops_for(src, tokens.src), ops_for(dst, tokens.dst)
+        check_ops = dst_ops
+        if pair[1] in HTTP:
+            names.check_url(src)            # before any request (verified_copy asks again)
+            names.check_url(dst)
+            known = StatOnce(src_ops, src_ops.stat(src))
+            src_ops = known
+            if known.entry.size <= SMALL:
+                digest = checksum_policy(params)[1] in ("destination", "both")
+                dst_ops, check_ops = HeadOps(tokens.dst, digest=digest), HeadOps(tokens.dst)
         if pair[1] in HTTP and names.encoded(dst) and \
                 davmove.plan(dst, tokens.dst) == "in_place":
             # XrdHttp 5.5.3's MOVE takes the Destination path literally (no %XX decoding;
@@ -193,7 +241,7 @@ class DavsMover(HttpOps):
         beside = to_temp and not params.overwrite
 
         def raw(s: str, tmp: str, report: ProgressFn | None) -> tuple[int, str]:
-            check = DestinationCheck(dst_ops, dst, params) if beside else None
+            check = DestinationCheck(check_ops, dst, params) if beside else None
             run = check.params if check is not None else params
             try:
                 if run.third_party:
