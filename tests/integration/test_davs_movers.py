@@ -464,3 +464,22 @@ def test_a_small_destination_is_checked_by_head_and_a_bulk_one_by_gfal2(grid, tm
         assert gfal2_calls == [], gfal2_calls
     else:
         assert {"stat", "checksum", "rename"} <= set(gfal2_calls), gfal2_calls
+
+
+def test_a_local_sources_adler32_stays_the_pass_that_can_stop(grid, payload, monkeypatch):
+    """The davs mover asks a small file's source stat itself (to pick HeadOps), and hands
+    a remote source's answer on (StatOnce); a file:// source stays LocalOps, whose
+    background adler32 stops when the copy fails or is cancelled."""
+    from gridxfer.movers import integrity
+    from gridxfer.movers.ops import LocalOps
+    real = integrity._background_checksum
+    seen: list[type] = []
+
+    def spy(ops, url, stop):
+        seen.append(type(ops))
+        return real(ops, url, stop)
+
+    monkeypatch.setattr(integrity, "_background_checksum", spy)
+    dst = grid.endpoints["h-xrd"].davs_url + "local-sum/f.dat"
+    out = get_mover(payload, dst).copy(payload, dst, params=params())
+    assert out.checksum == SUM and seen == [LocalOps], seen

@@ -221,9 +221,10 @@ class DavsMover(HttpOps):
         if pair[1] in HTTP:
             names.check_url(src)            # before any request (verified_copy asks again)
             names.check_url(dst)
-            known = StatOnce(src_ops, src_ops.stat(src))
-            src_ops = known
-            if known.entry.size <= SMALL:
+            entry = src_ops.stat(src)
+            if type(src_ops) is not LocalOps:   # a remote stat asked once; a local one
+                src_ops = StatOnce(src_ops, entry)  # stays LocalOps (its adler32 can stop)
+            if entry.size <= SMALL:
                 digest = checksum_policy(params)[1] in ("destination", "both")
                 dst_ops, check_ops = HeadOps(tokens.dst, digest=digest), HeadOps(tokens.dst)
         if pair[1] in HTTP and names.encoded(dst) and \

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
+import stat
 import threading
 from typing import Any
 
@@ -26,6 +27,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from gridxfer.movers.tokens import token_for
+from gridxfer.movers.x509 import proxy_file, trust_dir
 
 HTTP_SCHEME = {"davs": "https", "https": "https", "dav": "http", "http": "http"}
 _local = threading.local()
@@ -48,16 +50,15 @@ def session() -> requests.Session:
     """This thread's session (its TLS connections kept for the next request), its SSL
     context holding the X.509 proxy as client certificate where there is one. A proxy
     renewed in place (another mtime or size) makes a new session."""
-    cert = proxy()
-    stamp = _stamp(cert)
+    stamp = _proxy_stamp()
     current = getattr(_local, "session", None)
     if current is None or _local.stamp != stamp:
         if current is not None:
             current.close()
         context = ssl.create_default_context()
-        if cert is not None:        # unreadable, as davix: none sent; the server decides
+        if stamp is not None:       # unreadable, as davix: none sent; the server decides
             with contextlib.suppress(OSError, ssl.SSLError):
-                context.load_cert_chain(cert)
+                context.load_cert_chain(stamp[0])
         current = requests.Session()
         current.trust_env = False
         current.mount("https://", _Adapter(context))
@@ -65,23 +66,20 @@ def session() -> requests.Session:
     return current
 
 
-def _stamp(path: str | None) -> tuple[str, int, int] | None:
+def _proxy_stamp() -> tuple[str, int, int] | None:
+    """The proxy file, its mtime and size (one stat a request); None where there is none."""
+    path = proxy_file()
     try:
-        st = os.stat(path) if path else None
+        st = os.stat(path)
     except OSError:
         return None
-    return (path, st.st_mtime_ns, st.st_size) if path and st else None
+    return (path, st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
 
 
 def capath() -> str | bool:
     """``verify`` for requests: the grid's CA directory where it exists, else True."""
-    path = os.environ.get("X509_CERT_DIR") or "/etc/grid-security/certificates"
+    path = trust_dir()
     return path if os.path.isdir(path) else True
-
-
-def proxy() -> str | None:
-    path = os.environ.get("X509_USER_PROXY") or f"/tmp/x509up_u{os.getuid()}"
-    return path if os.path.isfile(path) else None
 
 
 def auth(url: str, token: str | None) -> dict[str, str | bytes]:
@@ -97,4 +95,4 @@ def http_url(url: str) -> str:
     return f"{HTTP_SCHEME.get(scheme, scheme)}{sep}{rest}"
 
 
-__all__ = ["HTTP_SCHEME", "auth", "capath", "http_url", "proxy", "session"]
+__all__ = ["HTTP_SCHEME", "auth", "capath", "http_url", "session"]

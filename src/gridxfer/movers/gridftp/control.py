@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import re
 import socket
 import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from gridxfer.movers.x509 import proxy_file, trust_dir
 
 CONNECT_TIMEOUT = 30.0
 REPLY_TIMEOUT = 120.0
@@ -56,14 +57,6 @@ class Reply:
     @property
     def ok(self) -> bool:
         return self.code < 400
-
-
-def trust_dir() -> str:
-    return os.environ.get("X509_CERT_DIR") or "/etc/grid-security/certificates"
-
-
-def proxy_file() -> str:
-    return os.environ.get("X509_USER_PROXY") or f"/tmp/x509up_u{os.getuid()}"
 
 
 def _tls_context() -> ssl.SSLContext:
