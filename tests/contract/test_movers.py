@@ -132,7 +132,10 @@ class Route:
         """``out`` came from the implementation this route and stream count should take."""
         impl, mode = implementation(self.src.proto, self.dst.proto, self.expected, self.streams)
         if impl == "davs":      # HTTP-TPC pulls by default; anything else goes through here
-            mode = "http-tpc-pull" if self.tpc else "davs-streamed"
+            from gridxfer.movers.gfal import davput, davs
+            sent = (self.dst.proto in davs.HTTP and self.src.proto in ("file", *davs.HTTP)
+                    and len(PAYLOAD) <= davs.SMALL)     # a small file: davput's one PUT
+            mode = "http-tpc-pull" if self.tpc else davput.MODE if sent else "davs-streamed"
         assert out.mover == impl, out
         assert not mode or out.mode == mode, out
 

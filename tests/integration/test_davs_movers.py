@@ -84,7 +84,7 @@ def test_upload_and_download_with_each_sides_token(grid, mint, payload, tmp_path
     mover = get_mover(payload, dst)
     assert mover.name == "davs"
     out = mover.copy(payload, dst, params=params(tokens=up))
-    assert (out.mode, out.checksum, out.bytes) == ("davs-streamed", SUM, len(DATA))
+    assert (out.mode, out.checksum, out.bytes) == ("davs-put", SUM, len(DATA))  # davput
     assert disk(grid, dst).read_bytes() == DATA
     assert leftovers(grid, dst) == ["f.dat"]            # the temporary name was moved
     back = f"file://{tmp_path}/back/f.dat"
@@ -483,3 +483,71 @@ def test_a_local_sources_adler32_stays_the_pass_that_can_stop(grid, payload, mon
     dst = grid.endpoints["h-xrd"].davs_url + "local-sum/f.dat"
     out = get_mover(payload, dst).copy(payload, dst, params=params())
     assert out.checksum == SUM and seen == [LocalOps], seen
+
+
+@pytest.mark.parametrize("size", [4096, (64 << 10) + 1], ids=["read-back", "digest"])
+@pytest.mark.parametrize("source", ["file", "davs"])
+def test_a_small_file_is_sent_on_the_kept_connection(grid, tmp_path, monkeypatch, size, source):
+    """Up to davs.SMALL the bytes go in one PUT of davput (no gfal2 copy, whose davix loads
+    the proxy per request and closes each PUT's connection); a davs source is read whole
+    by one GET whose bytes serve the copy and the source's adler32. Up to
+    davhead.READ_BACK_MAX the destination is verified by reading the file back, above it
+    by the server's digest. Either way the adler32s are the server's own."""
+    from gridxfer.movers.gfal import davhead, davput, davs
+    calls: list[str] = []
+
+    def spy(module, name):
+        real = getattr(module, name)
+
+        def wrapped(*args, **kw):
+            calls.append(name)
+            return real(*args, **kw)
+        monkeypatch.setattr(module, name, wrapped)
+
+    for module, name in ((davput, "read"), (davhead, "read_back"), (davhead, "head"),
+                         (davs, "streamed")):
+        spy(module, name)
+    data = os.urandom(size)
+    want = f"{zlib.adler32(data) & 0xFFFFFFFF:08x}"
+    base = grid.endpoints["h-xrd"].davs_url
+    (tmp_path / "s.dat").write_bytes(data)
+    src = f"file://{tmp_path}/s.dat"
+    if source == "davs":
+        get_mover(src, base + f"put-src-{size}/s.dat").copy(
+            src, base + f"put-src-{size}/s.dat", params=params(overwrite=True))
+        src = base + f"put-src-{size}/s.dat"
+    dst = base + f"put-{source}-{size}/f.dat"
+    calls.clear()
+    out = get_mover(src, dst).copy(src, dst, params=params())
+    assert (out.mode, out.checksum, out.bytes) == (davput.MODE, want, size)
+    assert disk(grid, dst).read_bytes() == data and leftovers(grid, dst) == ["f.dat"]
+    assert davs.HttpOps().checksum(dst) == want                  # the server's, via gfal2
+    assert "streamed" not in calls, calls
+    assert calls.count("read") == 1, calls                      # one read of the source
+    assert ("read_back" in calls) == (size <= davhead.READ_BACK_MAX), calls
+
+
+def test_a_refused_put_goes_to_gfal2_whose_error_it_is(grid, mint, payload, monkeypatch):
+    """A PUT the server refuses (a token without storage.create: 403) is not classified by
+    davput: gfal2 copies instead, and its AUTH error is the copy's; nothing is left."""
+    from gridxfer.movers.gfal import davput, davs
+    answers: list[bool] = []
+    real_put, real_streamed = davput.put, davs.streamed
+    monkeypatch.setattr(davput, "put", lambda *a, **k: answers.append(real_put(*a, **k))
+                        or answers[-1])
+    fell_back: list[str] = []
+    monkeypatch.setattr(davs, "streamed", lambda s, t, *a, **k: fell_back.append(t)
+                        or real_streamed(s, t, *a, **k))
+    dst = grid.resolve("t2-davs1/put-refused/f.dat")
+    first = grid.resolve("t2-davs1/put-refused/first.dat")     # the directory made (and
+    get_mover(payload, first).copy(payload, first, params=params(   # known made: no MKCOL
+        tokens=TokenPair(dst=mint("storage.read:/put-refused",        # to be refused next)
+                                  "storage.create:/put-refused"))))
+    answers.clear()
+    with pytest.raises(TransferError) as err:
+        get_mover(payload, dst).copy(payload, dst, params=params(
+            tokens=TokenPair(dst=mint("storage.read:/"))))
+    assert err.value.error_class is ErrorClass.AUTH, err.value
+    assert answers == [False] and len(fell_back) == 1, (answers, fell_back)
+    assert "eyJ" not in str(err.value)
+    assert not disk(grid, dst).exists() and leftovers(grid, dst) == ["first.dat"]

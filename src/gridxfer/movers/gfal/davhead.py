@@ -1,6 +1,7 @@
 """One ``HEAD`` on this thread's ``davsession``: the size of a file a copy just wrote and,
 asked in the same request, its adler32 (``Want-Digest``, RFC 3230), or whether a name is
-there at all.
+there at all; for a file of at most ``READ_BACK_MAX`` one ``GET`` instead, the adler32 of
+the bytes read back (``read_back``), as root's relay reads a small file back.
 
 Why own code (docs/performance-notes.md, session 35): through gfal2 every request costs
 davix a new session configuration and a fresh load of the X.509 proxy (its private key
@@ -18,8 +19,12 @@ from dataclasses import dataclass
 
 import requests
 
+from gridxfer.movers.adler import adler32
 from gridxfer.movers.gfal import davsession
 
+# bytes: a file up to this size is verified by reading it back (root's relay does the same,
+# movers/xrootd/upload.py): one round trip either way, and no checksum job on the server
+READ_BACK_MAX = 64 << 10
 HEAD_TIMEOUT = (30.0, 300.0)        # s: connect, then the answer (a digest of a big file)
 
 
@@ -51,6 +56,27 @@ def head(url: str, token: str | None, *, digest: bool = False) -> Head | None:
     return Head(True, int(length), adler32_of(answer.headers.get("Digest", "")))
 
 
+def read_back(url: str, token: str | None) -> Head | None:
+    """``GET url``: a small file a copy just wrote, read back whole; its size and the
+    adler32 of the bytes the server returned (no checksum job on the server: XrdHttp runs
+    a digest as xrootd's, at most ``xrootd.chksum max`` at once, then ``kXR_wait 30``).
+    None: ask gfal2."""
+    headers = {**davsession.auth(url, token), "Accept-Encoding": "identity"}
+    try:
+        answer = davsession.session().get(
+            davsession.http_url(url), headers=headers,
+            verify=davsession.capath(), timeout=HEAD_TIMEOUT, allow_redirects=False)
+    except requests.RequestException:
+        return None
+    if answer.status_code == 404:
+        return Head(False)
+    data = answer.content
+    length = answer.headers.get("Content-Length", "")
+    if answer.status_code != 200 or not length.isdigit() or int(length) != len(data):
+        return None
+    return Head(True, len(data), f"{adler32(data) & 0xFFFFFFFF:08x}")
+
+
 def adler32_of(header: str) -> str | None:
     """The adler32 of a ``Digest`` header (``adler32=0a1b2c3d``, among others), zero-padded;
     None if it holds none."""
@@ -63,4 +89,4 @@ def adler32_of(header: str) -> str | None:
     return None
 
 
-__all__ = ["HEAD_TIMEOUT", "Head", "adler32_of", "head"]
+__all__ = ["HEAD_TIMEOUT", "READ_BACK_MAX", "Head", "adler32_of", "head", "read_back"]

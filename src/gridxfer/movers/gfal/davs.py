@@ -3,7 +3,11 @@ XRootD and GridFTP streamed through this host, and HTTP third-party copies
 (:mod:`gridxfer.movers.gfal.httptpc`) between two WebDAV servers.
 
 Why gfal2 and not a client of our own: see docs/performance-notes.md ("davs://"); a
-library is the default unless a measurement says otherwise.
+library is the default unless a measurement says otherwise. One did: a small file (up to
+``SMALL``) is sent by ``davput`` and checked by ``davhead`` and ``davmove`` on a kept
+connection, as gfal2 made davix load the X.509 proxy for every request and close every
+PUT's connection (performance notes, "Small files over davs://"); any answer those do not
+take goes back to gfal2.
 
 Integrity (the one path, ``integrity.verified_copy``): XrdHttp 5.5.3 writes a PUT
 straight into the named file, so an interrupted upload would be visible under the final
@@ -38,7 +42,7 @@ from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.dstcheck import DestinationCheck
-from gridxfer.movers.gfal import davhead, davmove, meta
+from gridxfer.movers.gfal import davhead, davmove, davput, meta
 from gridxfer.movers.gfal.mover import GfalMover, new_context
 from gridxfer.movers.integrity import checksum_policy, verified_copy
 from gridxfer.movers.ops import LocalOps, Ops, StatOnce
@@ -157,13 +161,17 @@ class HeadOps(HttpOps):
     where gfal2 made davix configure a session and load the proxy again); gfal2 for every
     answer those do not read, and for the rest."""
 
-    def __init__(self, token: str | None = None, *, digest: bool = False) -> None:
+    def __init__(self, token: str | None = None, *, digest: bool = False,
+                 read_back: bool = False) -> None:
         super().__init__(token)
-        self._digest = digest
+        self._digest, self._read_back = digest, read_back
         self._sums: dict[str, str] = {}
 
     def stat(self, url: str) -> Entry:
-        got = davhead.head(url, self._token, digest=self._digest)
+        if self._read_back:         # a small file's size and adler32: its bytes, read back
+            got = davhead.read_back(url, self._token)
+        else:
+            got = davhead.head(url, self._token, digest=self._digest)
         if got is None:
             return super().stat(url)
         if not got.found:
@@ -218,15 +226,23 @@ class DavsMover(HttpOps):
         tokens = params.tokens or TokenPair()
         src_ops, dst_ops = ops_for(src, tokens.src), ops_for(dst, tokens.dst)
         check_ops = dst_ops
+        small = None                        # the size of a small file to a davs server
         if pair[1] in HTTP:
             names.check_url(src)            # before any request (verified_copy asks again)
             names.check_url(dst)
+            verify = checksum_policy(params)[1]
+            if pair[0] in HTTP and not params.third_party:
+                src_ops = HeadOps(tokens.src)
             entry = src_ops.stat(src)
-            if type(src_ops) is not LocalOps:   # a remote stat asked once; a local one
+            if entry.size <= davhead.READ_BACK_MAX and isinstance(src_ops, HeadOps):
+                src_ops = davput.Fetched(src_ops, entry, tokens.src)   # one GET, its adler32
+            elif type(src_ops) is not LocalOps:     # a remote stat asked once; a local one
                 src_ops = StatOnce(src_ops, entry)  # stays LocalOps (its adler32 can stop)
             if entry.size <= SMALL:
-                digest = checksum_policy(params)[1] in ("destination", "both")
-                dst_ops, check_ops = HeadOps(tokens.dst, digest=digest), HeadOps(tokens.dst)
+                small = entry.size
+                dst_ops = HeadOps(tokens.dst, digest=verify in ("destination", "both"),
+                                  read_back=entry.size <= davhead.READ_BACK_MAX)
+                check_ops = HeadOps(tokens.dst)
         if pair[1] in HTTP and names.encoded(dst) and \
                 davmove.plan(dst, tokens.dst) == "in_place":
             # XrdHttp 5.5.3's MOVE takes the Destination path literally (no %XX decoding;
@@ -248,6 +264,11 @@ class DavsMover(HttpOps):
                 if run.third_party:
                     from gridxfer.movers.gfal import httptpc
                     out = httptpc.copy(s, tmp, run, report, dst_ops)
+                elif small is not None and davput.copy(s, tmp, run, small, src_ops,
+                                                       stall=davput.stall_timeout()):
+                    if report is not None:
+                        report(small, small)
+                    out = 1, davput.MODE
                 else:
                     out = streamed(s, tmp, run, report)
             except TransferError:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TokenPair, TransferParams
 from gridxfer.movers.gfal import agent
+from gridxfer.movers.gfal.davput import stall_timeout
 from gridxfer.movers.ops import Ops
 
 PULL, PUSH = "3rd pull", "3rd push"
@@ -35,14 +36,6 @@ _FINAL = frozenset({ErrorClass.AUTH, ErrorClass.SOURCE_MISSING, ErrorClass.EXIST
                     ErrorClass.BAD_NAME})
 _push_only: set[tuple[str, str]] = set()        # (source server, destination server)
 _lock = threading.Lock()
-
-
-def stall_timeout() -> float:
-    """Seconds without marker progress before a TPC is a stall (read at each copy)."""
-    try:
-        return max(1.0, float(os.environ.get("GRIDXFER_HTTP_STALL_TIMEOUT", "120")))
-    except ValueError:
-        return 120.0
 
 
 def _creds(src: str, dst: str, tokens: TokenPair) -> list[list[str]]:
