@@ -1,4 +1,4 @@
-"""davsession: one requests session per thread, made again when the X.509 proxy file is
+"""davsession: one urllib3 pool per thread, made again when the X.509 proxy file is
 renewed in place (davix reads it for every request; this session once)."""
 from __future__ import annotations
 

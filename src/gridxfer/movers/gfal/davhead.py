@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import requests
-
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.gfal import davsession
 
@@ -43,15 +41,13 @@ def head(url: str, token: str | None, *, digest: bool = False) -> Head | None:
     if digest:
         headers = {**headers, "Want-Digest": "adler32"}
     try:
-        answer = davsession.session().head(
-            davsession.http_url(url), headers=headers,
-            verify=davsession.capath(), timeout=HEAD_TIMEOUT, allow_redirects=False)
-    except requests.RequestException:
+        answer = davsession.request("HEAD", url, headers, timeout=HEAD_TIMEOUT)
+    except davsession.NoAnswer:
         return None
-    if answer.status_code == 404:
+    if answer.status == 404:
         return Head(False)
     length = answer.headers.get("Content-Length", "")
-    if answer.status_code != 200 or not length.isdigit():
+    if answer.status != 200 or not length.isdigit():
         return None
     return Head(True, int(length), adler32_of(answer.headers.get("Digest", "")))
 
@@ -63,16 +59,14 @@ def read_back(url: str, token: str | None) -> Head | None:
     None: ask gfal2."""
     headers = {**davsession.auth(url, token), "Accept-Encoding": "identity"}
     try:
-        answer = davsession.session().get(
-            davsession.http_url(url), headers=headers,
-            verify=davsession.capath(), timeout=HEAD_TIMEOUT, allow_redirects=False)
-    except requests.RequestException:
+        answer = davsession.request("GET", url, headers, timeout=HEAD_TIMEOUT)
+    except davsession.NoAnswer:
         return None
-    if answer.status_code == 404:
+    if answer.status == 404:
         return Head(False)
-    data = answer.content
+    data = answer.data
     length = answer.headers.get("Content-Length", "")
-    if answer.status_code != 200 or not length.isdigit() or int(length) != len(data):
+    if answer.status != 200 or not length.isdigit() or int(length) != len(data):
         return None
     return Head(True, len(data), f"{adler32(data) & 0xFFFFFFFF:08x}")
 

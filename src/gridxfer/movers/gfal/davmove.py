@@ -45,7 +45,6 @@ import re
 import threading
 from urllib.parse import unquote, urlsplit
 
-import requests
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
@@ -82,10 +81,9 @@ def server_kind(url: str, token: str | None = None) -> str:
     scheme = _HTTP_SCHEME.get(parts.scheme, "https")
     headers = davsession.auth(url, token)
     try:
-        answer = davsession.session().request(
-            "OPTIONS", f"{scheme}://{parts.netloc}/", headers=headers,
-            verify=davsession.capath(), timeout=MOVE_TIMEOUT, allow_redirects=False)
-    except requests.RequestException:
+        answer = davsession.request("OPTIONS", f"{scheme}://{parts.netloc}/", headers,
+                                    timeout=MOVE_TIMEOUT)
+    except davsession.NoAnswer:
         return "unknown"                  # asked again next time
     server = answer.headers.get("Server", "")
     kind = "literal" if MEASURED.search(server) else \
@@ -118,15 +116,12 @@ def move(src: str, dst: str, token: str | None = None) -> None:
     destination = f"{scheme}://{parts.netloc}{unquote(parts.path)}".encode()
     headers = {**davsession.auth(dst, token), "Destination": destination}
     try:
-        answer = davsession.session().request(
-            "MOVE", davsession.http_url(src), headers=headers,
-            verify=davsession.capath(), timeout=MOVE_TIMEOUT, allow_redirects=False)
-    except requests.Timeout:
+        answer = davsession.request("MOVE", src, headers, timeout=MOVE_TIMEOUT)
+    except davsession.Stalled:
         raise TransferError(ErrorClass.TIMEOUT, f"{dst}: MOVE timed out") from None
-    except requests.RequestException as exc:
-        raise transfer_error(f"MOVE: {type(exc).__name__}: {exc}", dst,
-                             side="destination") from None
-    if answer.status_code not in (200, 201, 204):
-        text = names.printable(" ".join(answer.text.split())[:200])
-        raise transfer_error(f"MOVE: HTTP {answer.status_code} {answer.reason}: {text}", dst,
+    except davsession.NoAnswer as exc:
+        raise transfer_error(f"MOVE: no answer ({exc})", dst, side="destination") from None
+    if answer.status not in (200, 201, 204):
+        text = names.printable(" ".join(answer.data.decode("utf-8", "replace").split())[:200])
+        raise transfer_error(f"MOVE: HTTP {answer.status} {answer.reason}: {text}", dst,
                              side="destination")

@@ -22,8 +22,6 @@ from __future__ import annotations
 import os
 import threading
 
-import requests
-
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import Entry, TokenPair, TransferParams, require_adler32
@@ -95,9 +93,9 @@ def read(url: str, token: str | None, size: int, stall: float) -> bytes | None:
         return None
     headers = {**davsession.auth(url, token), "Accept-Encoding": "identity"}
     answer = _send("GET", url, headers, None, stall)
-    if answer is None or answer.status_code != 200:
+    if answer is None or answer.status != 200:
         return None
-    data = answer.content
+    data = answer.data
     length = answer.headers.get("Content-Length", "")
     return data if length.isdigit() and int(length) == len(data) else None
 
@@ -107,20 +105,18 @@ def put(url: str, data: bytes, token: str | None, stall: float) -> bool:
     headers); False where the server did not take it."""
     headers = {**davsession.auth(url, token), "Content-Type": "application/octet-stream"}
     answer = _send("PUT", url, headers, data, stall)
-    return answer is not None and answer.status_code in (200, 201, 204)
+    return answer is not None and answer.status in (200, 201, 204)
 
 
 def _send(method: str, url: str, headers: dict, body: bytes | None,
-          stall: float) -> requests.Response | None:
+          stall: float) -> davsession.Answer | None:
     try:
-        return davsession.session().request(
-            method, davsession.http_url(url), headers=headers, data=body,
-            verify=davsession.capath(), timeout=(CONNECT_TIMEOUT, stall),
-            allow_redirects=False)
-    except requests.Timeout:
+        return davsession.request(method, url, headers, body=body,
+                                  timeout=(CONNECT_TIMEOUT, stall))
+    except davsession.Stalled:
         raise TransferError(ErrorClass.TIMEOUT,
                             f"{url}: {method} had no answer in {stall:.0f} s") from None
-    except requests.RequestException:
+    except davsession.NoAnswer:
         return None
 
 
