@@ -551,3 +551,21 @@ def test_a_refused_put_goes_to_gfal2_whose_error_it_is(grid, mint, payload, monk
     assert answers == [False] and len(fell_back) == 1, (answers, fell_back)
     assert "eyJ" not in str(err.value)
     assert not disk(grid, dst).exists() and leftovers(grid, dst) == ["first.dat"]
+
+
+def test_a_davs_source_is_stated_by_propfind_which_tells_a_directory(grid, payload):
+    """XrdHttp answers a HEAD on a directory with its size as for a file: the source's
+    stat is one PROPFIND (davhead.propstat), and a directory is refused before any byte
+    is read or written."""
+    from gridxfer.movers.gfal import davhead
+    base = grid.endpoints["h-xrd"].davs_url
+    get_mover(payload, base + "pdir/f.dat").copy(payload, base + "pdir/f.dat",
+                                                  params=params(overwrite=True))
+    assert davhead.propstat(base + "pdir/f.dat", None) == davhead.Head(True, len(DATA))
+    assert davhead.propstat(base + "pdir", None).directory
+    assert davhead.propstat(base + "pdir/none.dat", None) == davhead.Head(False)
+    dst = base + "pdir-copy/f.dat"
+    with pytest.raises(TransferError) as err:
+        get_mover(base + "pdir", dst).copy(base + "pdir", dst, params=params())
+    assert "source is a directory" in str(err.value)
+    assert leftovers(grid, dst) == []

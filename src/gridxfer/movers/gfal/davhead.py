@@ -1,7 +1,9 @@
 """One ``HEAD`` on this thread's ``davsession``: the size of a file a copy just wrote and,
 asked in the same request, its adler32 (``Want-Digest``, RFC 3230), or whether a name is
 there at all; for a file of at most ``READ_BACK_MAX`` one ``GET`` instead, the adler32 of
-the bytes read back (``read_back``), as root's relay reads a small file back.
+the bytes read back (``read_back``), as root's relay reads a small file back; for a copy's
+source one ``PROPFIND`` (``propstat``), whose answer also tells a directory (a HEAD on
+XrdHttp answers a directory's size as a file's).
 
 Why own code (docs/performance-notes.md, session 35): through gfal2 every request costs
 davix a new session configuration and a fresh load of the X.509 proxy (its private key
@@ -15,6 +17,7 @@ the caller asks gfal2 as before, whose errors and retries stay the one classific
 """
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from gridxfer.movers.adler import adler32
@@ -33,6 +36,7 @@ class Head:
     found: bool
     size: int = 0
     adler32: str | None = None
+    directory: bool = False
 
 
 def head(url: str, token: str | None, *, digest: bool = False) -> Head | None:
@@ -71,6 +75,49 @@ def read_back(url: str, token: str | None) -> Head | None:
     return Head(True, len(data), f"{adler32(data) & 0xFFFFFFFF:08x}")
 
 
+def propstat(url: str, token: str | None) -> Head | None:
+    """``PROPFIND url`` (``Depth: 0``): a file's size, or a directory; None: ask gfal2."""
+    headers = {**davsession.auth(url, token), "Depth": "0",
+               "Content-Type": "application/xml"}
+    try:
+        answer = davsession.request("PROPFIND", url, headers, body=_PROPS,
+                                    timeout=HEAD_TIMEOUT)
+    except davsession.NoAnswer:
+        return None
+    if answer.status == 404:
+        return Head(False)
+    return _propstat(answer.data) if answer.status == 207 else None
+
+
+_PROPS = (b'<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:prop>'
+          b"<D:getcontentlength/><D:resourcetype/></D:prop></D:propfind>")
+
+
+def _propstat(body: bytes) -> Head | None:
+    """The first response of a multistatus: a collection, or a size; None if neither."""
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        return None
+    response = next((e for e in root.iter() if _local(e.tag) == "response"), None)
+    if response is None:
+        return None
+    length, directory = None, False
+    for e in response.iter():
+        name = _local(e.tag)
+        if name == "getcontentlength" and (e.text or "").strip().isdigit():
+            length = int((e.text or "").strip())
+        elif name == "resourcetype":
+            directory = any(_local(c.tag) == "collection" for c in e)
+    if directory:
+        return Head(True, length or 0, directory=True)
+    return None if length is None else Head(True, length)
+
+
+def _local(tag: str) -> str:
+    return tag.rpartition("}")[2]
+
+
 def adler32_of(header: str) -> str | None:
     """The adler32 of a ``Digest`` header (``adler32=0a1b2c3d``, among others), zero-padded;
     None if it holds none."""
@@ -83,4 +130,4 @@ def adler32_of(header: str) -> str | None:
     return None
 
 
-__all__ = ["HEAD_TIMEOUT", "READ_BACK_MAX", "Head", "adler32_of", "head", "read_back"]
+__all__ = ["HEAD_TIMEOUT", "READ_BACK_MAX", "Head", "adler32_of", "head", "propstat", "read_back"]

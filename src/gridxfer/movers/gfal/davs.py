@@ -162,14 +162,16 @@ class HeadOps(HttpOps):
     answer those do not read, and for the rest."""
 
     def __init__(self, token: str | None = None, *, digest: bool = False,
-                 read_back: bool = False) -> None:
+                 read_back: bool = False, source: bool = False) -> None:
         super().__init__(token)
-        self._digest, self._read_back = digest, read_back
+        self._digest, self._read_back, self._source = digest, read_back, source
         self._sums: dict[str, str] = {}
 
     def stat(self, url: str) -> Entry:
         if self._read_back:         # a small file's size and adler32: its bytes, read back
             got = davhead.read_back(url, self._token)
+        elif self._source:          # a source may be a directory: PROPFIND tells it
+            got = davhead.propstat(url, self._token)
         else:
             got = davhead.head(url, self._token, digest=self._digest)
         if got is None:
@@ -178,7 +180,7 @@ class HeadOps(HttpOps):
             raise TransferError(ErrorClass.SOURCE_MISSING, f"{url}: no such file (HTTP 404)")
         if got.adler32:
             self._sums[url] = got.adler32
-        return Entry(url, got.size)
+        return Entry(url, got.size, is_dir=got.directory)
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         require_adler32(algorithm)
@@ -232,8 +234,8 @@ class DavsMover(HttpOps):
             names.check_url(dst)
             verify = checksum_policy(params)[1]
             if pair[0] in HTTP and not params.third_party:
-                src_ops = HeadOps(tokens.src)
-            entry = src_ops.stat(src)
+                src_ops = HeadOps(tokens.src, source=True)
+            entry = src_ops.stat(src)           # a directory: refused by verified_copy
             if entry.size <= davhead.READ_BACK_MAX and isinstance(src_ops, HeadOps):
                 src_ops = davput.Fetched(src_ops, entry, tokens.src)   # one GET, its adler32
             elif type(src_ops) is not LocalOps:     # a remote stat asked once; a local one
