@@ -33,7 +33,9 @@ from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.movers import tokens as movers_tokens
+from gridxfer.movers import routes
 from gridxfer.movers.gfal import systemca
+from gridxfer.movers.urls import scheme_of
 from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
@@ -57,10 +59,13 @@ log = logging.getLogger(__name__)
 # ------------------------------------------------------------------ environment
 def prepare_environment(spec: CampaignSpec) -> None:
     """Before any mover is imported or thread started: endpoint names that came from the
-    testbed inventory give clients its environment (X509_*, XRD_*), and OpenSSL's default
-    CA file is skipped where its hashed directory holds the same certificates (davix parses
-    that file on every request: ``movers/gfal/systemca``)."""
-    systemca.apply()
+    testbed inventory give clients its environment (X509_*, XRD_*), and for a campaign
+    with a davs/https URL OpenSSL's default CA file is skipped where its hashed directory
+    holds the same certificates (davix parses that file on every request:
+    ``movers/gfal/systemca``; the check reads both, ~6 ms a start no other campaign pays)."""
+    urls = (spec.source.url, *(u for t in spec.destinations for u in t.pool))
+    if any(scheme_of(u) in routes.HTTP for u in urls):
+        systemca.apply()
     if spec.inventory:
         from gridxfer.testbed.inventory import load_inventory
         # URLs are resolved already; clients may have their own env

@@ -19,9 +19,10 @@ user's ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` included: one is replaced only whe
 other holds every certificate of it. The grid's CAs come from ``X509_CERT_DIR`` either
 way (gfal2 adds it as a CA path).
 
-Applied by ``campaign.runner.prepare_environment`` (run, resume, cancel, verify) and
-``gridxfer copy``, before any thread starts (``os.environ`` is not changed while other
-threads may read the environment); child processes (the gfal2 agent) inherit it.
+Applied by ``campaign.runner.prepare_environment`` (run, resume, cancel, verify) for a
+campaign that names a davs/https URL, and by ``gridxfer copy``, before any thread starts
+(``os.environ`` is not changed while other threads may read the environment); child
+processes (the gfal2 agent) inherit it.
 """
 from __future__ import annotations
 
