@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from gridxfer.movers.adler import adler32
+from gridxfer.movers.base import normalise_adler32
 from gridxfer.movers.gfal import davsession
 
 # bytes: a file up to this size is verified by reading it back (root's relay does the same,
@@ -44,12 +45,9 @@ def head(url: str, token: str | None, *, digest: bool = False) -> Head | None:
     headers = davsession.auth(url, token)
     if digest:
         headers = {**headers, "Want-Digest": "adler32"}
-    try:
-        answer = davsession.request("HEAD", url, headers, timeout=HEAD_TIMEOUT)
-    except davsession.NoAnswer:
-        return None
-    if answer.status == 404:
-        return Head(False)
+    answer = _ask("HEAD", url, headers)
+    if answer is None or isinstance(answer, Head):
+        return answer
     length = answer.headers.get("Content-Length", "")
     if answer.status != 200 or not length.isdigit():
         return None
@@ -61,32 +59,31 @@ def read_back(url: str, token: str | None) -> Head | None:
     adler32 of the bytes the server returned (no checksum job on the server: XrdHttp runs
     a digest as xrootd's, at most ``xrootd.chksum max`` at once, then ``kXR_wait 30``).
     None: ask gfal2."""
-    headers = {**davsession.auth(url, token), "Accept-Encoding": "identity"}
-    try:
-        answer = davsession.request("GET", url, headers, timeout=HEAD_TIMEOUT)
-    except davsession.NoAnswer:
-        return None
-    if answer.status == 404:
-        return Head(False)
-    data = answer.data
-    length = answer.headers.get("Content-Length", "")
-    if answer.status != 200 or not length.isdigit() or int(length) != len(data):
-        return None
-    return Head(True, len(data), f"{adler32(data) & 0xFFFFFFFF:08x}")
+    answer = _ask("GET", url, {**davsession.auth(url, token), "Accept-Encoding": "identity"})
+    if answer is None or isinstance(answer, Head):
+        return answer
+    data = answer.whole()
+    return None if data is None else Head(True, len(data), normalise_adler32(adler32(data)))
 
 
 def propstat(url: str, token: str | None) -> Head | None:
     """``PROPFIND url`` (``Depth: 0``): a file's size, or a directory; None: ask gfal2."""
     headers = {**davsession.auth(url, token), "Depth": "0",
                "Content-Type": "application/xml"}
+    answer = _ask("PROPFIND", url, headers, body=_PROPS)
+    if answer is None or isinstance(answer, Head):
+        return answer
+    return _propstat(answer.data) if answer.status == 207 else None
+
+
+def _ask(method: str, url: str, headers: dict,
+         body: bytes | None = None) -> davsession.Answer | Head | None:
+    """The answer; ``Head(False)`` for 404; None for no answer (ask gfal2)."""
     try:
-        answer = davsession.request("PROPFIND", url, headers, body=_PROPS,
-                                    timeout=HEAD_TIMEOUT)
+        answer = davsession.request(method, url, headers, body=body, timeout=HEAD_TIMEOUT)
     except davsession.NoAnswer:
         return None
-    if answer.status == 404:
-        return Head(False)
-    return _propstat(answer.data) if answer.status == 207 else None
+    return Head(False) if answer.status == 404 else answer
 
 
 _PROPS = (b'<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:prop>'

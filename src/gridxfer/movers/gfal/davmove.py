@@ -45,7 +45,6 @@ import re
 import threading
 from urllib.parse import unquote, urlsplit
 
-
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers.classify import transfer_error

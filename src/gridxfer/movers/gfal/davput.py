@@ -24,7 +24,8 @@ import threading
 
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
-from gridxfer.movers.base import Entry, TokenPair, TransferParams, require_adler32
+from gridxfer.movers.base import (Entry, TokenPair, TransferParams, normalise_adler32,
+                                  require_adler32)
 from gridxfer.movers.ops import Ops, StatOnce
 from gridxfer.movers.gfal import davsession
 from gridxfer.movers.urls import local_path, scheme_of
@@ -76,7 +77,7 @@ class Fetched(StatOnce):
         data = self.data() if url == self.entry.url else None
         if data is None:
             return super().checksum(url, algorithm)
-        return f"{adler32(data) & 0xFFFFFFFF:08x}"
+        return normalise_adler32(adler32(data))
 
 
 def read(url: str, token: str | None, size: int, stall: float) -> bytes | None:
@@ -93,11 +94,7 @@ def read(url: str, token: str | None, size: int, stall: float) -> bytes | None:
         return None
     headers = {**davsession.auth(url, token), "Accept-Encoding": "identity"}
     answer = _send("GET", url, headers, None, stall)
-    if answer is None or answer.status != 200:
-        return None
-    data = answer.data
-    length = answer.headers.get("Content-Length", "")
-    return data if length.isdigit() and int(length) == len(data) else None
+    return None if answer is None else answer.whole()
 
 
 def put(url: str, data: bytes, token: str | None, stall: float) -> bool:

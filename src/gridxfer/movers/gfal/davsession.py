@@ -52,6 +52,13 @@ class Answer:
     headers: urllib3.HTTPHeaderDict
     data: bytes
 
+    def whole(self) -> bytes | None:
+        """The body of a ``200`` whose ``Content-Length`` it matches; None otherwise (a
+        GET's bytes are taken only whole)."""
+        length = self.headers.get("Content-Length", "")
+        ok = self.status == 200 and length.isdigit() and int(length) == len(self.data)
+        return self.data if ok else None
+
 
 def request(method: str, url: str, headers: dict, *, body: bytes | None = None,
             timeout: tuple[float, float]) -> Answer:
