@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import normalise_adler32
-from gridxfer.movers.gfal import davsession
+from gridxfer.movers.gfal import davsession, digestgate
 
 # bytes: a file up to this size is verified by reading it back (root's relay does the same,
 # movers/xrootd/upload.py): one round trip either way, and no checksum job on the server
@@ -43,9 +43,11 @@ class Head:
 def head(url: str, token: str | None, *, digest: bool = False) -> Head | None:
     """``HEAD url`` (``Want-Digest: adler32`` with ``digest``); None: ask gfal2."""
     headers = davsession.auth(url, token)
-    if digest:
-        headers = {**headers, "Want-Digest": "adler32"}
-    answer = _ask("HEAD", url, headers)
+    if digest:          # at most GRIDXFER_HTTP_DIGEST_SLOTS at once per server (digestgate)
+        with digestgate.held(url):
+            answer = _ask("HEAD", url, {**headers, "Want-Digest": "adler32"})
+    else:
+        answer = _ask("HEAD", url, headers)
     if answer is None or isinstance(answer, Head):
         return answer
     length = answer.headers.get("Content-Length", "")

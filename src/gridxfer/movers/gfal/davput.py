@@ -51,11 +51,12 @@ def copy(src: str, tmp: str, params: TransferParams, size: int, source: object, 
 
 
 class Fetched(StatOnce):
-    """A small davs/https source (at most ``davhead.READ_BACK_MAX``) read whole once, by
-    the copy or by the source's checksum, whichever asks first: its adler32 is that of the
-    bytes the server sent (root's relay does the same), so no checksum job runs on the
-    source server and its bytes cross the link once. Where the GET is not answered plainly
-    the copy and the checksum go to gfal2 as before."""
+    """A small davs/https source (at most ``davs.SMALL``) read whole once, by the copy or
+    by the source's checksum, whichever asks first: its adler32 is that of the bytes the
+    server sent (root's relay does the same), so no checksum job runs on the source server
+    (``digestgate``: XrdHttp holds a digest past its job table for 30 s) and its bytes
+    cross the link once. Where the GET is not answered plainly the copy and the checksum
+    go to gfal2 as before."""
 
     def __init__(self, ops: Ops, entry: Entry, token: str | None) -> None:
         super().__init__(ops, entry)

@@ -42,7 +42,7 @@ from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.dstcheck import DestinationCheck
-from gridxfer.movers.gfal import davhead, davmove, davput, meta
+from gridxfer.movers.gfal import davhead, davmove, davput, digestgate, meta
 from gridxfer.movers.gfal.mover import GfalMover, new_context
 from gridxfer.movers.integrity import checksum_policy, verified_copy
 from gridxfer.movers.ops import LocalOps, Ops, StatOnce
@@ -113,11 +113,13 @@ class HttpOps:
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         """The server's adler32 (XrdHttp: ``Want-Digest``), 8 lowercase hex digits. A 5xx
         answer is asked again (XrdHttp 5.5.3 answers 500 to a checksum under load, as
-        xrootd's [3012]: gfal-copy lost 2 of 3 bench rounds to it), then it is the error."""
+        xrootd's [3012]: gfal-copy lost 2 of 3 bench rounds to it), then it is the error.
+        At most ``GRIDXFER_HTTP_DIGEST_SLOTS`` at once per server (``digestgate``)."""
         require_adler32(algorithm)
         for attempt in range(CHECKSUM_TRIES):
             try:
-                return normalise_adler32(self._ctx(url).checksum(url, "adler32"))
+                with digestgate.held(url):      # no more at once than the server's jobs
+                    return normalise_adler32(self._ctx(url).checksum(url, "adler32"))
             except gfal2.GError as exc:
                 if attempt + 1 < CHECKSUM_TRIES and _SERVER_ERROR.search(str(exc.message)):
                     time.sleep(CHECKSUM_BACKOFF * 2 ** attempt)
@@ -236,8 +238,8 @@ class DavsMover(HttpOps):
             if pair[0] in HTTP and not params.third_party:
                 src_ops = HeadOps(tokens.src, source=True)
             entry = src_ops.stat(src)           # a directory: refused by verified_copy
-            if entry.size <= davhead.READ_BACK_MAX and isinstance(src_ops, HeadOps):
-                src_ops = davput.Fetched(src_ops, entry, tokens.src)   # one GET, its adler32
+            if entry.size <= SMALL and isinstance(src_ops, HeadOps):  # davput's one GET:
+                src_ops = davput.Fetched(src_ops, entry, tokens.src)   # its bytes' adler32
             elif type(src_ops) is not LocalOps:     # a remote stat asked once; a local one
                 src_ops = StatOnce(src_ops, entry)  # stays LocalOps (its adler32 can stop)
             if entry.size <= SMALL:
