@@ -258,7 +258,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sets", default="4KB,1MB")
     ap.add_argument("--checksum", choices=("on", "off", "both"), default="both")
     ap.add_argument("--tools", default=",".join(TOOLS))
-    ap.add_argument("--probe-files", type=int, default=40)
+    ap.add_argument("--probe-files", type=int, default=40,
+                    help="files of the round-trip probe per tool (0: no probe)")
     ap.add_argument("--files-4kb", type=int, default=SETS["4KB"],
                     help="files in the 4 KB set (more shows the optimizer settle)")
     ap.add_argument("--rate", default="1Gbit")
@@ -284,7 +285,7 @@ def main(argv: list[str]) -> int:
             for label in sets:
                 make_files(data / label, SETS[label], parse_size(label))
             chown_tree(data, user)
-            for cks in modes:
+            for cks in modes if args.probe_files > 0 else ():    # 0: no probe
                 for tool in tools:
                     if tool == "gx-auto" or tool in DAVS:
                         continue        # gx-32's mover path; HTTP: no request trace

@@ -85,6 +85,8 @@ def cli() -> None:
                 4 interrupted but resumable.
     State lives under $GRIDXFER_HOME (default ~/.local/share/gridxfer).
     """
+    from gridxfer import envsettings
+    envsettings.check()     # a GRIDXFER_* number the code would not take: exit 2, here
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 
 from dataclasses import dataclass
 
+from gridxfer import envsettings
+from gridxfer.errors import UsageError
 from gridxfer.units import fmt_bytes, parse_size
 
 OUT = Path("demo-out").resolve()
@@ -238,11 +240,25 @@ def tape_check(inv, layout: Layout) -> None:
     print(proc.stdout.strip() or proc.stderr.strip(), f"\n  (exit {proc.returncode})")
 
 
+def data_set() -> tuple[int, int]:
+    """(files, bytes each) of ``GRIDXFER_DEMO_FILES`` and ``GRIDXFER_DEMO_SIZE``; a
+    UsageError for a value the demo cannot take (and for any bad GRIDXFER_* number)."""
+    envsettings.check()
+    raw = os.environ.get("GRIDXFER_DEMO_SIZE", "").strip() or "64MB"
+    size = parse_size(raw)
+    if size <= 0:
+        raise UsageError(f"GRIDXFER_DEMO_SIZE={raw!r}: must be more than 0")
+    return envsettings.count("GRIDXFER_DEMO_FILES"), size
+
+
 def main() -> int:
+    try:
+        files, size = data_set()
+    except UsageError as exc:
+        print(f"demo: error: {exc}", file=sys.stderr)
+        return 2
     OUT.mkdir(exist_ok=True)
     os.environ["GRIDXFER_HOME"] = str(OUT / "home")
-    files = int(os.environ.get("GRIDXFER_DEMO_FILES", "16"))
-    size = parse_size(os.environ.get("GRIDXFER_DEMO_SIZE", "64MB"))
     from gridxfer.testbed.inventory import load_inventory
 
     layout = choose_layout()

@@ -19,9 +19,9 @@ never in a URL, a log or an error.
 """
 from __future__ import annotations
 
-import os
 import threading
 
+from gridxfer import envsettings
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import (Entry, TokenPair, TransferParams, normalise_adler32,
@@ -122,10 +122,7 @@ def stall_timeout() -> float:
     """Seconds without an answer (a small file's GET or PUT) or without marker progress
     (an HTTP-TPC) before the copy is a stall: ``GRIDXFER_HTTP_STALL_TIMEOUT``, read at
     each copy."""
-    try:
-        return max(1.0, float(os.environ.get("GRIDXFER_HTTP_STALL_TIMEOUT", "120")))
-    except ValueError:
-        return 120.0
+    return envsettings.value("GRIDXFER_HTTP_STALL_TIMEOUT")
 
 
 __all__ = ["CONNECT_TIMEOUT", "MODE", "Fetched", "copy", "put", "read", "stall_timeout"]

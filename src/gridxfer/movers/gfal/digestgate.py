@@ -19,14 +19,14 @@ asks a digest.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+from gridxfer import envsettings
 from gridxfer.errors import ErrorClass, TransferError
 
-DEFAULT_SLOTS = 4                   # xrootd's default ``xrootd.chksum max``
+DEFAULT_SLOTS = int(envsettings.SETTINGS["GRIDXFER_HTTP_DIGEST_SLOTS"].default)
 WAIT = 600.0                        # s: longest wait for a slot before the copy is a TIMEOUT
 
 _lock = threading.Lock()
@@ -36,10 +36,7 @@ _gates: dict[str, threading.BoundedSemaphore] = {}
 def slots() -> int:
     """``GRIDXFER_HTTP_DIGEST_SLOTS`` (at least 1; a value that is not a number: the default),
     read when a server's gate is first made."""
-    try:
-        return max(1, int(os.environ.get("GRIDXFER_HTTP_DIGEST_SLOTS", DEFAULT_SLOTS)))
-    except ValueError:
-        return DEFAULT_SLOTS
+    return envsettings.count("GRIDXFER_HTTP_DIGEST_SLOTS")
 
 
 def _gate(url: str) -> threading.BoundedSemaphore:

@@ -16,16 +16,17 @@ So every query here:
   * is the only query for its URL in this process (concurrent callers wait for its answer),
   * runs on a channel no other checksum query of this process uses at the same time: slot
     0 is the default channel (shared with stat / mv, which is harmless, and no extra
-    connection), slot i > 0 the login ``gxck<i>``; at most ``SLOTS`` per server, which also
-    stays below the server's ``xrootd.chksum max`` of 4 jobs (past it: kXR_wait 30),
+    connection), slot i > 0 the login ``gxck<i>``; at most ``SLOTS`` per server
+    (``GRIDXFER_XRD_CHECKSUM_SLOTS``, 4: the server's default ``xrootd.chksum max``; its
+    job table holds 3 x max, past it kXR_wait 30: gfal/digestgate.py has the source),
   * has a bounded timeout (``GRIDXFER_XRD_CHECKSUM_TIMEOUT``, default 300 s).
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
+from gridxfer import envsettings
 from gridxfer.movers.xrootd.env import client as xrd
 from XRootD.client.flags import QueryCode
 
@@ -35,11 +36,11 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.urls import server_of, with_user
 from gridxfer.movers.xrootd.authz import xpath
 
-SLOTS = max(1, int(os.environ.get("GRIDXFER_XRD_CHECKSUM_SLOTS", "2")))
+SLOTS = envsettings.count("GRIDXFER_XRD_CHECKSUM_SLOTS")
 
 
 def checksum_timeout() -> float:
-    return max(1.0, float(os.environ.get("GRIDXFER_XRD_CHECKSUM_TIMEOUT", "300")))
+    return envsettings.value("GRIDXFER_XRD_CHECKSUM_TIMEOUT")
 
 
 class _ServerSlots:

@@ -22,8 +22,6 @@ by the median of 8 rounds. Read once, when XrdCl makes its PostMaster (the first
 """
 from __future__ import annotations
 
-import os
-
 from XRootD import client
 
 CONNECT_TIMEOUT = 10
@@ -37,12 +35,4 @@ for _key, _value in DEFAULTS.items():
     client.EnvPutInt(_key, _value)
 
 
-def bounded_int(var: str, default: int, low: int, high: int) -> int:
-    """The integer in ``$var`` clamped to [low, high]; unset or not a number: ``default``."""
-    try:
-        return max(low, min(high, int(os.environ.get(var, default))))
-    except ValueError:
-        return default
-
-
-__all__ = ["CONNECT_TIMEOUT", "DEFAULTS", "bounded_int", "client"]
+__all__ = ["CONNECT_TIMEOUT", "DEFAULTS", "client"]

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import threading
 import time
 from typing import Any
 
+from gridxfer import envsettings
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.adler import adler32
 from gridxfer.movers.base import TransferParams, normalise_adler32
@@ -55,10 +55,7 @@ NEAR_VAR = "GRIDXFER_XRD_NEAR_MS"
 def _near() -> float:
     """Seconds: an open answered faster is a server too near to pipeline (and to hand to
     the relay helpers); ``GRIDXFER_XRD_NEAR_MS`` (0: every server is far), default 5 ms."""
-    try:
-        return max(0.0, float(os.environ.get(NEAR_VAR, "5"))) / 1000
-    except ValueError:
-        return 0.005
+    return envsettings.value(NEAR_VAR) / 1000
 
 
 NEAR = _near()

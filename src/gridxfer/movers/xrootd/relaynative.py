@@ -32,7 +32,7 @@ from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.names import bad_name, real_dir
 from gridxfer.movers.urls import server_of, with_user
 from gridxfer.movers.xrootd.authz import xpath, xurl
-from gridxfer.movers.xrootd.env import bounded_int
+from gridxfer import envsettings
 from gridxfer.movers.xrootd.pipeline import observe
 from gridxfer.movers.xrootd import NATIVE_VAR  # noqa: F401  (re-exported, as library is)
 from gridxfer.movers.xrootd.relayabi import (  # noqa: F401  (library: re-exported)
@@ -45,7 +45,6 @@ from gridxfer.movers.xrootd.upload import (CHUNK, CLEANUP_TIMEOUT, READ_BACK_MAX
 from gridxfer.movers.xrootd.watch import stall_timeout
 
 CHANNELS_VAR = "GRIDXFER_XRD_SMALL_CHANNELS"
-DEFAULT_CHANNELS = 1
 _turn = itertools.count()
 
 
@@ -70,7 +69,7 @@ def channels() -> int:
     1-16; bad values: the default). XrdCl sends every request to one host:port + login over
     one connection, and xrootd runs one connection's requests one at a time, so a second
     login name is a second connection whose requests the server runs beside the first's."""
-    return bounded_int(CHANNELS_VAR, DEFAULT_CHANNELS, 1, 16)
+    return envsettings.count(CHANNELS_VAR)
 
 
 def _hex8(text: str) -> bool:

@@ -32,7 +32,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import ProgressFn, TransferParams
 from gridxfer.movers.xrootd import relaywire as wire
 from gridxfer.movers.urls import server_of
-from gridxfer.movers.xrootd.env import bounded_int
+from gridxfer import envsettings
 from gridxfer.movers.xrootd.pipeline import Latch, far, observe
 from gridxfer.movers.xrootd import relaynative
 from gridxfer.movers.xrootd.relay import TooLarge
@@ -41,7 +41,6 @@ from gridxfer.movers.xrootd.watch import stall_timeout
 
 log = logging.getLogger(__name__)
 PROCS_VAR = "GRIDXFER_RELAY_PROCS"
-DEFAULT_PROCS = 2
 BUSY = 16               # relays in flight in this process before helpers take the next
 
 _lock = threading.Lock()
@@ -64,7 +63,7 @@ def _start(n: int) -> RelayPool | None:
 
 def procs() -> int:
     """Helper processes to use (``GRIDXFER_RELAY_PROCS``, 0-16; bad values: the default)."""
-    return bounded_int(PROCS_VAR, DEFAULT_PROCS, 0, 16)
+    return envsettings.count(PROCS_VAR)
 
 
 def run_relay(src: str, dst: str, params: TransferParams, progress: ProgressFn | None, *,

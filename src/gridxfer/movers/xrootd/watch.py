@@ -14,13 +14,13 @@ So ``CopyProcess.run`` runs in a helper thread and the caller's thread watches i
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
 
 from XRootD.client.utils import CopyProgressHandler
 
+from gridxfer import envsettings
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.base import Cancel, ProgressFn
 
@@ -29,7 +29,7 @@ POLL = 0.5
 
 
 def stall_timeout() -> float:
-    return max(1.0, float(os.environ.get("GRIDXFER_XRD_STALL_TIMEOUT", "120")))
+    return envsettings.value("GRIDXFER_XRD_STALL_TIMEOUT")
 
 
 class WatchedHandler(CopyProgressHandler):

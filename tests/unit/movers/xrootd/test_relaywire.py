@@ -39,9 +39,8 @@ def test_a_request_never_shows_its_tokens():
 
 
 @pytest.mark.parametrize(("read", "var", "default", "cases"), [
-    (relaypool.procs, relaypool.PROCS_VAR, relaypool.DEFAULT_PROCS,
-     [("0", 0), ("3", 3), ("99", 16), ("-1", 0)]),
-    (relaynative.channels, relaynative.CHANNELS_VAR, relaynative.DEFAULT_CHANNELS,
+    (relaypool.procs, relaypool.PROCS_VAR, 2, [("0", 0), ("3", 3), ("99", 16), ("-1", 0)]),
+    (relaynative.channels, relaynative.CHANNELS_VAR, 1,
      [("1", 1), ("4", 4), ("99", 16), ("0", 1)])], ids=["helpers", "channels"])
 def test_counts_come_from_the_environment_within_bounds(monkeypatch, read, var, default, cases):
     monkeypatch.delenv(var, raising=False)

@@ -1,0 +1,100 @@
+"""The numeric ``GRIDXFER_*`` settings read from the environment: each one's default and
+bounds in one table, one reader and one check.
+
+``value(name)`` is what the code reads, often in a worker thread at each copy: a value
+that is not a number is the default and one out of bounds is clamped, so a reader never
+raises mid-campaign. ``check()`` runs once when a command starts (``cli/main``) and
+refuses a bad value with one line and exit 2 before anything runs, so a typo in a site's
+environment is never silently replaced by a default. The meaning of each variable:
+docs/ARCHITECTURE.md, "Environment variables".
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gridxfer.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: float
+    low: float
+    high: float = math.inf
+    whole: bool = False             # a count (int), else a number of seconds or ms (float)
+
+    def parse(self, raw: str) -> float:
+        """The value of ``raw``; ValueError (one line naming the variable) if it is not a
+        finite number of this kind within the bounds."""
+        text = raw.strip()
+        try:
+            number: float = int(text) if self.whole else float(text)
+        except ValueError:
+            kind = "a whole number" if self.whole else "a number"
+            raise ValueError(f"{self.name}={raw!r}: not {kind} "
+                             f"(default {_show(self.default)})") from None
+        if not math.isfinite(number) or not self.low <= number <= self.high:
+            top = "" if self.high == math.inf else f" and {_show(self.high)}"
+            word = "between" if top else "at least"
+            raise ValueError(f"{self.name}={raw!r}: must be {word} {_show(self.low)}{top}")
+        return number
+
+
+def _show(x: float) -> str:
+    return str(int(x)) if x == int(x) else str(x)
+
+
+SETTINGS = {s.name: s for s in (
+    Setting("GRIDXFER_XRD_STALL_TIMEOUT", 120, 1),
+    Setting("GRIDXFER_HTTP_STALL_TIMEOUT", 120, 1),
+    Setting("GRIDXFER_XRD_CHECKSUM_TIMEOUT", 300, 1),
+    # xrootd runs ``xrootd.chksum max`` checksum jobs at once (4 by default) and queues 3 x
+    # as many; past that a request waits 30 s (movers/xrootd/cksum.py, gfal/digestgate.py)
+    Setting("GRIDXFER_XRD_CHECKSUM_SLOTS", 4, 1, 64, whole=True),
+    Setting("GRIDXFER_HTTP_DIGEST_SLOTS", 4, 1, 64, whole=True),
+    Setting("GRIDXFER_XRD_NEAR_MS", 5, 0),
+    Setting("GRIDXFER_XRD_SMALL_CHANNELS", 1, 1, 16, whole=True),
+    Setting("GRIDXFER_RELAY_PROCS", 2, 0, 16, whole=True),
+    Setting("GRIDXFER_DEMO_FILES", 16, 1, 100_000, whole=True),
+)}
+
+
+def value(name: str) -> float:
+    """``$name`` as its setting reads it: unset or not a number, the default; out of
+    bounds, the nearest bound. Never raises (``check`` refused a bad value at start)."""
+    s = SETTINGS[name]
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return s.default
+    try:
+        return s.parse(raw)
+    except ValueError:
+        try:
+            number = float(raw)
+        except ValueError:
+            return s.default
+        return s.default if math.isnan(number) else min(max(number, s.low), s.high)
+
+
+def count(name: str) -> int:
+    """``value`` of a whole-number setting, as an int."""
+    return int(value(name))
+
+
+def check(environ: Mapping[str, str] | None = None) -> None:
+    """UsageError (exit 2) for the first numeric GRIDXFER_* variable that is set to a value
+    its setting does not take; nothing if every one is unset or good."""
+    env = os.environ if environ is None else environ
+    for name, s in SETTINGS.items():
+        raw = env.get(name, "")
+        if raw.strip():
+            try:
+                s.parse(raw)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+
+
+__all__ = ["SETTINGS", "Setting", "check", "count", "value"]

@@ -1,0 +1,73 @@
+"""envsettings: the numeric GRIDXFER_* variables. A command refuses a bad value with one
+line and exit 2 before it runs (check); the code's readers never raise (value)."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from gridxfer import envsettings
+from gridxfer.errors import UsageError, exit_code_for
+
+
+@pytest.mark.parametrize("setting", envsettings.SETTINGS.values(), ids=envsettings.SETTINGS)
+def test_every_default_is_within_its_own_bounds(setting):
+    assert setting.low <= setting.default <= setting.high
+    assert setting.parse(str(setting.default)) == setting.default
+    assert not setting.whole or setting.default == int(setting.default)
+
+
+@pytest.mark.parametrize("raw, line", [
+    ("abc", "GRIDXFER_XRD_CHECKSUM_SLOTS='abc': not a whole number (default 4)"),
+    ("2.5", "GRIDXFER_XRD_CHECKSUM_SLOTS='2.5': not a whole number (default 4)"),
+    ("0", "GRIDXFER_XRD_CHECKSUM_SLOTS='0': must be between 1 and 64"),
+    ("65", "GRIDXFER_XRD_CHECKSUM_SLOTS='65': must be between 1 and 64"),
+])
+def test_check_refuses_a_bad_count_in_one_line(raw, line):
+    with pytest.raises(UsageError) as err:
+        envsettings.check({"GRIDXFER_XRD_CHECKSUM_SLOTS": raw})
+    assert str(err.value) == line and exit_code_for(err.value) == 2
+
+
+@pytest.mark.parametrize("raw", ["x", "nan", "inf", "-inf", "0.5", "-3", "1e999"])
+def test_check_refuses_a_time_that_is_not_a_finite_number_within_bounds(raw):
+    with pytest.raises(UsageError, match="^GRIDXFER_XRD_STALL_TIMEOUT="):
+        envsettings.check({"GRIDXFER_XRD_STALL_TIMEOUT": raw})
+
+
+@pytest.mark.parametrize("env", [{}, {"GRIDXFER_XRD_STALL_TIMEOUT": " 30 "},
+                                 {"GRIDXFER_XRD_NEAR_MS": "0", "GRIDXFER_RELAY_PROCS": "16"},
+                                 {"GRIDXFER_HTTP_DIGEST_SLOTS": ""}, {"GRIDXFER_OTHER": "x"}])
+def test_check_takes_good_unset_and_empty_values(env):
+    envsettings.check(env)
+
+
+@pytest.mark.parametrize("raw, got", [(None, 120.0), ("", 120.0), ("45", 45.0), ("0", 1.0),
+                                      ("-5", 1.0), ("x", 120.0), ("nan", 120.0),
+                                      ("inf", math.inf)])
+def test_a_reader_never_raises(monkeypatch, raw, got):
+    if raw is None:
+        monkeypatch.delenv("GRIDXFER_XRD_STALL_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("GRIDXFER_XRD_STALL_TIMEOUT", raw)
+    assert envsettings.value("GRIDXFER_XRD_STALL_TIMEOUT") == got
+
+
+def test_a_count_is_an_int_clamped_to_its_bounds(monkeypatch):
+    monkeypatch.setenv("GRIDXFER_RELAY_PROCS", "99")
+    assert envsettings.count("GRIDXFER_RELAY_PROCS") == 16
+    monkeypatch.setenv("GRIDXFER_RELAY_PROCS", "3.7")
+    assert envsettings.count("GRIDXFER_RELAY_PROCS") == 3
+
+
+def test_a_command_refuses_a_bad_value_before_it_runs(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "GRIDXFER_HOME": str(tmp_path),
+           "GRIDXFER_HTTP_DIGEST_SLOTS": "lots"}
+    proc = subprocess.run([sys.executable, "-m", "gridxfer", "campaign", "list"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == ("gridxfer: error: GRIDXFER_HTTP_DIGEST_SLOTS='lots': "
+                           "not a whole number (default 4)\n")
+    assert not (tmp_path / "journals").exists()
