@@ -316,7 +316,8 @@ def main(argv: list[str]) -> int:
             x32 = med_ratio(r, res.get("xrdcp-32"), stall_limit(results, label, cks))
             rows.append([label, "adler32" if cks else "none", t,
                          f"{med:.2f}" if med else "FAILED",
-                         f"{SETS[label] / med:.0f}" if med else "-", f"{x32:.2f}", r.note])
+                         f"{SETS[label] / med:.0f}" if med else "-",
+                         f"{x32:.2f}" if x32 else "-", r.note])   # -: no clean peer round
             figs.append({"set": label, "checksum": "adler32" if cks else "none", "tool": t,
                          "ok": r.ok, "rounds_s": r.round_seconds, "median_s": med,
                          "files_per_s_median": SETS[label] / med if med else None,
