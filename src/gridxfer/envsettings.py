@@ -1,5 +1,5 @@
-"""The numeric ``GRIDXFER_*`` settings read from the environment: each one's default and
-bounds in one table, one reader and one check.
+"""The ``GRIDXFER_*`` settings read from the environment that take a number or one of a
+few words: each one's default and bounds (or words) in one table, one reader and one check.
 
 ``value(name)`` is what the code reads, often in a worker thread at each copy: a value
 that is not a number is the default and one out of bounds is clamped, so a reader never
@@ -62,6 +62,18 @@ SETTINGS = {s.name: s for s in (
 )}
 
 
+# the word-valued ones: what each takes (lower case; the readers treat another word as the
+# default, so ``check`` refuses it: a forced mode mistyped must not pass as "auto")
+CHOICES: dict[str, tuple[str, ...]] = {
+    "GRIDXFER_HTTP_TPC_MODE": ("auto", "pull", "push"),
+    "GRIDXFER_GRIDFTP": ("native", "gfal2"),
+    "GRIDXFER_XRD_NATIVE": ("0", "1"),
+    "GRIDXFER_GUC_ALWAYS": ("0", "1", "no", "yes", "false", "true"),
+    "GRIDXFER_WAN_EMULATION": ("netem", "delayline"),
+    "GRIDXFER_DEMO_LOCAL": ("0", "1"),
+}
+
+
 def value(name: str) -> float:
     """``$name`` as its setting reads it: unset or not a number, the default; out of
     bounds, the nearest bound. Never raises (``check`` refused a bad value at start)."""
@@ -85,8 +97,8 @@ def count(name: str) -> int:
 
 
 def check(environ: Mapping[str, str] | None = None) -> None:
-    """UsageError (exit 2) for the first numeric GRIDXFER_* variable that is set to a value
-    its setting does not take; nothing if every one is unset or good."""
+    """UsageError (exit 2) for the first GRIDXFER_* variable of ``SETTINGS`` or ``CHOICES``
+    that is set to a value it does not take; nothing if every one is unset or good."""
     env = os.environ if environ is None else environ
     for name, s in SETTINGS.items():
         raw = env.get(name, "")
@@ -95,6 +107,10 @@ def check(environ: Mapping[str, str] | None = None) -> None:
                 s.parse(raw)
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
+    for name, words in CHOICES.items():
+        raw = env.get(name, "")
+        if raw.strip() and raw.strip().lower() not in words:
+            raise UsageError(f"{name}={raw!r}: must be one of {', '.join(words)}")
 
 
-__all__ = ["SETTINGS", "Setting", "check", "count", "value"]
+__all__ = ["CHOICES", "SETTINGS", "Setting", "check", "count", "value"]

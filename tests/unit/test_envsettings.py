@@ -71,3 +71,29 @@ def test_a_command_refuses_a_bad_value_before_it_runs(tmp_path):
     assert proc.stderr == ("gridxfer: error: GRIDXFER_HTTP_DIGEST_SLOTS='lots': "
                            "not a whole number (default 4)\n")
     assert not (tmp_path / "journals").exists()
+
+
+@pytest.mark.parametrize("name, raw", [("GRIDXFER_HTTP_TPC_MODE", "pul"),
+                                       ("GRIDXFER_GRIDFTP", "globus"),
+                                       ("GRIDXFER_XRD_NATIVE", "off"),
+                                       ("GRIDXFER_WAN_EMULATION", "tc")])
+def test_check_refuses_a_word_the_reader_would_take_for_the_default(name, raw):
+    with pytest.raises(UsageError) as err:
+        envsettings.check({name: raw})
+    words = ", ".join(envsettings.CHOICES[name])
+    assert str(err.value) == f"{name}={raw!r}: must be one of {words}"
+
+
+@pytest.mark.parametrize("name, raw", [("GRIDXFER_HTTP_TPC_MODE", "PUSH"),
+                                       ("GRIDXFER_GRIDFTP", " gfal2 "),
+                                       ("GRIDXFER_GUC_ALWAYS", "yes"),
+                                       ("GRIDXFER_DEMO_LOCAL", "")])
+def test_check_takes_the_words_the_readers_know(name, raw):
+    envsettings.check({name: raw})
+
+
+def test_every_word_setting_is_documented_with_its_words():
+    from pathlib import Path
+    doc = (Path(__file__).parents[2] / "docs" / "ARCHITECTURE.md").read_text()
+    for name in [*envsettings.SETTINGS, *envsettings.CHOICES]:
+        assert f"`{name}`" in doc, name
