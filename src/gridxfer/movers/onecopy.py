@@ -12,6 +12,7 @@ sources need one); an existing destination is an error unless ``overwrite`` (``-
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 from collections.abc import Sequence
@@ -70,6 +71,11 @@ def to_url(arg: str) -> str:
     what = credential_in_url(arg)
     if what:
         raise UsageError(f"the URL {redact(arg)!r} carries {what}: {WHERE_CREDENTIALS_GO}")
+    try:
+        parts = urlsplit(arg)
+        _ = parts.hostname, parts.port      # a malformed [IPv6] host, a port not 0-65535
+    except ValueError as exc:
+        raise UsageError(f"not a URL: {arg!r}: {exc}") from None
     if scheme_of(arg) != "file" and "://" in arg and not arg.split("://", 1)[1].split("/")[0]:
         raise UsageError(f"URL has no host: {arg}")
     return arg

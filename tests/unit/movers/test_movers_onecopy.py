@@ -22,6 +22,13 @@ def test_paths_become_file_urls_never_decoded(tmp_path, monkeypatch):
             onecopy.to_url(bad)
 
 
+@pytest.mark.parametrize("bad", ["root://[::1/x", "gsiftp://[zz]/x", "davs://[::1/x",
+                                 "root://h:99999//x", "root://h:abc//x"])
+def test_a_malformed_host_or_port_is_a_usage_error_not_a_traceback(bad):
+    with pytest.raises(UsageError, match=r"^not a URL: "):
+        onecopy.to_url(bad)
+
+
 @pytest.mark.parametrize("k,mode,want", [
     (None, "both", ("adler32", "both", None)),
     ("ADLER32", "target", ("adler32", "destination", None)),

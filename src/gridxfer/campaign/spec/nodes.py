@@ -158,7 +158,11 @@ class Checker:
         if what:
             raise self.fail(node, fieldname, f"the URL {redact(text)!r} carries {what}: "
                                              f"{WHERE_CREDENTIALS_GO}")
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+            _ = parts.hostname              # a malformed [IPv6] host raises here or above
+        except ValueError:
+            raise self.fail(node, fieldname, f"URL {text!r} has a bad host") from None
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:
             raise self.fail(node, fieldname,

@@ -45,6 +45,10 @@ MALFORMED = {
         "source.url: URL 'root:///store/raw/' has no host",
     ),
     "bad-port": (GOOD.replace("t0.example:1094", "t0.example:99999"), 2, "source.url: URL"),
+    "bad-ipv6-host": (GOOD.replace("t0.example:1094", "[::1"), 2,
+                      "source.url: URL 'root://[::1//store/raw/' has a bad host"),
+    "bad-ip-in-brackets": (GOOD.replace("t0.example:1094", "[zz]"), 2,
+                           "source.url: URL 'root://[zz]//store/raw/' has a bad host"),
     "bad-size": (GOOD.replace("4MiB", "4 apples"), 8, "destinations[0].tcp_buffer: not a size"),
     "bad-duration": (
         GOOD.replace("backoff: 30s", "backoff: 30 parsecs"),
