@@ -4,7 +4,8 @@
 string (URLs, error messages of gfal2/XrdCl/globus-url-copy, exception text):
 
 - the password of a URL's userinfo: ``root://bob:hunter2@host`` -> ``root://bob:***@host``
-  (a bare login name, ``root://gx3p1@host``, is not a secret and stays);
+  (a bare login name, ``root://gx3p1@host``, is not a secret and stays), also without
+  ``//``: ``ssh:bob:hunter2@host`` and a word ``bob:hunter2@host``;
 - the value of a credential-carrying query key, also percent-encoded
   (``?authz=...``, ``%3Fauthz%3D...``): see ``CREDENTIAL_KEYS``;
 - ``Authorization: <value>`` header text and ``Bearer <token>``;
@@ -59,6 +60,11 @@ _QUERY = re.compile(r"(?i)(?:(?<=%3f)|(?<=%26)|(?<![\w.%-]))(" + _KEYS + r")(=|%
 # (quadratic: minutes).
 _USERINFO = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://[^/?#@\s:\"\\]*)"
                        r":[^/?#\s\"\\]*@")
+# the same without ``//``: an SSH host spec (``ssh:bob:pw@host``, tune's --host) and a bare
+# ``bob:pw@host`` at the start of a word (a Nagios -H, an argument echoed in quotes)
+_SSH_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.-])(ssh:[^/?#@\s:\"\\]*):[^/?#@\s\"\\]*@")
+_BARE_USERINFO = re.compile(r"(?:^|(?<=[\s'\"=(\[]))(?!(?i:ssh):)([A-Za-z0-9._-]+):"
+                            r"[^\s/?#@:'\"\\]+@(?=[A-Za-z0-9\[])")
 _AUTH_HEADER = re.compile(r"(?i)(\b\w*authorization\s*:\s*)(?:(?:bearer|basic|negotiate)\s+)?"
                           r"[^\s\"\\]+")
 _BEARER = re.compile(r"(?i)\b(bearer(?:\s+|%20|\+))[A-Za-z0-9._~+/=-]{6,}")
@@ -103,6 +109,8 @@ def redact(text: str) -> str:
         return text
     text = _PEM.sub(f"-----BEGIN \\1PRIVATE KEY----- {MASK}", text)
     text = _USERINFO.sub(rf"\1:{MASK}@", text)
+    text = _SSH_USERINFO.sub(rf"\1:{MASK}@", text)
+    text = _BARE_USERINFO.sub(rf"\1:{MASK}@", text)
     text = _QUERY.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
     text = _BEARER.sub(rf"\1{MASK}", text)

@@ -78,6 +78,14 @@ def test_link_without_server_is_unknown():
     assert r.returncode == 3 and "Connection refused" in r.stdout
 
 
+@pytest.mark.parametrize("host", ["u:hunter2@127.0.0.1", "", "a b", "h/x"])
+def test_link_refuses_a_host_that_is_no_name_and_never_shows_a_password(host):
+    r = run_check("link", "-H", host, "-d", "1")
+    assert r.returncode == 3 and r.stderr == ""
+    assert r.stdout.startswith("LINK UNKNOWN - -H ") and "hunter2" not in r.stdout
+    assert len(r.stdout.splitlines()) == 1
+
+
 @pytest.mark.root
 def test_tuning_drift_in_a_netns(gridxfer_home):
     if os.geteuid() != 0:

@@ -146,3 +146,16 @@ def test_inventory_with_a_credential_is_refused(tmp_path):
         load_inventory(path)
     assert str(err.value).startswith(f"{path}: endpoints.t1-xrd.url: the URL ")
     assert err.value.exit_code == 2 and "hunter2" not in str(err.value)
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("--host 'ssh:alice:hunter2@127.0.0.1:1': expected ssh:[USER@]HOST[:PORT]",
+     "--host 'ssh:alice:***@127.0.0.1:1': expected ssh:[USER@]HOST[:PORT]"),
+    ("TUNING UNKNOWN - --host 'SSH:alice:hunter2@h'", "TUNING UNKNOWN - --host 'SSH:alice:***@h'"),
+    ("-H 'u:hunter2@127.0.0.1'", "-H 'u:***@127.0.0.1'"),
+    ("u:hunter2@[::1]", "u:***@[::1]"),
+    ("ssh:alice@h:22 and ssh:h", "ssh:alice@h:22 and ssh:h"),     # a login name stays
+    ("at 10:30 on h, size=1:2", "at 10:30 on h, size=1:2"),
+])
+def test_a_password_before_an_at_sign_is_masked_without_a_scheme_too(text, shown):
+    assert redact(text) == shown

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import shutil
 import socket
 import stat
 import subprocess
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridxfer.errors import UsageError
+from gridxfer.redact import redact
 from gridxfer.units import fmt_duration, fmt_rate
 
 log = logging.getLogger(__name__)
@@ -113,9 +115,7 @@ class DropAlerter:
         self._baseline = _Baseline(tau=5 * self.window)
         self._hook: subprocess.Popen | None = None
         self._queue: list[dict[str, str]] = []
-        self._argv = shlex.split(on_drop) if on_drop else None
-        if on_drop is not None and not self._argv:
-            raise UsageError("--on-drop: empty command")
+        self._argv = _command(on_drop) if on_drop is not None else None
 
     @property
     def state(self) -> str:
@@ -249,3 +249,22 @@ class DropAlerter:
                     self._hook.kill()
                     self._hook.wait()
             self._reap()
+
+
+def _command(text: str) -> list[str]:
+    """``--on-drop``'s command line as argv, run without a shell; a UsageError for one that
+    cannot be split, is empty, names no command on PATH, or carries a credential (the
+    process list would show it: a secret goes in a file the command reads)."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"--on-drop: cannot split the command line: {exc}") from None
+    if not argv:
+        raise UsageError("--on-drop: empty command")
+    if any(redact(a) != a for a in argv):
+        raise UsageError("--on-drop: the command line carries a credential, which every "
+                         "user would see in the process list; let the command read it "
+                         "from a file")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"--on-drop: no such command: {argv[0]!r}")
+    return argv

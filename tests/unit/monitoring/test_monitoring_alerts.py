@@ -107,22 +107,35 @@ def test_hook_runs_once_per_state_change_with_env(tmp_path):
     assert out.read_text().splitlines() == ["CRITICAL camp a b", "OK camp a b"]
 
 
-def test_missing_hook_does_not_break_the_campaign():
+def test_a_hook_gone_since_the_start_does_not_break_the_campaign(tmp_path):
+    hook = tmp_path / "hook"
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
     a = DropAlerter(campaign="c", floor_bytes_per_s=10 * MB, baseline_fraction=None, window=1,
-                    cmd_file=None, on_drop="/nonexistent/hook --x", host="h")
+                    cmd_file=None, on_drop=f"{hook} --x", host="h")
+    hook.unlink()
     feed(a, [(0, 0), (5, 0)])
     assert a.events[-1].hook_started is False
 
 
-@pytest.mark.parametrize("kwargs", [dict(window=0), dict(baseline_fraction=1.5),
-                                    dict(floor_bytes_per_s=-1), dict(on_drop="  "),
-                                    dict(host="a;b")])
-def test_bad_arguments(kwargs):
+@pytest.mark.parametrize("kwargs, line", [
+    (dict(window=0), "window"), (dict(baseline_fraction=1.5), "baseline"),
+    (dict(floor_bytes_per_s=-1), "floor"), (dict(on_drop="  "), "--on-drop: empty command"),
+    (dict(host="a;b"), "host"),
+    (dict(on_drop='echo "unterminated'), "--on-drop: cannot split the command line"),
+    (dict(on_drop="/nonexistent/hook --x"), "--on-drop: no such command: '/nonexistent/hook'"),
+    (dict(on_drop="echo --token=eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"),
+     "--on-drop: the command line carries a credential"),
+    (dict(on_drop="curl https://alice:SECRET@example.org/"),
+     "--on-drop: the command line carries a credential")])
+def test_bad_arguments(kwargs, line):
     base = dict(campaign="c", floor_bytes_per_s=None, baseline_fraction=None, window=10,
                 cmd_file=None, on_drop=None)
     base.update(kwargs)
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError) as err:
         DropAlerter(**base)
+    assert line.lower() in str(err.value).lower()
+    assert "SECRET" not in str(err.value) and "eyJ" not in str(err.value)
 
 
 def test_concurrent_writes_to_regular_file_stay_whole_lines(tmp_path):

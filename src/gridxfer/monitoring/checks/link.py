@@ -76,7 +76,10 @@ def build_parser() -> PluginParser:
 
 
 def build(args: argparse.Namespace) -> nagiosplugin.Check:
-
+    host = args.host.strip()
+    if not host or host.startswith("-") or any(c in host for c in "@/ \t\n"):
+        # a name or an address: iperf3 takes no user (a password would be in its argv)
+        raise PluginUsage(f"-H {args.host!r}: expected a host name or an address")
     if not 0 < args.port < 65536:
         raise PluginUsage(f"bad port {args.port}")
     if not 1 <= args.parallel <= IPERF3_MAX_STREAMS:
