@@ -13,8 +13,8 @@ DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 # the "Import direction" list of the map, top to bottom
 LAYERS = [
     ("cli",),
-    ("campaign.runner", "campaign.cancel", "campaign.verify", "campaign.reload",
-     "campaign.dryrun", "campaign.results"),
+    ("campaign.runner", "campaign.preflight", "campaign.cancel", "campaign.verify",
+     "campaign.reload", "campaign.dryrun", "campaign.results"),
     ("campaign.engine", "campaign.fts3"),
     ("campaign.report", "campaign.spec"),
     ("campaign.accounting",),

@@ -29,14 +29,13 @@ from typing import Any
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from gridxfer.errors import GridxferError, UsageError
-from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
+from gridxfer.redact import redact
 from gridxfer.campaign.journal import planning, store as journal
 from gridxfer.campaign.engine.credentials import Credentials
 from gridxfer.movers import tokens as movers_tokens
 from gridxfer.movers import routes
 from gridxfer.movers.gfal import systemca
 from gridxfer.movers.urls import scheme_of
-from gridxfer.campaign.journal import check as journalcheck
 from gridxfer.campaign.journal import names as endpoint_names
 from gridxfer.campaign.spec.dataset import DatasetEntry, expand
 from gridxfer.campaign.journal.store import CANCELLED
@@ -49,7 +48,7 @@ from gridxfer.campaign.spec.schema import CampaignSpec, load_spec, spec_to_dict
 from gridxfer.campaign.spec.model import by_priority
 from gridxfer.campaign.spec import engine as engine_spec
 from gridxfer.campaign.fts3 import client as fts3_client
-from gridxfer.campaign import dryrun, results
+from gridxfer.campaign import dryrun, preflight, results
 from gridxfer.campaign.results import CampaignResult, FileFailure  # noqa: F401  (re-exported)
 from gridxfer.campaign.cancel import CancelResult, cancel_campaign  # noqa: F401  (re-exported)
 
@@ -103,7 +102,7 @@ def plan(spec: CampaignSpec, *, replace: bool = False) -> tuple[Path, int]:
 def _plan(spec: CampaignSpec, replace: bool) -> tuple[Path, int, sqlite3.Connection]:
     """``plan``, the journal left open for the run (it was just written here, under the
     campaign's lock: reopening it would check every page again)."""
-    path = _may_plan(spec, replace)
+    path = preflight.may_plan(spec, replace)
     if path.exists():
         _sweep_old(path)
         _remove_journal(path)
@@ -126,7 +125,7 @@ def _plan(spec: CampaignSpec, replace: bool) -> tuple[Path, int, sqlite3.Connect
         with source_tokens(spec):           # the listing carries the source's token
             count = planning.plan(conn, meta, rows)
         if count == 0:
-            raise _no_files(spec)
+            raise preflight.no_files(spec)
     except BaseException:
         conn.close()
         _remove_journal(path)
@@ -147,17 +146,6 @@ def _entries(spec: CampaignSpec) -> Iterable[DatasetEntry]:
     if not prio:
         return expand(spec.source)
     return sorted(expand(spec.source), key=lambda e: -prio.get(e.name, spec.priority))
-
-
-def _may_plan(spec: CampaignSpec, replace: bool) -> Path:
-    """The journal's path, unless `run` must refuse: a credential in a URL, a journal of
-    the same name without --replace (a dry run refuses the same)."""
-    _refuse_credentials(spec)
-    path = journal.journal_path(spec.name)
-    if path.exists() and not replace and not journalcheck.unplanned(path):
-        raise UsageError(f"campaign {spec.name!r} already has a journal ({path}); "
-                         f"use `gridxfer campaign resume {spec.name}` or --replace")
-    return path
 
 
 def _remove_journal(path: Path) -> None:
@@ -184,45 +172,17 @@ def _sweep_old(path: Path) -> None:
         conn.close()
 
 
-def _refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) -> object:
-    """What `run` and `--dry-run` refuse alike before the source is listed, so that both
-    say the same line and nothing is journalled: a tape tier or staged source this host
-    cannot ask (local engine), a bad ``fts3.token`` (FTS3 engine). Returns the FTS3 token
-    it read (the run's client uses it: a ``command:`` source runs once), else UNREAD."""
-    dryrun.refuse_tape(spec, ops_factory)
-    if spec.engine.kind == "fts3":
-        return fts3_client.access_token(spec.engine)
-    return fts3_client.UNREAD
-
-
-def _refuse_credentials(spec: CampaignSpec) -> None:
-    """A spec built in Python skips ``load_spec``'s check: refuse it here, too."""
-    for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
-        what = credential_in_url(url)
-        if what:
-            raise UsageError(f"campaign {spec.name!r}: the URL {redact(url)!r} carries {what}: "
-                             f"{WHERE_CREDENTIALS_GO}")
-
-
-def _no_files(spec: CampaignSpec) -> UsageError:
-    src = spec.source
-    where = (f"the list file {src.list_file} names no files" if src.mode == "list-file" else
-             f"no file in {src.url}{' or below' if src.recursive else ''} matches "
-             f"{src.glob or '*'!r}" if src.mode != "list" else "the file list is empty")
-    return UsageError(f"campaign {spec.name!r}: the source matched no files ({where})")
-
-
 def dry_run(spec: CampaignSpec, *, replace: bool = False, probe: bool = True,
             pairs: int = dryrun.PAIRS) -> CampaignResult:
     """The plan (``dryrun.py``): first pairs, counts per tier, every endpoint probed once;
     refused where `run` would refuse (no file, a journal of that name, a credential)."""
-    path = _may_plan(spec, replace)
+    path = preflight.may_plan(spec, replace)
     with source_tokens(spec):
-        _refuse_before_plan(spec)
+        preflight.refuse_before_plan(spec)
         plan_ = dryrun.make_plan(spec, _entries(spec), pairs=pairs, probe=probe)
     n, size = (plan_.tiers[0].files, plan_.tiers[0].bytes) if plan_.tiers else (0, 0)
     if n == 0:
-        raise _no_files(spec)          # where `run` would stop, the dry run stops too
+        raise preflight.no_files(spec)     # where `run` would stop, the dry run stops too
     k = len(spec.destinations)
     return CampaignResult(spec.name, str(path), "planned", n * k, 0, 0, size * k, 0, 0.0, 0.0,
                           dry_run=True, plan=plan_)
@@ -240,7 +200,7 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
             sessions.connect_ahead(spec, ops_factory_for(kw.get("mover_factory"),
                                                          kw.get("ops_factory")))
         with source_tokens(spec):
-            fts3_token = _refuse_before_plan(spec, kw.get("ops_factory"))
+            fts3_token = preflight.refuse_before_plan(spec, kw.get("ops_factory"))
         path, _, conn = _plan(spec, replace)
         return _execute(path, spec, conn, recovered=0, fts3_token=fts3_token, **kw)
 

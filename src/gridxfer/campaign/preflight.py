@@ -1,0 +1,53 @@
+"""What ``run`` and ``run --dry-run`` refuse alike before the source is listed, so that
+both say the same line and nothing is journalled; and the line a source that matched no
+files ends with (both stop there too)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gridxfer.errors import UsageError
+from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
+from gridxfer.campaign.journal import check as journalcheck, store as journal
+from gridxfer.campaign.spec.schema import CampaignSpec
+from gridxfer.campaign.fts3 import client as fts3_client
+from gridxfer.campaign import dryrun
+
+
+def may_plan(spec: CampaignSpec, replace: bool) -> Path:
+    """The journal's path, unless `run` must refuse: a credential in a URL, a journal of
+    the same name without --replace (a dry run refuses the same)."""
+    refuse_credentials(spec)
+    path = journal.journal_path(spec.name)
+    if path.exists() and not replace and not journalcheck.unplanned(path):
+        raise UsageError(f"campaign {spec.name!r} already has a journal ({path}); "
+                         f"use `gridxfer campaign resume {spec.name}` or --replace")
+    return path
+
+
+def refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) -> object:
+    """What `run` and `--dry-run` refuse alike before the source is listed, so that both
+    say the same line and nothing is journalled: a tape tier or staged source this host
+    cannot ask (local engine), a bad ``fts3.token`` (FTS3 engine). Returns the FTS3 token
+    it read (the run's client uses it: a ``command:`` source runs once), else UNREAD."""
+    dryrun.refuse_tape(spec, ops_factory)
+    if spec.engine.kind == "fts3":
+        return fts3_client.access_token(spec.engine)
+    return fts3_client.UNREAD
+
+
+def refuse_credentials(spec: CampaignSpec) -> None:
+    """A spec built in Python skips ``load_spec``'s check: refuse it here, too."""
+    for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
+        what = credential_in_url(url)
+        if what:
+            raise UsageError(f"campaign {spec.name!r}: the URL {redact(url)!r} carries {what}: "
+                             f"{WHERE_CREDENTIALS_GO}")
+
+
+def no_files(spec: CampaignSpec) -> UsageError:
+    src = spec.source
+    where = (f"the list file {src.list_file} names no files" if src.mode == "list-file" else
+             f"no file in {src.url}{' or below' if src.recursive else ''} matches "
+             f"{src.glob or '*'!r}" if src.mode != "list" else "the file list is empty")
+    return UsageError(f"campaign {spec.name!r}: the source matched no files ({where})")
