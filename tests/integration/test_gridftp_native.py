@@ -15,6 +15,7 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers.gridftp import control as ftpcontrol
 from gridxfer.movers.gridftp import data as ftpdata
 from gridxfer.movers.gridftp import client as gridftp
+from gridxfer.movers.gridftp import replies
 from gridxfer.movers.base import TransferParams
 from gridxfer.movers.gridftp.control import GsiControl, NativeUnavailable
 from gridxfer.movers.registry import get_mover
@@ -179,7 +180,7 @@ def test_missing_source_is_source_missing(area):
 def test_reply_parsing():
     reply = ftpcontrol._parse(["250-status of /d", " Type=dir;Size=40;Perm=el; /d", "250 End."])
     assert reply.code == 250 and reply.ok
-    assert gridftp._facts(reply.text) == {"type": "dir", "size": "40", "perm": "el"}
+    assert replies.facts(reply.text) == {"type": "dir", "size": "40", "perm": "el"}
     assert not ftpcontrol._parse(["550-GlobusError: v=1 c=PATH_NOT_FOUND", "550 End."]).ok
 
 

@@ -22,12 +22,11 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from gridxfer.errors import ErrorClass, TransferError
+from gridxfer.errors import TransferError
 from gridxfer.movers.base import (Entry, ProgressFn, TransferParams, normalise_adler32,
                                   require_adler32)
-from gridxfer.movers.gridftp import data as ftpdata
+from gridxfer.movers.gridftp import data as ftpdata, replies
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.integrity import destination_exists
 from gridxfer.movers.gridftp.control import REPLY_TIMEOUT as REPLY_WAIT
 from gridxfer.movers.gridftp.control import FtpError, GsiControl, NativeUnavailable, Reply
 from gridxfer.movers import names
@@ -104,12 +103,12 @@ class NativeGridFTP:
     def _one(self, url: str, command: str, *, side: str = "source") -> Reply:
         reply = self._run(url, [command], side=side)[0]
         if not reply.ok:
-            raise _error(url, command, reply, side)
+            raise replies.error(url, command, reply, side)
         return reply
 
     # -- metadata (the Ops protocol of movers/integrity.py) ---------------------------------
     def stat(self, url: str) -> Entry:
-        facts = _facts(self._one(url, f"MLST {_path(url)}").text)
+        facts = replies.facts(self._one(url, f"MLST {_path(url)}").text)
         return Entry(url=url, size=int(facts.get("size", 0)),
                      is_dir=facts.get("type", "").lower() in ("dir", "cdir", "pdir"))
 
@@ -132,7 +131,7 @@ class NativeGridFTP:
         for path in reversed(missing):
             made = self._mkd(url, path)
             if made is not None:
-                raise _error(url, f"MKD {path}", made, "destination")
+                raise replies.error(url, f"MKD {path}", made, "destination")
 
     def _made(self, url: str, path: str) -> bool:
         return self._mkd(url, path) is None
@@ -141,7 +140,8 @@ class NativeGridFTP:
         """MKD ``path``: None if it is a directory now (made or already there), else the
         MKD reply that says why not."""
         made, state = self._run(url, [f"MKD {path}", f"MLST {path}"], side="destination")
-        if made.ok or (state.ok and _facts(state.text).get("type", "").lower() in ("dir", "cdir")):
+        if made.ok or (state.ok and replies.facts(state.text).get("type", "").lower()
+                       in ("dir", "cdir")):
             return None
         return made
 
@@ -150,7 +150,7 @@ class NativeGridFTP:
         rnfr, rnto = self._run(dst, [f"RNFR {_path(src)}", command], side="destination")
         for sent, reply in ((f"RNFR {_path(src)}", rnfr), (command, rnto)):
             if not reply.ok:
-                raise _error(dst, sent, reply, "destination")
+                raise replies.error(dst, sent, reply, "destination")
 
     # -- upload ------------------------------------------------------------------------
     def upload(self, src: str, dst: str, params: TransferParams,
@@ -170,7 +170,7 @@ class NativeGridFTP:
             raise
         except FtpError as exc:
             self._drop(dst)
-            raise _error(dst, "STOR", exc.reply, "destination") from None
+            raise replies.error(dst, "STOR", exc.reply, "destination") from None
         except (OSError, ValueError) as exc:
             self._drop(dst)
             raise transfer_error(exc, f"{src} -> {dst}", side="destination") from None
@@ -190,7 +190,7 @@ class NativeGridFTP:
             else:
                 session.send(probe + ["PASV", f"STOR {_path(dst)}"])
                 if refuse:
-                    found = _found(refuse, session.reply())
+                    found = replies.found(refuse, session.reply())
                 address = session.passive_address(session.reply())
                 data = ftpdata.connect(address)
             try:
@@ -198,9 +198,9 @@ class NativeGridFTP:
                     data.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(params.tcp_buffer))
                 ahead = 0 if found else ftpdata.send_ahead(data, fh, size)
                 if refuse and found is None:
-                    found = _found(refuse, session.reply())
+                    found = replies.found(refuse, session.reply())
                 if found and refuse:
-                    raise _abandon(session, data, refuse)
+                    raise replies.abandon(session, data, refuse)
                 started = session.reply()
                 if started.code not in (125, 150):
                     raise FtpError("STOR", started)
@@ -259,50 +259,12 @@ def _prepare_from(netloc: str, session: GsiControl, pasv: Reply) -> None:
         ftpdata.keep(netloc, ftpdata.connect_later(session.passive_address(pasv)))
 
 
-def _found(url: str, reply: Reply) -> bool:
-    """An MLST reply: True if ``url`` exists, False if not; any other failure raises."""
-    if reply.ok:
-        return True
-    err = _error(url, "MLST", reply, "source")
-    if err.error_class is ErrorClass.SOURCE_MISSING:
-        return False
-    raise err
-
-
-def _abandon(session: GsiControl, data: socket.socket, existing: str) -> TransferError:
-    """End a STOR whose final name turned out to exist (overwrite off): the server gets EOF
-    after what was sent (at most the first flight) and closes the partial file before its
-    last reply is read, so the caller's clean-up (verified_copy) deletes it without racing
-    the server. Returns the EXISTS error."""
-    data.shutdown(socket.SHUT_WR)
-    if session.reply().code in (125, 150):
-        session.reply()                     # the STOR's end: 226, or an error
-    return destination_exists(existing)
-
-
 def _sessions() -> dict[str, GsiControl]:
     """This thread's sessions, by server (host:port)."""
     cache = getattr(_local, "sessions", None)
     if cache is None:
         cache = _local.sessions = {}
     return cache
-
-
-def _facts(text: str) -> dict[str, str]:
-    """MLST facts ('Type=file;Size=10;... /path') as a lowercase-keyed dict."""
-    for line in text.splitlines():
-        if "=" in line and ";" in line:
-            facts = line.strip().split(" ", 1)[0]
-            return {k.lower(): v for k, _, v in (f.partition("=") for f in facts.split(";") if f)}
-    return {}
-
-
-def _error(url: str, command: str, reply: Reply, side: str) -> TransferError:
-    verb = command.split(" ", 1)[0]
-    err = transfer_error(f"{reply.code} {reply.text}", f"{url}: {verb}", side=side)
-    if reply.code == 530:
-        return TransferError(ErrorClass.PERMISSION, str(err))
-    return err
 
 
 def refused(url: str) -> str | None:
