@@ -13,22 +13,20 @@ run: a job or a bundle), ``slots.py`` (per-link slots: cap, look-ahead, early re
 ``attempt.py`` (one transfer), ``bundles.py`` (a bundle in one mover call), ``outcomes.py``
 (results applied), ``ledger.py`` (journal writes), ``watchdog.py`` (hung transfers),
 ``pooldown.py`` (excluded endpoints journalled; a tier whose whole pool is down),
-``steering.py`` (each link's cap from its optimizer).
+``steering.py`` (each link's cap from its optimizer), ``placement.py`` (a tier's free
+slots filled: files to endpoints, tokens, attempt ids and temporary names).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from gridxfer.errors import ErrorClass
-from gridxfer.movers import names
 from gridxfer.movers.base import Mover
-from gridxfer.movers.urls import attempt_temp_url
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.engine import ceilings, ledger, outcomes, watchdog
 from gridxfer.campaign.policy import optimizer as optimizer_mod, selection
@@ -40,6 +38,7 @@ from gridxfer.campaign.engine.factories import (  # noqa: F401  (re-exported: ca
 from gridxfer.campaign.engine.feed import FETCH, PendingFeed  # noqa: F401  (FETCH re-exported)
 from gridxfer.campaign.engine.shares import ActivityShares
 from gridxfer.campaign.engine.jobs import Job, Result, SchedulerResult  # noqa: F401
+from gridxfer.campaign.engine.placement import Placement
 from gridxfer.campaign.engine.pooldown import PoolHealth
 from gridxfer.campaign.engine.tapeflow import TapeFlow
 from gridxfer.campaign.engine.tapepoll import FIRST_POLL, TapeFor
@@ -101,8 +100,6 @@ class Scheduler:
         self._feed = PendingFeed(conn, self.tiers, ActivityShares(spec))   # FTS3's shares
         self.health = PoolHealth(self.tiers, self.exclusions, self.acct, retries=spec.retries,
                                  wait=spec.pool_down_wait)    # exclusions, pools down
-        self._attempt_id = journal.next_attempt_id(conn)
-        self._tmp_tag = os.urandom(3).hex()     # + attempt id: this run's temporary names
         self._batch = ledger.Batch()            # journal rows not committed yet
         self._batch_since = 0.0                 # when the journal was last committed
         self.steering = Steering(self.tiers, optimizer_factory)   # each link's cap
@@ -111,6 +108,8 @@ class Scheduler:
                              wake=self._pool.wake, first_poll=tape_first_poll)
         self.tokens = TokenGate(credentials or Credentials(spec, clock=clock))
         self.token_wait = token_wait
+        self._placement = Placement(conn, self._feed, self.acct, self.selectors, self.health,
+                                    self.tokens)        # files to endpoints, attempt ids
 
     # ------------------------------------------------------------ main loop
     def run(self) -> SchedulerResult:
@@ -183,7 +182,7 @@ class Scheduler:
                          flush=lambda: self._flush(now))
 
     def _dispatch(self, now: float) -> None:
-        file_updates, attempts, jobs = [], [], []
+        jobs: list[Job] = []
         for tier, spec in self.tiers.items():
             if self._slots.wants_spare_workers(tier):       # verifications hold threads
                 self._pool.start(spec.max_active, init=functools.partial(self._work.warm, tier))
@@ -195,47 +194,12 @@ class Scheduler:
             if not eligible:
                 self._hold(tier, now)
                 continue
-            choice = len(eligible) > 1          # one endpoint: nothing to choose
-            stats = self.acct.pool_stats(eligible, now) if choice else {}
-            selector = self.selectors[tier]
-            probes = self.health.probes(eligible)   # half-open: one transfer each
-            while free > 0 and eligible:
-                row = self._feed.next(tier, now)
-                if row is None:
-                    break
-                fid, name, src, size, n_att, expected, avoid = row
-                if choice:
-                    cands = [u for u in eligible if u not in avoid] or eligible
-                    backlog = max(0, self.acct.queued(tier) - 1) * size  # ~bytes still waiting
-                    ep = selector.choose(selection.FileToPlace(fid, name, size, backlog), cands,
-                                         stats)
-                else:
-                    ep = eligible[0]
-                if ep in probes:
-                    eligible = [u for u in eligible if u != ep]
-                dst = names.join_url(ep, name, check=False)   # checked in attempt.py
-                rate = stats[ep].ewma_rate if ep in stats else None    # bytes/s per transfer
-                grant, ev = self.tokens.grant(tier, ep, src, dst, size, now, rate)
-                self._batch.events.extend(ev)
-                if grant.pause is not None:     # the tier waits for a fresh token
-                    self._feed.retry_later(tier, 0.0, row)
-                    break
-                aid = self._attempt_id
-                tmp = attempt_temp_url(dst, f"{self._tmp_tag}{aid:x}")
-                job = Job(aid, fid, tier, name, src, dst, ep, size, n_att + 1,
-                          expected, avoid, now, self.acct.start(tier, ep, size, now), tmp)
-                self._attempt_id += 1
-                if choice:
-                    stats = self.acct.pool_stats(eligible, now)
-                file_updates.append((ep, dst, now, fid))
-                attempts.append((aid, fid, tier, ep, dst, now, spec.streams, tmp))
-                job.tokens, job.refusal = grant.tokens, grant.refuse
-                jobs.append(job)
-                free -= 1
+            jobs += self._placement.fill(tier, eligible, free, now, self._batch.events)
         if not jobs:
             return
-        self._batch.file_updates.extend(file_updates)
-        self._batch.attempts.extend(attempts)
+        self._batch.file_updates.extend((j.endpoint, j.dst_url, now, j.file_id) for j in jobs)
+        self._batch.attempts.extend((j.attempt_id, j.file_id, j.tier, j.endpoint, j.dst_url, now,
+                                     self.tiers[j.tier].streams, j.tmp_url) for j in jobs)
         self._flush(now)            # attempt rows are committed before the transfers start
         for job in jobs:
             self._inflight[job.attempt_id] = job
