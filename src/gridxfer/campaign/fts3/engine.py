@@ -21,6 +21,7 @@ the jobs keep running on the server; ``resume`` polls again).
   engine, once no job is open and every tier with files has waited ``TOKEN_WAIT`` for a
   token, the run stops, interrupted and resumable (event ``token_wait_over``).
   A refused file gets its failed attempt row, as a local transfer refused for a scope.
+  The per-file part (grant, access-token fill-in, refusal): ``tokens.py``.
 - **Polling**: the unfinished jobs' states in bulk (``client.statuses``) -> ``apply``.
 """
 from __future__ import annotations
@@ -37,13 +38,13 @@ from typing import Any
 from gridxfer.campaign.fts3 import record
 from gridxfer.campaign.fts3.apply import Apply
 from gridxfer.campaign.fts3.client import Conflict, Fts3Client, Transient
+from gridxfer.campaign.fts3.tokens import FileTokens, Paused
 from gridxfer.campaign.engine import credentials
 from gridxfer.campaign.engine.credentials import Credentials, TokenGate
-from gridxfer.campaign.fts3.jobs import BASE_ID, TOKEN_KEYS, FileRow, build
+from gridxfer.campaign.fts3.jobs import BASE_ID, FileRow, build
 from gridxfer.campaign.journal import store
 from gridxfer.campaign.policy.selection import EndpointStats, FileToPlace, ThroughputAware
 from gridxfer.campaign.spec.model import CampaignSpec
-from gridxfer.movers.base import TokenPair
 from gridxfer.movers.names import join_url
 
 log = logging.getLogger(__name__)
@@ -58,10 +59,6 @@ class Fts3Run:
     jobs_submitted: int
     seconds: float
     paused: str = ""            # interrupted after TOKEN_WAIT: why its tiers waited (no token)
-
-
-class _Paused(Exception):
-    """A tier waits for a fresh enough token (its files stay pending)."""
 
 
 def job_id(vo: str, sid: str) -> str:
@@ -81,6 +78,7 @@ class Fts3Engine:
         self.apply = Apply(conn, spec)
         self.submitted = 0
         self.gate = TokenGate(Credentials(spec))
+        self.tokens = FileTokens(conn, spec, client, self.gate, self.apply.throughput)
         self.token_wait = TOKEN_WAIT
         record.ensure(conn)
         # the journal's own seed for job ids: resumes keep it, `run --replace` changes it
@@ -110,72 +108,10 @@ class Fts3Engine:
                 log.info("fts3 job %s was submitted before the run was killed", jid)
             else:
                 import json
-                self._post(jid, self._retokened(jid, json.loads(body)))
+                self._post(jid, self.tokens.retokened(jid, json.loads(body)))
                 self.submitted += 1
             record.submitted(self.conn, jid)
         return found
-
-    # ------------------------------------------------------------- tokens
-    def _tokens(self, tier: str, endpoint: str, src: str, dst: str, size: int | None,
-                now: float) -> TokenPair | str | None:
-        """The file's tokens (None: no side has a ``token:``), or why it fails (class
-        ``auth``); ``_Paused`` while its tier waits for a fresh enough token."""
-        src_ts = self.spec.source.token
-        dst_ts = self.spec.tier(tier).token_for(endpoint)
-        if src_ts is None and dst_ts is None:
-            return None
-        g, events = self.gate.grant(tier, endpoint, src, dst, size, now,
-                                    self.apply.throughput.get(endpoint))
-        for kind, detail in events:
-            store.add_event(self.conn, kind, **detail)
-        if g.refuse is not None:
-            return g.refuse
-        if g.pause is not None:
-            raise _Paused(g.pause)
-        if g.tokens is None:
-            return None
-        s_tok = g.tokens.src if src_ts is not None else None
-        d_tok = g.tokens.dst if dst_ts is not None else None
-        if (s_tok is None) != (d_tok is None):
-            # fts-rest takes both lists or none; the other side gets what the server gives
-            # a side without a list: the FTS3 access token
-            fill: str | None = getattr(self.client, "access_token", None)
-            s_tok, d_tok = s_tok or fill, d_tok or fill
-        return TokenPair(src=s_tok, dst=d_tok)
-
-    def _retokened(self, jid: str, body: dict[str, Any]) -> dict[str, Any]:
-        """An in-doubt job's body (kept without tokens) with its files' tokens again."""
-        tier, endpoint = self.conn.execute(
-            "SELECT tier, endpoint FROM fts3_jobs WHERE job_id=?", (jid,)).fetchone()
-        for f in body.get("files", []):
-            try:
-                tok = self._tokens(tier, endpoint, f["sources"][0], f["destinations"][0],
-                                   f.get("filesize"), time.time())
-            except _Paused as exc:
-                raise Transient(str(exc)) from None
-            if isinstance(tok, TokenPair):
-                for key, value in zip(TOKEN_KEYS, (tok.src, tok.dst), strict=True):
-                    if value:
-                        f[key] = [value]
-        return body
-
-    def _refuse(self, file_id: int, tier: str, endpoint: str, dst: str, why: str,
-                now: float) -> None:
-        """The file fails as ``auth`` before submission, journalled as a failed attempt
-        (the local engine's refused transfer): report, status and --retry-failed see it."""
-        why = why.splitlines()[0][:500] if why else "auth"
-        with record.txn(self.conn):
-            self.conn.execute(
-                "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, ended, "
-                "streams, mode, status, error_class, error_msg) VALUES "
-                "(?,?,?,?,?,?,?,?, 'fts3', 'failed', 'auth', ?)",
-                (store.next_attempt_id(self.conn), file_id, tier, endpoint, dst, now, now,
-                 self.spec.tier(tier).streams, why))
-            self.conn.execute(
-                "UPDATE files SET state='failed', error_class='auth', error_msg=?, endpoint=?, "
-                "dst_url=?, attempts=attempts+1, updated=? WHERE id=?",
-                (why, endpoint, dst, now, file_id))
-        log.warning("file %d: %s", file_id, why)
 
     # ------------------------------------------------------------- placement
     def _stats(self, tier: str) -> dict[str, EndpointStats]:
@@ -212,11 +148,11 @@ class Fts3Engine:
             item = items.get(r["name"])
             dst = join_url(ep, r["name"])
             try:
-                tok = self._tokens(tier.name, ep, r["src_url"], dst, r["size"], now)
-            except _Paused:
+                tok = self.tokens.of(tier.name, ep, r["src_url"], dst, r["size"], now)
+            except Paused:
                 continue
             if isinstance(tok, str):
-                self._refuse(r["id"], tier.name, ep, dst, tok, now)
+                self.tokens.refuse(r["id"], tier.name, ep, dst, tok, now)
                 continue
             rows.append(FileRow(r["id"], r["src_url"], dst, ep, tier.name,
                                 r["size"], r["expected_checksum"],

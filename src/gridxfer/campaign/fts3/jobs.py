@@ -87,7 +87,7 @@ def _transfer(spec: CampaignSpec, row: FileRow) -> dict[str, Any]:
     if spec.checksum.algorithm is None:
         checksum = None
     # fts-rest takes both token lists or none (a 400 for one: checked on the real server);
-    # the engine gives a side without ``token:`` the FTS3 access token (engine._tokens)
+    # the engine gives a side without ``token:`` the FTS3 access token (tokens.FileTokens.of)
     tok = row.tokens or TokenPair()
     both = {"source_token": tok.src, "destination_token": tok.dst} if tok.src and tok.dst \
         else {}
