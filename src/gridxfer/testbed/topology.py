@@ -29,6 +29,7 @@ import yaml
 from gridxfer.errors import SpecError, UsageError
 from gridxfer.inputs import parse_yaml, read_text
 from gridxfer.units import parse_bitrate, parse_duration
+from gridxfer.testbed.topoyaml import Ctx, LDict, Loader
 
 BENCH_NET = ipaddress.IPv4Network("198.18.0.0/15")
 ROUTER_ADDR = ipaddress.IPv4Address("198.18.0.1")
@@ -107,54 +108,6 @@ class Topology:
         return str(net.broadcast_address - 1)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader whose mappings remember the line of each key (1-based)."""
-
-
-class _LDict(dict):
-    line = 0
-    key_lines: dict[str, int]
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _LDict:
-    out = _LDict()
-    out.line = node.start_mark.line + 1
-    out.key_lines = {}
-    for knode, vnode in node.value:
-        key = loader.construct_object(knode, deep=True)
-        out[key] = loader.construct_object(vnode, deep=True)
-        out.key_lines[str(key)] = knode.start_mark.line + 1
-    return out
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-class _Ctx:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def err(self, msg: str, obj: Any = None, field: str | None = None) -> SpecError:
-        line = None
-        if isinstance(obj, _LDict):
-            line = obj.key_lines.get(field.rsplit(".", 1)[-1], obj.line) if field else obj.line
-        return SpecError(msg, path=self.path, line=line, field=field)
-
-    def mapping(self, obj: Any, keys: set[str], where: str, parent: Any = None) -> _LDict:
-        if not isinstance(obj, dict):
-            raise self.err("must be a mapping", parent, where)
-        for key in obj:
-            if key not in keys:
-                raise self.err(f"unknown key {key!r} (allowed: {', '.join(sorted(keys))})",
-                               obj, f"{where}.{key}" if where else str(key))
-        return obj  # type: ignore[return-value]
-
-    def need(self, obj: _LDict, key: str, where: str) -> Any:
-        if key not in obj or obj[key] in (None, ""):
-            raise self.err("is required", obj, f"{where}.{key}" if where else key)
-        return obj[key]
-
-
 def _parse_loss(text: Any) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
@@ -177,8 +130,8 @@ def _opt_rate(raw: Any) -> float | None:
 
 def parse(text: str, path: str = "<topology>") -> Topology:
     """Validate a topology document; raises :class:`SpecError` with file:line."""
-    ctx = _Ctx(path)
-    doc = parse_yaml(lambda t: yaml.load(t, Loader=_Loader), text, path)  # noqa: S506 - Safe
+    ctx = Ctx(path)
+    doc = parse_yaml(lambda t: yaml.load(t, Loader=Loader), text, path)  # noqa: S506 - Safe
     if not isinstance(doc, dict):
         raise SpecError("a topology must be a mapping with 'tiers' and 'links'", path=path)
     doc = ctx.mapping(doc, _TOP_KEYS, "")
@@ -227,7 +180,7 @@ def parse(text: str, path: str = "<topology>") -> Topology:
     return Topology(name, controller, tuple(tiers), links, source=path)
 
 
-def _host(ctx: _Ctx, rh: Any, hw: str, parent: Any, tier: str, subnet: ipaddress.IPv4Network,
+def _host(ctx: Ctx, rh: Any, hw: str, parent: Any, tier: str, subnet: ipaddress.IPv4Network,
           index: int, seen: dict[str, str], used: set) -> Host:
     ctx.mapping(rh, _HOST_KEYS, hw, parent)
     hname = str(ctx.need(rh, "name", hw))
@@ -269,7 +222,7 @@ def _host(ctx: _Ctx, rh: Any, hw: str, parent: Any, tier: str, subnet: ipaddress
     return Host(hname, tier, role, tuple(services), str(addr), rate, auth)
 
 
-def _links(ctx: _Ctx, doc: _LDict, tier_names: set[str]) -> tuple[Link, ...]:
+def _links(ctx: Ctx, doc: LDict, tier_names: set[str]) -> tuple[Link, ...]:
     raw_links = doc.get("links") or []
     if not isinstance(raw_links, list):
         raise ctx.err("must be a list", doc, "links")
