@@ -15,7 +15,7 @@ from typing import Any
 from gridxfer.campaign.accounting.stats import Accounting
 from gridxfer.campaign.engine.factories import close_plugins
 from gridxfer.campaign.engine.slots import LinkSlots
-from gridxfer.campaign.policy import optimizer as optimizer_mod
+from gridxfer.campaign.policy import optimizer as optimizer_mod, optimizer_log
 from gridxfer.campaign.spec.schema import TierSpec
 
 OPTIMIZER_PERIOD = 1.0       # seconds between optimizer updates per link, at most
@@ -49,7 +49,7 @@ class Steering:
             prev = acct.cap(tier)
             if active != prev:
                 acct.set_cap(tier, active, decision.reason)
-                events.append(("optimizer", optimizer_mod.decision_event(sample, prev, decision)))
+                events.append(("optimizer", optimizer_log.decision_event(sample, prev, decision)))
         return events
 
     def due(self) -> float:

@@ -27,7 +27,7 @@ Tables (column names are a contract: ``gridxfer.monitoring.sources.journal`` rea
 
 Event kinds written by the scheduler (``detail`` keys in brackets):
 ``planned`` {files, tiers}, ``started`` {selector, pid}, ``resumed`` {recovered},
-``recovered`` {file_id, attempt_id, outcome}, ``optimizer`` (optimizer.decision_event),
+``recovered`` {file_id, attempt_id, outcome}, ``optimizer`` (optimizer_log.decision_event),
 ``excluded`` {tier, url, reason, until}, ``readmitted`` {tier, url} (exclusion_log.exclusion_event),
 ``pool_down`` {tier, since, deadline, reason, on_pool_down}, ``pool_up`` {tier},
 ``pool_failed`` {tier, files, reason} (pooldown.py),

@@ -3,7 +3,8 @@
 The scheduler calls ``update(now, link)`` every second or so per link and uses the
 returned ``Decision.active`` as that link's cap. Every decision that changes the cap
 is journalled as an ``optimizer`` event with its reason (cf. FTS3 t_optimizer_evolution),
-see ``decision_event``; ``link_status(conn)`` reads the latest one per link back.
+see ``optimizer_log.decision_event``; ``optimizer_log.link_status(conn)`` reads the latest
+one per link back.
 
 ``AdaptiveConcurrency`` is FTS3's idea (step the number of active transfers on a
 throughput EMA and the success rate) on a short clock, with a search that converges in
@@ -39,10 +40,8 @@ seconds instead of FTS3's +-1..2 per minute:
 """
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from gridxfer.units import fmt_rate
 
@@ -274,32 +273,3 @@ def make_optimizer(name: str, min_active: int, max_active: int, *,
     except KeyError:
         raise UsageError(f"unknown optimizer {name!r}; choose from "
                          f"{', '.join(sorted(OPTIMIZERS))}") from None
-
-
-def decision_event(link: LinkSample, previous: int, decision: Decision) -> dict[str, Any]:
-    """The ``detail`` of an ``optimizer`` journal event:
-    ``journal.add_event(conn, "optimizer", **decision_event(...))``."""
-    return {"tier": link.tier, "active": decision.active, "previous": previous,
-            "reason": decision.reason, "rate": round(link.rate, 1), "in_flight": link.active,
-            "queued": link.queued, "succeeded": link.succeeded, "failed": link.failed}
-
-
-@dataclass(frozen=True)
-class LinkState:
-    tier: str
-    active: int
-    reason: str
-    since: float
-    decisions: int
-
-
-def link_status(conn: sqlite3.Connection) -> list[LinkState]:
-    """Current concurrency per link and why: the latest ``optimizer`` event per tier."""
-    latest: dict[str, LinkState] = {}
-    for row in conn.execute("SELECT ts, detail FROM events WHERE kind = 'optimizer' ORDER BY id"):
-        d = json.loads(row["detail"])
-        tier = str(d.get("tier", "?"))
-        n = latest[tier].decisions + 1 if tier in latest else 1
-        latest[tier] = LinkState(tier, int(d.get("active", 0)), str(d.get("reason", "")),
-                                 float(row["ts"]), n)
-    return [latest[t] for t in sorted(latest)]

@@ -115,7 +115,7 @@ def _read_status(conn, path: Path, links: bool, names: dict[str, str],
     excluded: tuple[dict, ...] = ()
     if links:
         from gridxfer.campaign.policy.exclusion_log import current_exclusions
-        from gridxfer.campaign.policy.optimizer import link_status
+        from gridxfer.campaign.policy.optimizer_log import link_status
         link_rows = tuple(asdict(s) for s in link_status(conn))
         excluded = tuple({**asdict(e), "endpoint": name_of(names, e.url)}
                          for e in current_exclusions(conn))

@@ -8,8 +8,8 @@ import pytest
 
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.policy.optimizer import (DEFAULT_OPTIMIZER, OPTIMIZERS, AdaptiveConcurrency,
-                                         Decision, FixedConcurrency, LinkSample, decision_event,
-                                         link_status, make_optimizer)
+                                         Decision, FixedConcurrency, LinkSample, make_optimizer)
+from gridxfer.campaign.policy.optimizer_log import decision_event, link_status
 from gridxfer.errors import UsageError
 
 MB = 1e6
