@@ -161,7 +161,7 @@ def _warn_crashed(target) -> None:
 @host_options
 def diff_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> None:
     """Current value vs PROFILE, key by key (~ change, - skipped, ! cannot apply)."""
-    from gridxfer.tuning.engine import diff
+    from gridxfer.tuning.diff import diff
     from gridxfer.tuning.profile import load_profile
     p = load_profile(profile)
 
@@ -187,7 +187,8 @@ def diff_cmd(profile, hosts, ifaces, skip_global, as_json, target_args) -> None:
 def apply_cmd(profile, hosts, ifaces, skip_global, as_json, target_args, dry_run, persist,
               force) -> None:
     """Apply PROFILE all-or-nothing: validate, save originals, write, read back, verify."""
-    from gridxfer.tuning.engine import ValidationError, apply
+    from gridxfer.tuning.diff import ValidationError
+    from gridxfer.tuning.engine import apply
     from gridxfer.tuning.profile import load_profile
     p = load_profile(profile)
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gridxfer.tuning.diff import Item, ValidationError
+from gridxfer.tuning.diff import diff as _diff
 from gridxfer.tuning.engine import (ApplyFailed, ApplyResult, CrashedApply, Drift,
-                                    DriftDetected, Item,
-                     RollbackResult, ValidationError, VerifyResult)
+                                    DriftDetected,
+                     RollbackResult, VerifyResult)
 from gridxfer.tuning.engine import apply as _apply
-from gridxfer.tuning.engine import diff as _diff
 from gridxfer.tuning.engine import rollback as _rollback
 from gridxfer.tuning.engine import verify as _verify
 from gridxfer.tuning.profile import Profile, Setting, list_profiles, load_profile
