@@ -235,11 +235,11 @@ def test_benchmarks_md_stays_one_screen_and_every_results_line_parses():
 
 
 def test_smallwan_davs_rows_are_a_reference_against_gfal_copy_not_a_goal():
-    from bench import smallwan
+    from bench import smallwan_goals
     res = {("4KB", False): {"gx-davs-32": Result("gx-davs-32", 4.0, 2000, 0, median=4.0),
                             "gfal-davs-32": Result("gfal-davs-32", 6.0, 2000, 0, median=6.0)},
            ("4KB", True): {"gx-32": Result("gx-32", 2.0, 2000, 0, median=2.0)}}
-    assert smallwan.davs_references(res) == [
+    assert smallwan_goals.davs_references(res) == [
         "reference (not a goal): 4KB, checksum none: gx-davs-32 = 1.50x gfal-copy "
         "(32 processes), by the medians"]
-    assert smallwan.goals_of(res, []) == []         # no xrdcp-32 peer: no goal
+    assert smallwan_goals.goals_of(res, []) == []   # no xrdcp-32 peer: no goal

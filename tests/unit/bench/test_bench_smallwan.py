@@ -3,7 +3,7 @@ its median, so no goal is met on a peer's stall (an xrdcp --cksum round of 5 s t
 from __future__ import annotations
 
 from bench.common import Result
-from bench.smallwan import clean_median, goals_of, med_ratio
+from bench.smallwan_goals import clean_median, goals_of, med_ratio
 
 
 def res(tool: str, *rounds: float | None) -> Result:
