@@ -38,7 +38,7 @@ def refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) 
 
 def refuse_credentials(spec: CampaignSpec) -> None:
     """A spec built in Python skips ``load_spec``'s check: refuse it here, too."""
-    for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
+    for url in spec.urls():
         what = credential_in_url(url)
         if what:
             raise UsageError(f"campaign {spec.name!r}: the URL {redact(url)!r} carries {what}: "

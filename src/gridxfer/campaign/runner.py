@@ -62,8 +62,7 @@ def prepare_environment(spec: CampaignSpec) -> None:
     with a davs/https URL OpenSSL's default CA file is skipped where its hashed directory
     holds the same certificates (davix parses that file on every request:
     ``movers/gfal/systemca``; the check reads both, ~6 ms a start no other campaign pays)."""
-    urls = (spec.source.url, *(u for t in spec.destinations for u in t.pool))
-    if any(scheme_of(u) in routes.HTTP for u in urls):
+    if any(scheme_of(u) in routes.HTTP for u in spec.urls()):
         systemca.apply()
     if spec.inventory:
         from gridxfer.testbed.inventory import load_inventory
@@ -119,9 +118,8 @@ def _plan(spec: CampaignSpec, replace: bool) -> tuple[Path, int, sqlite3.Connect
                 "spec_path": spec.path, "created": repr(time.time()), "state": "planned"}
         if spec.job_metadata is not None:
             meta["job_metadata"] = spec.job_metadata      # FTS3's: shown by `report`
-        meta.update([endpoint_names.meta_item(endpoint_names.assign(
-            [spec.source.url, *(u for t in spec.destinations for u in t.pool)],
-            dict(spec.names)))])
+        meta.update([endpoint_names.meta_item(endpoint_names.assign(spec.urls(),
+                                                                     dict(spec.names)))])
         with source_tokens(spec):           # the listing carries the source's token
             count = planning.plan(conn, meta, rows)
         if count == 0:

@@ -161,7 +161,7 @@ def override(spec: CampaignSpec, kind: str | None, endpoint: str | None) -> Camp
         if not eng.endpoint:
             raise UsageError("--engine fts3 needs --fts3 URL or fts3: {endpoint: URL} in the "
                              "campaign file")
-        for url in (spec.source.url, *(u for t in spec.destinations for u in t.pool)):
+        for url in spec.urls():
             if urlsplit(url).scheme in ("", "file"):
                 raise UsageError(f"FTS3 cannot transfer local files ({url}); use --engine local")
         for where, why in auth_conflicts(eng, spec.source, spec.destinations):

@@ -140,6 +140,10 @@ class CampaignSpec:
     engine: EngineSpec = EngineSpec()       # local, or handed to FTS3 (spec/engine.py)
     extra: dict = field(default_factory=dict, compare=False)
 
+    def urls(self) -> tuple[str, ...]:
+        """Every URL the campaign names: the source's, then each tier's pool, in order."""
+        return (self.source.url, *(u for t in self.destinations for u in t.pool))
+
     def tier(self, name: str) -> TierSpec:
         """The destination tier ``name`` (the first of that name; StopIteration if none).
         Asked once a file by the dispatcher and the FTS3 engine: a dict, built once."""

@@ -125,7 +125,7 @@ def adler32_of(header: str) -> str | None:
         value = value.strip().lower()
         if name.strip().lower() == "adler32" and value and len(value) <= 8 \
                 and all(c in "0123456789abcdef" for c in value):
-            return value.zfill(8)
+            return normalise_adler32(value)
     return None
 
 

@@ -52,7 +52,6 @@ from gridxfer.movers.gfal import davsession
 
 MOVE_TIMEOUT = (30.0, 120.0)        # s: connect, then the answer (a rename: no data)
 _TRIMMED = " \t\r\n\v\f"            # XrdHttp trims these off the header value's ends
-_HTTP_SCHEME = davsession.HTTP_SCHEME
 
 
 def carries(url: str) -> bool:
@@ -77,7 +76,7 @@ def server_kind(url: str, token: str | None = None) -> str:
         known = _kinds.get(parts.netloc)
     if known is not None:
         return known
-    scheme = _HTTP_SCHEME.get(parts.scheme, "https")
+    scheme = davsession.HTTP_SCHEME.get(parts.scheme, "https")
     headers = davsession.auth(url, token)
     try:
         answer = davsession.request("OPTIONS", f"{scheme}://{parts.netloc}/", headers,
@@ -109,7 +108,7 @@ def move(src: str, dst: str, token: str | None = None) -> None:
         raise names.bad_name(unquote(urlsplit(dst).path),
                              "XrdHttp's MOVE cannot name it (a trailing space or '?')")
     parts = urlsplit(dst)
-    scheme = _HTTP_SCHEME.get(parts.scheme)
+    scheme = davsession.HTTP_SCHEME.get(parts.scheme)
     if scheme is None or urlsplit(src).netloc != parts.netloc:
         raise TransferError(ErrorClass.OTHER, f"{src} -> {dst}: MOVE within one davs server only")
     destination = f"{scheme}://{parts.netloc}{unquote(parts.path)}".encode()

@@ -39,8 +39,13 @@ def slots() -> int:
     return envsettings.count("GRIDXFER_HTTP_DIGEST_SLOTS")
 
 
+def _server(url: str) -> str:
+    """host[:port] of ``url`` as written, without a user."""
+    return urlsplit(url).netloc.rpartition("@")[2]
+
+
 def _gate(url: str) -> threading.BoundedSemaphore:
-    server = urlsplit(url).netloc.rpartition("@")[2].lower()
+    server = _server(url).lower()       # davs:// and https:// to it: one gate
     with _lock:
         gate = _gates.get(server)
         if gate is None:
@@ -55,7 +60,7 @@ def held(url: str, wait: float = WAIT) -> Iterator[None]:
     gate = _gate(url)
     if not gate.acquire(timeout=wait):
         raise TransferError(ErrorClass.TIMEOUT,
-                            f"{urlsplit(url).netloc.rpartition('@')[2]}: no checksum slot "
+                            f"{_server(url)}: no checksum slot "
                             f"came free in {wait:.0f} s ({slots()} at once per server)")
     try:
         yield
