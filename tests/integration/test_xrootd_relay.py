@@ -229,3 +229,20 @@ def test_a_close_of_a_closed_file_is_answered_at_once(local_grid):
     reply = pipeline.send(f.close, timeout=10)
     assert reply.done.wait(0), "a close of a closed file was left unanswered"
     assert reply.status.ok and reply.status.code == pipeline.SU_ALREADY_DONE
+
+
+def test_the_python_relay_frees_the_slot_once_the_read_back_matched(local_grid, monkeypatch):
+    """The Python twin of relay.cpp's ``verified``: on a far server (requests pipelined)
+    ``data_done`` is called once the bytes read back matched, before the close; never
+    without a read-back."""
+    monkeypatch.setattr(relaynative, "functions", None)
+    monkeypatch.setattr(xrdrelay, "far", lambda server: True)
+    area = Pair(local_grid)
+    calls: list[str] = []
+    data = os.urandom(4096)
+    src = area.put("p.dat", data)
+    for name, back in (("checked", True), ("unchecked", False)):
+        params = TransferParams(timeout=60, on_data_done=lambda n=name: calls.append(n))
+        xrdrelay.relay(src, area.dst(f"{name}.dat"), params, None, read_back=back)
+    assert calls == ["checked"]
+    assert area.disk(area.dst("checked.dat")).read_bytes() == data

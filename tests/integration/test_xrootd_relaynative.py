@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.base import TokenPair
+from gridxfer.movers.base import TokenPair, TransferParams
 from gridxfer.movers.xrootd import relayabi, relaynative
 from gridxfer.movers.xrootd.watch import stall_timeout
 from gridxfer.testbed import localgrid
@@ -112,6 +112,31 @@ def test_an_upload_whose_read_back_differs_twice_fails_and_leaves_nothing(
     out = copy(f"file://{src}", area.dst("up.dat"), verify="both")
     assert out.mode == "xrdcl-posc" and out.checksum == adler(src.read_bytes())
     assert area.disk(area.dst("up.dat")).read_bytes() == src.read_bytes()
+    wait_no_jobs(native)
+
+
+def test_data_done_comes_once_the_read_back_matched_and_never_for_a_bad_copy(
+        local_grid, damage_back, native):
+    """relay.cpp's ``verified``: ``params.data_done`` is called from inside the native call
+    (relaynative.relay itself never calls it) once the bytes read back matched and the
+    close is sent, so the campaign's slot is free for that close's round trip; never
+    without a read-back, nor for a copy whose read-back differs."""
+    area = Pair(local_grid)
+    calls: list[str] = []
+    data = os.urandom(4096)
+    src = area.put("v.dat", data)
+
+    def params(name: str) -> TransferParams:
+        return TransferParams(timeout=60, on_data_done=lambda: calls.append(name))
+
+    out = relaynative.relay(src, area.dst("v.dat"), params("checked"), None, read_back=True)
+    assert out.stored_adler32 == adler(data) and calls == ["checked"]
+    relaynative.relay(src, area.dst("v2.dat"), params("unchecked"), None, read_back=False)
+    assert calls == ["checked"]
+    damage_back(2, 0)
+    with pytest.raises(TransferError):
+        relaynative.relay(src, area.dst("bad.dat"), params("bad"), None, read_back=True)
+    assert calls == ["checked"] and not area.disk(area.dst("bad.dat")).exists()
     wait_no_jobs(native)
 
 

@@ -17,6 +17,13 @@ running transfer gives its slot back.
   starts while the server checksums the last one. Each such verification holds a worker
   thread, so the link gets spare workers, started (and their sessions opened) as soon as
   the link's first transfers turn out long, before the first of them ends.
+* Short transfers on a far link (typical > ``QUICK``: small files over a WAN) leave it too,
+  when the mover says only the close is left: XRootD's small-file relay once the bytes
+  read back matched (relay.cpp's ``verified``). Its close, which makes the verified file
+  visible, then crosses the link while the next copy's open does (issue 21: with adler32
+  a file is 3 flights, open; write + read-back; close: a slot pays 2). At most ``cap``
+  transfers move data; the destination sees up to ``cap`` more closes in flight. On a
+  near link the slot is kept: no lock a file there, and a close costs microseconds.
 
 "Typical" is an EWMA of the seconds per transfer, fed by the dispatcher.
 """
@@ -134,15 +141,18 @@ class LinkSlots:
                     or time.monotonic() - entered >= RELEASE_AFTER)
 
         def data_done() -> None:
-            if not long():              # short transfers keep their slot: no lock on the
-                return                  # small-file path
+            is_long = long()
+            if not is_long and self._typical[tier] <= QUICK:
+                return                  # a near link's short transfers keep their slot: no
+                                        # lock on the loopback small-file path
             with self._lock:
                 if job.slot != "gate":
                     return
                 job.slot = "verifying"
                 self._verifying[tier] += 1
             gate.leave()
-            wake()                  # the dispatcher may start the next copy
+            if is_long:                 # short ones have the next job waiting in the gate
+                wake()                  # the dispatcher may start the next copy
 
         try:
             return work(data_done)

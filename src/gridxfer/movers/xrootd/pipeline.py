@@ -181,6 +181,7 @@ def finish(handle: Any, data: bytes, sent_adler: str, *, read_back: bool,
     if stored != sent_adler:
         raise TransferError(ErrorClass.CHECKSUM, f"{what}: adler32 {stored} read back != "
                             f"source {sent_adler}")
+    params.data_done()          # verified: only the close is left (relay.cpp's ``verified``)
     status, _ = handle.close(timeout=tmo)
     if not status.ok:
         raise transfer_error(status, what, side="destination")

@@ -51,12 +51,16 @@ class Item(ctypes.Structure):
                 ("cancel", ctypes.POINTER(ctypes.c_int32))]
 
 
+# gx_notify: called in the caller's thread once a read-back matched and the close is sent
+# (ctypes takes the GIL back for it); None passes NULL
+NOTIFY = ctypes.CFUNCTYPE(None)
+
 _STR, _U64, _F64 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double
 # gx_relay(src, dst, dst_server, dst_path, max_size, stall, ...), gx_upload(path, dst,
 # dst_server, dst_path, root, max_size, ...); then, for both: wait, has_expected, expected,
-# read_back_max, probe_posc, cleanup_timeout, cancel, result
+# read_back_max, probe_posc, cleanup_timeout, cancel, verified, result
 _TAIL = [ctypes.c_int32, ctypes.c_uint32, ctypes.c_int64, ctypes.c_int32, ctypes.c_uint16,
-         ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(Result)]
+         ctypes.POINTER(ctypes.c_int32), NOTIFY, ctypes.POINTER(Result)]
 _ARGS = {"gx_relay": [_STR, _STR, _STR, _STR, _U64, _F64, _F64, *_TAIL],
          "gx_upload": [_STR, _STR, _STR, _STR, _STR, _U64, _F64, *_TAIL],
          "gx_upload_many": [ctypes.c_int32, ctypes.POINTER(Item), ctypes.POINTER(ctypes.c_int32),

@@ -13,7 +13,9 @@
 //   1. open FINAL name, kXR_new | kXR_posc | kXR_mkpath, sent once the source is open,
 //      in flight while the source is read and closed (back to back);
 //   2. write + close back to back; with read-back: write + read, then
-//   3. close, only after the bytes read back have the source's adler32.
+//   3. close, only after the bytes read back have the source's adler32. `verified` (if
+//      not NULL) is called once that close is sent: the caller's slot is free while the
+//      close, which only makes the verified bytes visible, is on the wire.
 // A copy that fails after its destination's open succeeded sends rm, then close: nothing
 // is left. It waits for them, as relay.py does, except after a cancel: then it returns at
 // once and the last reply cleans up (an open answered later is removed then), so a hung
@@ -65,6 +67,9 @@ enum {
   GX_OUTSIDE = 11,       // gx_upload: the local source resolves outside `root`; nothing sent
   GX_NOT_STARTED = 12,   // gx_upload_many: the batch was cancelled before this item
 };
+
+// Called (in the caller's thread) when a read-back matched and the close was sent.
+typedef void (*gx_notify)(void);
 
 struct gx_result {
   int32_t outcome;
@@ -328,12 +333,13 @@ bool within(int fd, const char *path, const char *root) {
 uint16_t seconds16(double s) { return static_cast<uint16_t>(s < 1 ? 1 : (s > 65535 ? 65535 : s)); }
 
 int finish(Job *job, uint64_t n, double wait, int32_t has_expected, uint32_t expected,
-           bool read_back, int32_t probe_posc, const volatile int32_t *cancel, gx_result *r);
+           bool read_back, int32_t probe_posc, const volatile int32_t *cancel,
+           gx_notify verified, gx_result *r);
 
 // After the source is open and its size known: the copy's flights. GX_OK or the failure.
 int copy(Job *job, const char *dst, uint64_t n, double stall, double wait, int32_t has_expected,
          uint32_t expected, bool read_back, int32_t probe_posc, const volatile int32_t *cancel,
-         gx_result *r) {
+         gx_notify verified, gx_result *r) {
   const uint16_t stmo = seconds16(stall), tmo = seconds16(wait);
   job->data.resize(n + 1);
   job->src.SetProperty("BundledClose", "true");
@@ -357,13 +363,15 @@ int copy(Job *job, const char *dst, uint64_t n, double stall, double wait, int32
   }
   wait_for(job, job->s_sclose, stall + 5, cancel);   // a failed close of a file read in full is harmless
   r->adler = adler_of(job->data.data(), n);
-  return finish(job, n, wait, has_expected, expected, read_back, probe_posc, cancel, r);
+  return finish(job, n, wait, has_expected, expected, read_back, probe_posc, cancel, verified,
+                r);
 }
 
 // The destination's open is in flight and job->data holds the n bytes to send (their
 // adler32 in r->adler): the copy's last flights. GX_OK or the failure.
 int finish(Job *job, uint64_t n, double wait, int32_t has_expected, uint32_t expected,
-           bool read_back, int32_t probe_posc, const volatile int32_t *cancel, gx_result *r) {
+           bool read_back, int32_t probe_posc, const volatile int32_t *cancel,
+           gx_notify verified, gx_result *r) {
   const uint16_t tmo = seconds16(wait);
   Waited w = wait_for(job, job->s_open, wait + 5, cancel);
   if (w != ANSWERED) return waited(r, w, wait + 5);
@@ -419,6 +427,7 @@ int finish(Job *job, uint64_t n, double wait, int32_t has_expected, uint32_t exp
     if (!r->has_stored) return r->outcome = GX_BACK_LENGTH;
     if (r->stored != r->adler) return r->outcome = GX_BACK_ADLER;
     send(job, job->s_dclose, [&] { return job->dst.Close(&job->s_dclose, tmo); });
+    if (verified) verified();
   }
   w = wait_for(job, job->s_dclose, wait + 5, cancel);
   if (w != ANSWERED) return waited(r, w, wait + 5);
@@ -440,11 +449,13 @@ extern "C" {
 // destination's (each request's timeout is max(1, int(...)), as relay.py's). expected:
 // the catalogue's adler32 (if has_expected). read_back_max: a file of at most this many
 // bytes is read back before its close (-1: never). cancel: read while waiting; non-zero
-// ends the copy (GX_CANCELLED).
+// ends the copy (GX_CANCELLED). verified: called once a read-back matched and the close
+// is sent (NULL: not called).
 int gx_relay(const char *src, const char *dst, const char *dst_server, const char *dst_path,
              uint64_t max_size, double stall, double wait, int32_t has_expected,
              uint32_t expected, int64_t read_back_max, int32_t probe_posc,
-             uint16_t cleanup_timeout, const volatile int32_t *cancel, gx_result *r) {
+             uint16_t cleanup_timeout, const volatile int32_t *cancel, gx_notify verified,
+             gx_result *r) {
   std::memset(r, 0, sizeof(*r));
   r->posc_flags = -1;
   Job *job = new Job(dst_server, dst_path, cleanup_timeout);
@@ -477,7 +488,7 @@ int gx_relay(const char *src, const char *dst, const char *dst_server, const cha
   if (result == GX_OK) {
     const bool read_back = read_back_max >= 0 && r->size <= static_cast<uint64_t>(read_back_max);
     result = copy(job, dst, r->size, stall, wait, has_expected, expected, read_back, probe_posc,
-                  cancel, r);
+                  cancel, verified, r);
   }
   leave(job, result != GX_OK, result == GX_CANCELLED, wait + 5);
   return result;
@@ -491,7 +502,8 @@ int gx_relay(const char *src, const char *dst, const char *dst_server, const cha
 int gx_upload(const char *path, const char *dst, const char *dst_server, const char *dst_path,
               const char *root, uint64_t max_size, double wait, int32_t has_expected,
               uint32_t expected, int64_t read_back_max, int32_t probe_posc,
-              uint16_t cleanup_timeout, const volatile int32_t *cancel, gx_result *r) {
+              uint16_t cleanup_timeout, const volatile int32_t *cancel, gx_notify verified,
+              gx_result *r) {
   std::memset(r, 0, sizeof(*r));
   r->posc_flags = -1;
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -546,7 +558,8 @@ int gx_upload(const char *path, const char *dst, const char *dst_server, const c
     const uint16_t tmo = seconds16(wait);
     send(job, job->s_open, [&] { return job->dst.Open(dst, flags, Access::None, &job->s_open, tmo); });
     const bool read_back = read_back_max >= 0 && n <= static_cast<uint64_t>(read_back_max);
-    result = finish(job, n, wait, has_expected, expected, read_back, probe_posc, cancel, r);
+    result = finish(job, n, wait, has_expected, expected, read_back, probe_posc, cancel,
+                    verified, r);
   }
   leave(job, result != GX_OK, result == GX_CANCELLED, wait + 5);
   return result;
@@ -574,7 +587,7 @@ int gx_upload_many(int32_t n, const gx_item *items, const volatile int32_t *stop
     } else {
       gx_upload(it.path, it.dst, it.dst_server, it.dst_path, it.root, it.max_size, it.wait,
                 it.has_expected, it.expected, it.read_back_max, it.probe_posc,
-                it.cleanup_timeout, it.cancel, r);
+                it.cleanup_timeout, it.cancel, nullptr, r);
     }
     times[2 * i + 1] = since();
     failed += r->outcome != GX_OK;
