@@ -1,5 +1,6 @@
-"""The ``GRIDXFER_*`` settings read from the environment that take a number or one of a
-few words: each one's default and bounds (or words) in one table, one reader and one check.
+"""The ``GRIDXFER_*`` settings read from the environment that take a number, a quantity with
+its unit (a duration, a size) or one of a few words: each one's default and bounds (or
+words) in one table, one reader and one check.
 
 ``value(name)`` is what the code reads, often in a worker thread at each copy: a value
 that is not a number is the default and one out of bounds is clamped, so a reader never
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gridxfer.errors import UsageError
+from gridxfer.limits import MAX_SIZE, MAX_WINDOW, Limit
+from gridxfer.units import parse_duration, parse_size
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,38 @@ SETTINGS = {s.name: s for s in (
 )}
 
 
+@dataclass(frozen=True)
+class Quantity:
+    """A setting written with its unit (``30s``, ``64MB``), read by a ``gridxfer.units``
+    parser: more than 0 and at most ``limit``."""
+    name: str
+    default: str
+    read: Callable[[str], float]
+    limit: Limit
+
+    def parse(self, raw: str) -> float:
+        """The value of ``raw``; UsageError (one line naming the variable) if it is not a
+        quantity of this kind, or not more than 0, or above the limit."""
+        text = raw.strip()
+        try:
+            number = self.read(text)
+        except UsageError as exc:
+            raise UsageError(f"{self.name}={raw!r}: {exc}") from None
+        if number <= 0:
+            raise UsageError(f"{self.name}={raw!r}: must be more than 0 "
+                             f"(default {self.default})")
+        if self.limit.above(number, text):
+            raise UsageError(f"{self.name}={raw!r}: above the limit {self.limit.shown} "
+                             f"({self.limit.why})")
+        return number
+
+
+QUANTITIES = {q.name: q for q in (
+    Quantity("GRIDXFER_PROGRESS_EVERY", "30s", parse_duration, MAX_WINDOW),
+    Quantity("GRIDXFER_DEMO_SIZE", "64MB", lambda t: float(parse_size(t)), MAX_SIZE),
+)}
+
+
 # the word-valued ones: what each takes (lower case; the readers treat another word as the
 # default, so ``check`` refuses it: a forced mode mistyped must not pass as "auto")
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -71,6 +107,12 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "GRIDXFER_GUC_ALWAYS": ("0", "1", "no", "yes", "false", "true"),
     "GRIDXFER_WAN_EMULATION": ("netem", "delayline"),
     "GRIDXFER_DEMO_LOCAL": ("0", "1"),
+}
+
+# the ones of a form of their own: (the pattern, the form in words)
+FORMS: dict[str, tuple[re.Pattern[str], str]] = {
+    # a suffix of every namespace and link name the netns grid makes (IFNAMSIZ: 15 chars)
+    "GRIDXFER_NS_TAG": (re.compile(r"[a-z0-9]{1,8}"), "1-8 chars of [a-z0-9]"),
 }
 
 
@@ -96,9 +138,21 @@ def count(name: str) -> int:
     return int(value(name))
 
 
+def quantity(name: str) -> float:
+    """``$name`` as its ``QUANTITIES`` entry reads it: unset or bad, the default. Never
+    raises (``check`` refused a bad value at start)."""
+    q = QUANTITIES[name]
+    raw = os.environ.get(name, "").strip()
+    try:
+        return q.parse(raw or q.default)
+    except UsageError:
+        return q.parse(q.default)
+
+
 def check(environ: Mapping[str, str] | None = None) -> None:
-    """UsageError (exit 2) for the first GRIDXFER_* variable of ``SETTINGS`` or ``CHOICES``
-    that is set to a value it does not take; nothing if every one is unset or good."""
+    """UsageError (exit 2) for the first GRIDXFER_* variable of ``SETTINGS``,
+    ``QUANTITIES``, ``CHOICES`` or ``FORMS`` that is set to a value it does not take;
+    nothing if every one is unset or good."""
     env = os.environ if environ is None else environ
     for name, s in SETTINGS.items():
         raw = env.get(name, "")
@@ -111,6 +165,15 @@ def check(environ: Mapping[str, str] | None = None) -> None:
         raw = env.get(name, "")
         if raw.strip() and raw.strip().lower() not in words:
             raise UsageError(f"{name}={raw!r}: must be one of {', '.join(words)}")
+    for name, q in QUANTITIES.items():
+        raw = env.get(name, "")
+        if raw.strip():
+            q.parse(raw)
+    for name, (pattern, form) in FORMS.items():
+        raw = env.get(name, "")
+        if raw and not pattern.fullmatch(raw):
+            raise UsageError(f"{name}={raw!r}: must be {form}")
 
 
-__all__ = ["CHOICES", "SETTINGS", "Setting", "check", "count", "value"]
+__all__ = ["CHOICES", "FORMS", "QUANTITIES", "SETTINGS", "Quantity", "Setting", "check",
+           "count", "quantity", "value"]

@@ -1,6 +1,8 @@
 """Where gridxfer keeps its state, and how state files are written.
 
-Everything lives under ``$GRIDXFER_HOME`` (default ``~/.local/share/gridxfer``).
+Everything lives under ``$GRIDXFER_HOME`` (default ``~/.local/share/gridxfer``): an absolute
+path, refused when relative (``root``), as a cron job, a daemon or Nagios runs gridxfer
+from another directory than the shell that set it, and would find another state.
 State files are mode 0600 and written atomically (temp file + fsync + rename), so a
 crash leaves either the old or the new content, never half of one.
 """
@@ -14,12 +16,37 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gridxfer.errors import UsageError
+
+HOME_ENV = "GRIDXFER_HOME"
+
+
+def root() -> Path:
+    """The state root as configured, not created: ``$GRIDXFER_HOME``, else the default.
+    UsageError (exit 2, one line naming the variable) when it is relative, or names
+    something that exists and is not a directory. ``cli/main`` asks it when a command
+    starts."""
+    raw = os.environ.get(HOME_ENV, "")
+    if not raw:
+        return Path.home() / ".local/share/gridxfer"
+    path = Path(raw)
+    if not path.is_absolute():
+        raise UsageError(f"{HOME_ENV}={raw!r}: not an absolute path (a cron job or a "
+                         f"daemon runs in another directory; give the full path)")
+    for up in (path, *path.parents):     # the nearest one that exists: a directory
+        if os.path.lexists(up):
+            if not os.path.isdir(up):
+                where = "" if up == path else f" ({up} is not a directory)"
+                raise UsageError(f"{HOME_ENV}={raw!r}: not a directory{where}")
+            break
+    return path
+
 
 def home() -> Path:
-    """The state root; created (0700) on first use."""
-    root = Path(os.environ.get("GRIDXFER_HOME") or Path.home() / ".local/share/gridxfer")
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return root
+    """The state root (``root``); created (0700) on first use."""
+    path = root()
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
 
 
 def shared_mode(directory: Path) -> int:

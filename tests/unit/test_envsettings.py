@@ -97,3 +97,50 @@ def test_every_word_setting_is_documented_with_its_words():
     doc = (Path(__file__).parents[2] / "docs" / "ARCHITECTURE.md").read_text()
     for name in [*envsettings.SETTINGS, *envsettings.CHOICES]:
         assert f"`{name}`" in doc, name
+
+
+@pytest.mark.parametrize("name, raw, line", [
+    ("GRIDXFER_PROGRESS_EVERY", "soon",
+     "GRIDXFER_PROGRESS_EVERY='soon': not a duration: 'soon' (try 30s, 18ms, 5m, 2h)"),
+    ("GRIDXFER_PROGRESS_EVERY", "0", "GRIDXFER_PROGRESS_EVERY='0': must be more than 0 "
+                                     "(default 30s)"),
+    ("GRIDXFER_PROGRESS_EVERY", "-5s", "GRIDXFER_PROGRESS_EVERY='-5s': not a duration: '-5s' "
+                                       "(try 30s, 18ms, 5m, 2h)"),
+    ("GRIDXFER_DEMO_SIZE", "0MB", "GRIDXFER_DEMO_SIZE='0MB': must be more than 0 (default 64MB)"),
+    ("GRIDXFER_DEMO_SIZE", "big", "GRIDXFER_DEMO_SIZE='big': not a size: 'big' "
+                                  "(try 4096, 3MB, 16MiB)"),
+    ("GRIDXFER_NS_TAG", "Run-1", "GRIDXFER_NS_TAG='Run-1': must be 1-8 chars of [a-z0-9]"),
+])
+def test_check_refuses_a_bad_quantity_or_form_naming_it(name, raw, line):
+    with pytest.raises(UsageError) as err:
+        envsettings.check({name: raw})
+    assert str(err.value) == line and exit_code_for(err.value) == 2
+
+
+def test_a_quantity_reader_never_raises(monkeypatch):
+    monkeypatch.setenv("GRIDXFER_PROGRESS_EVERY", "90s")
+    assert envsettings.quantity("GRIDXFER_PROGRESS_EVERY") == 90.0
+    monkeypatch.setenv("GRIDXFER_PROGRESS_EVERY", "soon")
+    assert envsettings.quantity("GRIDXFER_PROGRESS_EVERY") == 30.0
+    monkeypatch.delenv("GRIDXFER_DEMO_SIZE", raising=False)
+    assert envsettings.quantity("GRIDXFER_DEMO_SIZE") == 64e6
+
+
+def test_every_setting_with_a_value_of_its_own_is_in_a_table():
+    """Every GRIDXFER_* variable src/ reads is in one of envsettings' tables, or is a path
+    (state.root checks GRIDXFER_HOME), or is one gridxfer sets for a hook: a new number
+    read in a worker thread cannot escape the check at start."""
+    import re
+    from pathlib import Path
+    src = Path(envsettings.__file__).parent
+    used: set[str] = set()
+    for path in src.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        used |= set(re.findall(r"environ(?:\.get)?\(\s*[\"'](GRIDXFER_[A-Z0-9_]+)", text))
+        used |= set(re.findall(r"environ\[[\"'](GRIDXFER_[A-Z0-9_]+)", text))
+    checked = {*envsettings.SETTINGS, *envsettings.QUANTITIES, *envsettings.CHOICES,
+               *envsettings.FORMS}
+    paths = {"GRIDXFER_HOME", "GRIDXFER_PROFILE_PATH", "GRIDXFER_SYSCTL_DIR",
+             "GRIDXFER_SPOOL", "GRIDXFER_TESTBED_DIR"}
+    assert used, "the pattern found no reader"
+    assert used - checked - paths == set()

@@ -85,8 +85,9 @@ def cli() -> None:
                 4 interrupted but resumable.
     State lives under $GRIDXFER_HOME (default ~/.local/share/gridxfer).
     """
-    from gridxfer import envsettings
+    from gridxfer import envsettings, state
     envsettings.check()     # a GRIDXFER_* number the code would not take: exit 2, here
+    state.root()            # and a GRIDXFER_HOME that is relative or not a directory
 
 
 def main(argv: list[str] | None = None) -> int:

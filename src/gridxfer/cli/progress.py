@@ -10,7 +10,6 @@ Used as a context manager around the run. ``--quiet`` does not create it.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from rich.console import Console, Group
@@ -20,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gridxfer.cli.columns import Column, lines, table
-from gridxfer.errors import GridxferError, UsageError
+from gridxfer.errors import GridxferError
 from gridxfer.redact import redact
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 from gridxfer.campaign.accounting.stats import StatsSnapshot
@@ -143,17 +142,10 @@ class LiveProgress:
 
 
 def progress_every() -> float:
-    """``GRIDXFER_PROGRESS_EVERY`` (a duration: 30s, 5m), else 30 s; a bad value is a
-    usage error."""
-    from gridxfer.limits import MAX_WINDOW, parse_within
-    from gridxfer.units import parse_duration
-    raw = os.environ.get("GRIDXFER_PROGRESS_EVERY", "").strip()
-    if not raw:
-        return 30.0
-    value = parse_within(raw, parse_duration, MAX_WINDOW, "GRIDXFER_PROGRESS_EVERY")
-    if value <= 0:
-        raise UsageError(f"GRIDXFER_PROGRESS_EVERY={raw!r}: must be more than 0")
-    return value
+    """``GRIDXFER_PROGRESS_EVERY`` (a duration: 30s, 5m), else 30 s (``envsettings``: a bad
+    value was refused when the command started)."""
+    from gridxfer import envsettings
+    return envsettings.quantity("GRIDXFER_PROGRESS_EVERY")
 
 
 def journal_names(campaign: str) -> dict[str, str]:

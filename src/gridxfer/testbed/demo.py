@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from gridxfer import envsettings
 from gridxfer.errors import UsageError
-from gridxfer.units import fmt_bytes, parse_size
+from gridxfer.units import fmt_bytes
 
 OUT = Path("demo-out").resolve()
 CAMPAIGN = "demo-t0-t1"
@@ -244,11 +244,8 @@ def data_set() -> tuple[int, int]:
     """(files, bytes each) of ``GRIDXFER_DEMO_FILES`` and ``GRIDXFER_DEMO_SIZE``; a
     UsageError for a value the demo cannot take (and for any bad GRIDXFER_* number)."""
     envsettings.check()
-    raw = os.environ.get("GRIDXFER_DEMO_SIZE", "").strip() or "64MB"
-    size = parse_size(raw)
-    if size <= 0:
-        raise UsageError(f"GRIDXFER_DEMO_SIZE={raw!r}: must be more than 0")
-    return envsettings.count("GRIDXFER_DEMO_FILES"), size
+    return (envsettings.count("GRIDXFER_DEMO_FILES"),
+            int(envsettings.quantity("GRIDXFER_DEMO_SIZE")))
 
 
 def main() -> int:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gridxfer import state
+from gridxfer import envsettings, state
 from gridxfer.errors import UsageError
 from gridxfer.testbed import inventory as inv_mod
 from gridxfer.testbed import netbuild, netns, netservices
@@ -45,7 +44,7 @@ from gridxfer.testbed.topology import load
 STATE_NAME = "netgrid.json"
 LOCAL = "local"                 # this machine (root namespace) as a grid host
 TAG_ENV = "GRIDXFER_NS_TAG"     # per-run suffix of every name the grid creates
-_TAG_RE = re.compile(r"[a-z0-9]{1,8}")
+_TAG_RE, _TAG_FORM = envsettings.FORMS[TAG_ENV]
 Notify = Callable[[str], None]
 
 
@@ -80,7 +79,7 @@ def ns_tag() -> str:
     """``$GRIDXFER_NS_TAG`` ("" when unset); a bad value is a usage error."""
     tag = os.environ.get(TAG_ENV, "")
     if tag and not _TAG_RE.fullmatch(tag):
-        raise UsageError(f"{TAG_ENV}={tag!r}: must be 1-8 chars of [a-z0-9]")
+        raise UsageError(f"{TAG_ENV}={tag!r}: must be {_TAG_FORM}")
     return tag
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 
+from gridxfer import state as gstate
 from gridxfer.errors import SpecError, UsageError
 from gridxfer.tuning.rules import check_nic, check_sysctl
 
@@ -77,9 +78,8 @@ class Profile:
 
 def search_path() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("GRIDXFER_PROFILE_PATH", "").split(":") if p]
-    home = os.environ.get("GRIDXFER_HOME")
-    if home:
-        dirs.append(Path(home) / "profiles")
+    if os.environ.get(gstate.HOME_ENV):
+        dirs.append(gstate.root() / "profiles")
     dirs.append(BUNDLED_DIR)
     return dirs
 
