@@ -73,11 +73,12 @@ BAD_ARGS = [
     (["tune", "advise", "--bandwidth", "fast", "--rtt", "18ms"], "not a bit rate: 'fast'"),
     (["tune", "advise", "--bandwidth", "1G", "--rtt", "soon"], "not a duration: 'soon'"),
     (["tune", "advise", "--bandwidth", "1G", "--rtt", "18ms", "--streams", "0"],
-     "--streams must be at least 1"),
+     "Invalid value for '--streams': 0 is below 1"),
     (["tune", "advise", "--bandwidth", "1G", "--rtt", "18ms", "--write-profile", "x.txt"],
-     "must end in .conf"),
+     "Invalid value for '--write-profile': x.txt: must end in .conf"),
     (["tune", "plan", "--rate", "lots"], "not a byte rate: 'lots'"),
-    (["tune", "plan", "--rate", "0MB/s"], "--rate must be positive"),
+    (["tune", "plan", "--rate", "0MB/s"],
+     "Invalid value for '--rate': '0MB/s': must be more than 0"),
     (["tune", "plan", "--rate", "200MB/s", "--tape-drive-rate", "20-15MB/s"], "low > high"),
     (["tune", "plan", "--rate", "200MB/s", "--buffer", "big"], "not a size: 'big'"),
 ]
@@ -163,11 +164,11 @@ def test_advise_shows_the_sc_arithmetic_and_writes_a_profile(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("bandwidth,rtt,message", [
-    ("10", "18ms", "--bandwidth 10: a number needs its unit, e.g. --bandwidth 10Gbit/s"),
-    ("10Gbit/s", "18", "--rtt 18: a number needs its unit, e.g. --rtt 18ms"),
-    ("10", "18", "--bandwidth 10: a number needs its unit"),
-    ("1e10", "18ms", "--bandwidth 1e10: a number needs its unit"),
-    ("10Gbit/s", " 0.018 ", "--rtt 0.018: a number needs its unit"),
+    ("10", "18ms", "'--bandwidth': 10: a number needs its unit, e.g. 10Gbit/s"),
+    ("10Gbit/s", "18", "'--rtt': 18: a number needs its unit, e.g. 18ms"),
+    ("10", "18", "'--bandwidth': 10: a number needs its unit"),
+    ("1e10", "18ms", "'--bandwidth': 1e10: a number needs its unit"),
+    ("10Gbit/s", " 0.018 ", "'--rtt': 0.018: a number needs its unit"),
 ])
 def test_advise_refuses_numbers_without_units(capsys, bandwidth, rtt, message):
     """`--bandwidth 10 --rtt 18` meant 10 bit/s and 18 s, and advised a maximum buffer below

@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 import click
 
-from gridxfer.errors import Interrupted, PartialFailure, UsageError
-from gridxfer.limits import MAX_BYTERATE, MAX_WINDOW, parse_within, require
+from gridxfer.cli import campaign_alerts
+from gridxfer.errors import Interrupted, PartialFailure
 from gridxfer.movers.names import printable
 from gridxfer.redact import redact, redact_obj
-from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_duration
+from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 
 
 def _echo_json(obj: Any) -> None:
@@ -35,89 +35,10 @@ def group() -> None:
     """Run, resume and report bulk transfer campaigns."""
 
 
-def _alert_options(f: Callable) -> Callable:
-    opts = [
-        click.option("--alert-cmd-file", type=click.Path(dir_okay=False), default=None,
-                     help="Nagios external command file for passive throughput alerts."),
-        click.option("--on-drop", "on_drop", default=None, metavar="CMD",
-                     help="Command run (no shell) when throughput drops or recovers."),
-        click.option("--alert-floor", default=None, metavar="RATE",
-                     help="Alert when the aggregate rate stays below this (MB/s, or e.g. 20MB/s)."),
-        click.option("--alert-baseline", type=float, default=None, metavar="FRACTION",
-                     help="Alert when the rate stays below FRACTION x its moving baseline."),
-        click.option("--alert-window", default="60s", show_default=True, metavar="DURATION",
-                     help="How long the rate must stay low before an alert."),
-        click.option("--alert-host", default=None, metavar="HOST",
-                     help="Nagios host of the passive results (default: this host's name)."),
-        click.option("--alert-tape-backlog", type=click.IntRange(min=0), default=None,
-                     metavar="FILES", help="Tape alert (service gridxfer_tape): WARNING when "
-                     "more files than this wait for tape for a whole --alert-window."),
-        click.option("--alert-tape-wait", default=None, metavar="DURATION",
-                     help="Tape alert: CRITICAL when a file waits for tape longer than this."),
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
-
-
-def _alerter(name: str, kw: dict[str, Any]):
-    cmd_file, on_drop = kw.get("alert_cmd_file"), kw.get("on_drop")
-    floor, base = kw.get("alert_floor"), kw.get("alert_baseline")
-    if not (cmd_file or on_drop):
-        if floor or base or kw.get("alert_host"):
-            raise UsageError("--alert-floor/--alert-baseline/--alert-host need --alert-cmd-file "
-                             "or --on-drop")
-        return None
-    tape = kw.get("alert_tape_backlog") is not None or kw.get("alert_tape_wait") is not None
-    if floor is None and base is None and tape:
-        return None                     # tape alerts only (_tape_alerter)
-    if floor is None and base is None:
-        raise UsageError("alerts need a threshold: --alert-floor RATE, --alert-baseline "
-                         "FRACTION, --alert-tape-backlog FILES or --alert-tape-wait DURATION")
-    try:
-        from gridxfer.monitoring.alerts import DropAlerter
-    except ImportError as exc:
-        raise UsageError(f"throughput alerts are not available: {exc}") from None
-    floor_bps = None
-    if floor is not None:
-        text = str(floor).strip()
-        plain = text.isascii() and text.replace(".", "", 1).isdigit()      # MB/s
-        floor_bps = parse_byterate(f"{text}MB/s" if plain else text)
-        require(floor_bps, MAX_BYTERATE, "--alert-floor", text)
-    from pathlib import Path
-    window = parse_within(kw.get("alert_window") or "60s", parse_duration, MAX_WINDOW,
-                          "--alert-window")
-    return DropAlerter(campaign=name, floor_bytes_per_s=floor_bps, baseline_fraction=base,
-                       window=window, host=kw.get("alert_host"),
-                       cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
-
-
-def _tape_alerter(name: str, kw: dict[str, Any]):
-    """The tape alert (monitoring/tapealerts.py), through the same passive-result path."""
-    backlog, wait = kw.get("alert_tape_backlog"), kw.get("alert_tape_wait")
-    if backlog is None and wait is None:
-        return None
-    cmd_file, on_drop = kw.get("alert_cmd_file"), kw.get("on_drop")
-    if not (cmd_file or on_drop):
-        raise UsageError("--alert-tape-backlog/--alert-tape-wait need --alert-cmd-file or "
-                         "--on-drop")
-    from pathlib import Path
-    from gridxfer.monitoring.alerts import DropAlerter
-    from gridxfer.monitoring.tapealerts import SERVICE, TapeAlerter
-    window = parse_within(kw.get("alert_window") or "60s", parse_duration, MAX_WINDOW,
-                          "--alert-window")
-    max_wait = (parse_within(wait, parse_duration, MAX_WINDOW, "--alert-tape-wait")
-                if wait is not None else None)
-    sender = DropAlerter(campaign=name, floor_bytes_per_s=None, baseline_fraction=None,
-                         window=window, host=kw.get("alert_host"), service=SERVICE,
-                         cmd_file=Path(cmd_file) if cmd_file else None, on_drop=on_drop)
-    return TapeAlerter(sender, max_backlog=backlog, max_wait=max_wait, window=window)
-
-
 def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool,
              kw: dict[str, Any], selector: str | None):
-    alerter = _alerter(name, kw)
-    tape_alerter = _tape_alerter(name, kw)
+    alerter = campaign_alerts.throughput_alerter(name, kw)
+    tape_alerter = campaign_alerts.tape_alerter(name, kw)
     observers: list[Callable] = []
     if alerter is not None:
         observers.append(lambda snap: alerter.observe(time.time(), snap.rate))
@@ -212,7 +133,7 @@ def _render_result(r, as_json: bool) -> None:
               help="Who moves the files: this host (local) or an FTS3 server (fts3).")
 @click.option("--fts3", "fts3", default=None, metavar="URL",
               help="The FTS3 REST endpoint (https://host:8446); implies --engine fts3.")
-@_alert_options
+@campaign_alerts.options
 def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_probe: bool,
             selector: str | None, replace: bool, engine: str | None, fts3: str | None,
             **kw: Any) -> None:
@@ -250,7 +171,7 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_
 @click.option("--reload", "reload", is_flag=True,
               help="Apply the campaign file's safe edits (overwrite, retries, timeout, "
                    "concurrency, tokens); refuse the file if it has others.")
-@_alert_options
+@campaign_alerts.options
 def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_run: bool,
                retry_failed: bool, retry_cancelled: bool, reload: bool, **kw: Any) -> None:
     """Continue campaign NAME after an interruption or a crash.

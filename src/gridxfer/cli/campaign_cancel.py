@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import click
 
-from gridxfer.limits import MAX_DURATION, parse_within
-from gridxfer.units import parse_duration
+from gridxfer.cli import params
+from gridxfer.limits import MAX_DURATION
 from gridxfer.cli.campaign import _echo, _echo_json, group
 
 
 @group.command("cancel")
 @click.argument("name")
 @click.option("--wait", "wait", default="60s", show_default=True, metavar="DURATION",
+              type=params.duration(MAX_DURATION, zero=True),
               help="How long to wait for a running campaign to stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
+def cancel_cmd(name: str, wait: float, as_json: bool) -> None:
     """Stop campaign NAME, or cancel its pending files.
 
     \b
@@ -23,7 +24,7 @@ def cancel_cmd(name: str, wait: str, as_json: bool) -> None:
     Not running: what an earlier run left is cleaned up and every pending file is
     marked cancelled; `resume --retry-cancelled` brings them back."""
     from gridxfer.campaign.cancel import cancel_campaign
-    r = cancel_campaign(name, wait=parse_within(wait, parse_duration, MAX_DURATION, "--wait"))
+    r = cancel_campaign(name, wait=wait)
     if as_json:
         _echo_json(r.to_dict())
     elif r.stopped_pid is not None:

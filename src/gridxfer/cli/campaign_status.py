@@ -11,7 +11,8 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-from gridxfer.errors import UsageError
+from gridxfer.cli import params
+from gridxfer.limits import MAX_DURATION
 from gridxfer.movers.names import printable
 from gridxfer.units import fmt_bytes
 from gridxfer.cli.campaign import _echo, _echo_json, group
@@ -29,7 +30,7 @@ def _filter_options(f: Callable) -> Callable:
         click.option("--endpoint", default=None, metavar="NAME",
                      help="Only this destination endpoint: its name or URL, or a glob."),
         click.option("--failed", is_flag=True, help="Only files that failed (and list them)."),
-        click.option("--since", default=None, metavar="WHEN",
+        click.option("--since", default=None, metavar="WHEN", type=params.Since(MAX_DURATION),
                      help="Only what changed since WHEN: a duration ago (2h, 30m) or an "
                           "ISO 8601 time (2026-11-24T10:00Z; without a zone: local time)."),
     ]
@@ -38,28 +39,9 @@ def _filter_options(f: Callable) -> Callable:
     return f
 
 
-def _filters(tier: str | None, endpoint: str | None, failed: bool, since: str | None):
+def _filters(tier: str | None, endpoint: str | None, failed: bool, since: float | None):
     from gridxfer.campaign.report.filters import Filters
-    return Filters(tier=tier, endpoint=endpoint, failed=failed,
-                   since=parse_since(since) if since is not None else None)
-
-
-def parse_since(text: str) -> float:
-    """``2h`` (that long ago) or an ISO 8601 time, as unix time; UsageError otherwise."""
-    from datetime import datetime
-    from gridxfer.limits import MAX_DURATION, parse_within
-    from gridxfer.units import parse_duration
-    t = text.strip()
-    if t[:1].isdigit() and not any(c in t for c in "-:T"):
-        try:
-            return time.time() - parse_within(t, parse_duration, MAX_DURATION, "--since")
-        except UsageError as exc:
-            raise UsageError(f"--since: {exc}") from None
-    try:
-        return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
-    except (ValueError, OverflowError, OSError):
-        raise UsageError(f"--since {text!r}: not a duration (2h) or an ISO 8601 time "
-                         f"(2026-11-24T10:00Z)") from None
+    return Filters(tier=tier, endpoint=endpoint, failed=failed, since=since)
 
 
 @group.command("status")
@@ -69,7 +51,7 @@ def parse_since(text: str) -> float:
               help="Current concurrency per link and the optimizer's reason.")
 @_filter_options
 def status_cmd(name: str, as_json: bool, links: bool, tier: str | None, endpoint: str | None,
-               failed: bool, since: str | None) -> None:
+               failed: bool, since: float | None) -> None:
     """Files and bytes per state and tier of campaign NAME.
 
     "in flight" counts files handed to a worker: moving data, being verified, or (small
@@ -144,11 +126,11 @@ def _failed_lines(rows, names: dict[str, str], out: Callable[[str], None]) -> No
 @group.command("report")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema 1).")
-@click.option("--png", "png", type=click.Path(dir_okay=False), default=None,
+@click.option("--png", "png", type=params.NewFile(), default=None,
               help="Write a throughput timeline PNG to this file.")
 @_filter_options
 def report_cmd(name: str, as_json: bool, png: str | None, tier: str | None,
-               endpoint: str | None, failed: bool, since: str | None) -> None:
+               endpoint: str | None, failed: bool, since: float | None) -> None:
     """Throughput statistics per link and endpoint, distribution, shares over time."""
     from gridxfer.campaign.report.png import write_png
     from gridxfer.campaign.report.summary import build_report

@@ -20,18 +20,19 @@ from collections.abc import Iterator
 
 import click
 
+from gridxfer.cli import params
 from gridxfer.errors import GridxferError, Interrupted, PartialFailure, UsageError
-from gridxfer.limits import MAX_DURATION, MAX_STREAMS, parse_within, require
+from gridxfer.limits import MAX_DURATION, MAX_STREAMS
 from gridxfer.movers.names import printable, valid_utf8
 from gridxfer.redact import redact, redact_obj
-from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_duration
+from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 
 
 @click.command(name="copy")
 @click.argument("args", nargs=-1, required=True, metavar="SRC... DST")
 @click.option("-f", "--force", is_flag=True, help="Overwrite an existing destination.")
-@click.option("-p", "--streams", "-n", "--nbstreams", "-S", "streams", default="1",
-              show_default=True, metavar="N",
+@click.option("-p", "--streams", "-n", "--nbstreams", "-S", "streams", default=1,
+              show_default=True, metavar="N", type=params.Whole(MAX_STREAMS),
               help="TCP streams for the transfer (where the protocol has them); -n is "
                    "gfal-copy's, -S xrdcp's.")
 @click.option("-K", "--checksum", "checksum", default=None, metavar="ADLER32[:VALUE]",
@@ -42,6 +43,7 @@ from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_duration
                                 case_sensitive=False),
               help="Where the checksum is compared (target = destination).")
 @click.option("-t", "--timeout", default="1h", show_default=True, metavar="DURATION",
+              type=params.duration(MAX_DURATION),
               help="Give up on a transfer after this long.")
 @click.option("--tpc", is_flag=True, help="Third-party copy: server to server, no data "
                                          "through this host (root->root, gsiftp->gsiftp).")
@@ -50,8 +52,8 @@ from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_duration
 @click.option("-q", "--quiet", "-s", "--silent", "quiet", is_flag=True,
               help="No progress and no summary; errors only (-s: xrdcp's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None,
-          checksum_mode: str, timeout: str, tpc: bool, dry_run: bool, quiet: bool,
+def group(args: tuple[str, ...], force: bool, streams: int, checksum: str | None,
+          checksum_mode: str, timeout: float, tpc: bool, dry_run: bool, quiet: bool,
           as_json: bool) -> None:
     """Copy SRC to DST (or several SRCs into the directory DST) with the campaign's
     integrity: a hidden temporary name, size and adler32 compared, then the rename; on
@@ -67,11 +69,9 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
     from gridxfer.movers.base import TransferParams
     if len(args) < 2:
         raise click.UsageError("give a source and a destination: gridxfer copy SRC... DST")
-    n_streams = require(_int(streams, "-p/--streams"), MAX_STREAMS, "-p/--streams", streams)
     algo, verify, expected = onecopy.checksum_params(checksum, checksum_mode)
-    params = TransferParams(streams=n_streams, timeout=parse_within(
-        timeout, parse_duration, MAX_DURATION, "-t/--timeout"), checksum=algo, verify=verify,
-        expected_checksum=expected, overwrite=force, third_party=tpc)
+    transfer = TransferParams(streams=streams, timeout=timeout, checksum=algo, verify=verify,
+                              expected_checksum=expected, overwrite=force, third_party=tpc)
     for a in args:
         if not valid_utf8(a):          # bytes that are not UTF-8: gfal2 and XrdCl take UTF-8
             raise UsageError(f"{printable(a.encode('utf-8', 'backslashreplace').decode())}: "
@@ -82,11 +82,11 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
     results = []
     for src, dst in pairs:
         if dry_run:
-            r = onecopy.dry_run_one(src, dst, params)
+            r = onecopy.dry_run_one(src, dst, transfer)
         else:
             with _cancel_on_signal() as cancel:
                 show = not (quiet or as_json) and sys.stderr.isatty()
-                r = onecopy.copy_one(src, dst, onecopy.with_cancel(params, cancel),
+                r = onecopy.copy_one(src, dst, onecopy.with_cancel(transfer, cancel),
                                      progress=_Progress(src) if show else None)
                 if show:
                     click.echo(err=True)
@@ -99,16 +99,6 @@ def group(args: tuple[str, ...], force: bool, streams: str, checksum: str | None
     if as_json:
         click.echo(json.dumps(redact_obj([r.to_dict() for r in results]), indent=2))
     _exit(results)
-
-
-def _int(text: str, option: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a whole number", param_hint=option) from None
-    if value < 1:
-        raise click.BadParameter(f"{value} is below 1", param_hint=option)
-    return value
 
 
 def _resolve(arg: str) -> str:

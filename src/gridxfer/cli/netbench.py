@@ -5,28 +5,18 @@ import json
 
 import click
 
-from gridxfer.limits import (IPERF3_MAX_DURATION, IPERF3_MAX_OMIT, IPERF3_MAX_STREAMS, MAX_BITRATE,
-                      parse_within)
-from gridxfer.units import parse_bitrate, parse_duration
+from gridxfer.cli import params
+from gridxfer.limits import IPERF3_MAX_DURATION, IPERF3_MAX_OMIT, IPERF3_MAX_STREAMS, MAX_BITRATE
 
 _STREAMS = click.IntRange(1, IPERF3_MAX_STREAMS)
+_DURATION = params.duration(IPERF3_MAX_DURATION)
+_OMIT = params.duration(IPERF3_MAX_OMIT, zero=True)
+_BITRATE = params.bitrate(MAX_BITRATE)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
 def _mbit(bps: float | None) -> str:
     return "-" if bps is None else f"{bps / 1e6:.1f}"
-
-
-def _duration(raw: str) -> float:
-    return parse_within(raw, parse_duration, IPERF3_MAX_DURATION, "--duration")
-
-
-def _omit(raw: str) -> float:
-    return parse_within(raw, parse_duration, IPERF3_MAX_OMIT, "--omit")
-
-
-def _bitrate(raw: str, option: str) -> float:
-    return parse_within(raw, parse_bitrate, MAX_BITRATE, option)
 
 
 def _path_line(path) -> str:
@@ -78,34 +68,38 @@ def group() -> None:
 @click.argument("src")
 @click.argument("dst")
 @click.option("--streams", "-P", type=_STREAMS, default=1, show_default=True)
-@click.option("--duration", "-t", default="10s", show_default=True, help="Length of each run.")
+@click.option("--duration", "-t", default="10s", show_default=True, type=_DURATION,
+              help="Length of each run.")
 @click.option("--repeat", "-r", type=click.IntRange(1, 1000), default=1, show_default=True)
-@click.option("--omit", default="0s", show_default=True, help="Skip this much slow start.")
+@click.option("--omit", default="0s", show_default=True, type=_OMIT,
+              help="Skip this much slow start.")
 @click.option("--histogram", "histogram_of", type=click.Choice(["intervals", "runs"]),
               default="intervals", show_default=True, help="What the distribution bins.")
-@click.option("--bin-width", default=None, help="Bin width, e.g. 25Mbit (default: automatic).")
+@click.option("--bin-width", default=None, type=_BITRATE,
+              help="Bin width, e.g. 25Mbit (default: automatic).")
 @_JSON
 def tcp(src, dst, streams, duration, repeat, omit, histogram_of, bin_width, as_json) -> None:
     """TCP throughput SRC -> DST: min/avg/max/stddev and a frequency distribution."""
     from gridxfer.netbench import bench
-    res = bench.tcp(src, dst, streams=streams, duration=_duration(duration), repeat=repeat,
-                    omit=_omit(omit), histogram_of=histogram_of,
-                    bin_width_bps=_bitrate(bin_width, "--bin-width") if bin_width else None)
+    res = bench.tcp(src, dst, streams=streams, duration=duration, repeat=repeat,
+                    omit=omit, histogram_of=histogram_of,
+                    bin_width_bps=bin_width)
     _emit(res, as_json, _tcp_lines)
 
 
 @group.command()
 @click.argument("src")
 @click.argument("dst")
-@click.option("--rate", "-b", required=True, help="Offered load, e.g. 100Mbit.")
-@click.option("--duration", "-t", default="10s", show_default=True)
-@click.option("--length", "-l", type=int, default=1400, show_default=True,
+@click.option("--rate", "-b", required=True, type=_BITRATE, help="Offered load, e.g. 100Mbit.")
+@click.option("--duration", "-t", default="10s", show_default=True, type=_DURATION)
+@click.option("--length", "-l", type=click.IntRange(64, 65000), default=1400,
+              show_default=True,
               help="Datagram payload bytes.")
 @_JSON
 def udp(src, dst, rate, duration, length, as_json) -> None:
     """UDP datagrams sent and lost SRC -> DST at a given rate."""
     from gridxfer.netbench import bench
-    res = bench.udp(src, dst, rate_bps=_bitrate(rate, "--rate"), duration=_duration(duration),
+    res = bench.udp(src, dst, rate_bps=rate, duration=duration,
                     length=length)
 
     def render(r):
@@ -138,12 +132,12 @@ def rtt(src, dst, count, as_json) -> None:
 @group.command()
 @click.argument("hosts", nargs=-1)
 @click.option("--streams", "-P", type=_STREAMS, default=1, show_default=True)
-@click.option("--duration", "-t", default="3s", show_default=True)
+@click.option("--duration", "-t", default="3s", show_default=True, type=_DURATION)
 @_JSON
 def matrix(hosts, streams, duration, as_json) -> None:
     """TCP throughput (Mbit/s) for every ordered pair of HOSTS (default: all)."""
     from gridxfer.netbench import bench
-    res = bench.matrix(list(hosts) or None, streams=streams, duration=_duration(duration))
+    res = bench.matrix(list(hosts) or None, streams=streams, duration=duration)
 
     def render(r):
         width = max(9, *(len(h) for h in r.hosts))
@@ -163,10 +157,11 @@ def matrix(hosts, streams, duration, as_json) -> None:
 @click.option("--before", required=True, help="Tuning profile measured first (baseline).")
 @click.option("--after", required=True, help="Tuning profile measured second.")
 @click.option("--streams", "-P", type=_STREAMS, default=1, show_default=True)
-@click.option("--duration", "-t", default="10s", show_default=True)
+@click.option("--duration", "-t", default="10s", show_default=True, type=_DURATION)
 @click.option("--repeat", "-r", type=click.IntRange(1, 1000), default=3, show_default=True)
-@click.option("--omit", default="0s", show_default=True)
-@click.option("--png", type=click.Path(dir_okay=False), default=None,
+@click.option("--omit", default="0s", show_default=True, type=_OMIT,
+              help="Skip this much slow start.")
+@click.option("--png", type=params.NewFile(), default=None,
               help="Write a histogram of both distributions here.")
 @click.option("--dry-run", is_flag=True, help="Show what each profile would set; measure nothing.")
 @_JSON
@@ -190,8 +185,8 @@ def compare(src, dst, before, after, streams, duration, repeat, omit, png, dry_r
                                f"{it['expected']} ({it['status']})")
         return
     res = cmp.compare(src, dst, before=before, after=after, streams=streams,
-                      duration=_duration(duration), repeat=repeat,
-                      omit=_omit(omit), png=png)
+                      duration=duration, repeat=repeat,
+                      omit=omit, png=png)
 
     def render(r):
         b, a = r.before.result, r.after.result

@@ -11,18 +11,17 @@ import json
 import os
 import shlex
 import subprocess
-from collections.abc import Callable
 from types import ModuleType
-from typing import TypeVar
 
 import click
 
 from gridxfer import state
+from gridxfer.cli import params
 from gridxfer.errors import UsageError
 from gridxfer.testbed import inventory as inv_mod
 from gridxfer.testbed.inventory import Inventory, TestbedError
-from gridxfer.limits import MAX_BYTERATE, MAX_DURATION, MAX_SIZE, parse_within
-from gridxfer.units import fmt_bytes, fmt_rate, parse_byterate, parse_duration, parse_size
+from gridxfer.limits import MAX_BYTERATE, MAX_DURATION, MAX_SIZE
+from gridxfer.units import fmt_bytes, fmt_rate
 
 TOKEN_FILE = "bearer-token"       # $GRIDXFER_HOME/testbed/bearer-token, written by `env`
 
@@ -74,12 +73,14 @@ def group() -> None:
 @click.argument("topology", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
 @click.option("--throttle", "throttles", multiple=True, metavar="NAME=RATE",
+              type=params.Pair(params.byterate(MAX_BYTERATE)),
               help="Local grid: cap xrootd server NAME at RATE (e.g. t1a-xrd2=20MB/s). Repeatable.")
 @click.option(
     "--size-limit",
     "limits",
     multiple=True,
     metavar="NAME=SIZE",
+    type=params.Pair(params.size(MAX_SIZE)),
     help="Local grid: give server NAME a tmpfs data dir of SIZE (e.g. t1b-xrd=50MB; root).",
 )
 @click.option(
@@ -89,8 +90,8 @@ def group() -> None:
     help="Local grid: add t2-tok1, t2-tok2 (tokens: davs + ztn) and t2-gsi (roots:// GSI).",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be started; start nothing.")
-def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limits: tuple[str, ...],
-           with_auth: bool, dry_run: bool) -> None:
+def up_cmd(topology: str | None, as_json: bool, throttles: tuple[tuple[str, float], ...],
+           limits: tuple[tuple[str, float], ...], with_auth: bool, dry_run: bool) -> None:
     """Start the testbed: the local loopback grid, or TOPOLOGY (netns tiers)."""
     if topology and (throttles or limits or with_auth):
         raise UsageError(
@@ -108,28 +109,14 @@ def up_cmd(topology: str | None, as_json: bool, throttles: tuple[str, ...], limi
     _render_inventory(inv, as_json)
 
 
-_N = TypeVar("_N", int, float)
-
-
-def _pairs(items: tuple[str, ...], option: str, parse: Callable[[str], _N]) -> dict[str, _N]:
-    out: dict[str, _N] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"{option} {item!r}: expected NAME=VALUE")
-        out[name] = parse(value)
-    return out
-
-
-def _local_spec(throttles: tuple[str, ...], limits: tuple[str, ...], with_auth: bool = False):
+def _local_spec(throttles: tuple[tuple[str, float], ...] = (),
+                limits: tuple[tuple[str, float], ...] = (), with_auth: bool = False):
     import dataclasses
 
     from gridxfer.testbed.localgrid import AUTH_SERVERS, DEFAULT_SERVERS, LocalGridSpec
     servers = DEFAULT_SERVERS + (AUTH_SERVERS if with_auth else ())
-    rates = _pairs(throttles, "--throttle",
-                   lambda v: parse_within(v, parse_byterate, MAX_BYTERATE, "--throttle"))
-    sizes = _pairs(limits, "--size-limit",
-                   lambda v: parse_within(v, parse_size, MAX_SIZE, "--size-limit"))
+    rates = dict(throttles)
+    sizes = {name: int(size) for name, size in limits}
     names = {s.name for s in servers}
     for name in [*rates, *sizes]:
         if name not in names:
@@ -226,8 +213,9 @@ def status_cmd(as_json: bool) -> None:
 
 @group.command("env")
 @click.option("--token-lifetime", default="12h", show_default=True, metavar="DURATION",
+              type=params.duration(MAX_DURATION),
               help="Lifetime of the bearer token written for the clients.")
-def env_cmd(token_lifetime: str) -> None:
+def env_cmd(token_lifetime: float) -> None:
     """Print `export K=V` lines for clients; use with: eval "$(gridxfer testbed env)".
 
     \b
@@ -236,7 +224,7 @@ def env_cmd(token_lifetime: str) -> None:
     BEARER_TOKEN_FILE (read by XRootD's ztn); BEARER_TOKEN is set from that file for
     gfal2, which reads only BEARER_TOKEN. The token itself is never printed."""
     from gridxfer.testbed import tokens as tok_mod
-    lifetime = parse_within(token_lifetime, parse_duration, MAX_DURATION, "--token-lifetime")
+    lifetime = token_lifetime
     inv = inv_mod.load_inventory()
     for key, value in sorted(inv.client_env().items()):
         click.echo(f"export {key}={shlex.quote(value)}")
@@ -254,17 +242,16 @@ def env_cmd(token_lifetime: str) -> None:
 @click.option("--scope", "scopes", multiple=True, metavar="SCOPE",
               help="A WLCG scope such as storage.read:/ or storage.create:/sub (repeatable; "
                    "default storage.read:/). Paths are relative to the servers' /data.")
-@click.option("--lifetime", default="1h", show_default=True, metavar="DURATION")
+@click.option("--lifetime", default="1h", show_default=True, metavar="DURATION",
+              type=params.duration(MAX_DURATION), help="How long the token is valid.")
 @click.option("--audience", default=None, help="aud claim (default: the testbed's servers).")
 @click.option("--subject", default=None, help="sub claim (default: gridxfer-tester).")
-def token_cmd(scopes: tuple[str, ...], lifetime: str, audience: str | None,
+def token_cmd(scopes: tuple[str, ...], lifetime: float, audience: str | None,
               subject: str | None) -> None:
     """Print a bearer token signed by the testbed's issuer (WLCG profile), e.g.
     BEARER_TOKEN=$(gridxfer testbed token --scope storage.create:/up --lifetime 10m)."""
     from gridxfer.testbed import tokens as tok_mod
-    seconds = parse_within(lifetime, parse_duration, MAX_DURATION, "--lifetime")
-    if seconds <= 0:
-        raise UsageError(f"--lifetime {lifetime!r}: must be positive")
+    seconds = lifetime
     wanted = tok_mod.check_scopes(scopes or ("storage.read:/",))
     issuer = tok_mod.grid_issuer(inv_mod.load_inventory())
     if issuer is None:

@@ -51,7 +51,7 @@ def test_token_defaults_to_read_everything_for_an_hour(issuer, capsys):
     (["--scope", "storage.read"], "a storage scope needs a path"),
     (["--scope", "storage.create:sub"], "a storage scope needs a path"),
     (["--scope", " "], "at least one scope"),
-    (["--lifetime", "0s"], "must be positive"),
+    (["--lifetime", "0s"], "Invalid value for '--lifetime': '0s': must be more than 0"),
     (["--lifetime", "8d"], "--lifetime"),
     (["--lifetime", "soon"], "soon"),
 ])
