@@ -59,8 +59,8 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         module = importlib.import_module(f"gridxfer.cli.{SUBCOMMANDS[name][0]}")
-        from gridxfer.cli import complete, logs
-        return complete.attach(logs.add_to(module.group))
+        from gridxfer.cli import complete, examples, logs
+        return complete.attach(logs.add_to(examples.attach(module.group, name)))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, help_) in sorted(SUBCOMMANDS.items())]

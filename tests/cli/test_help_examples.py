@@ -1,0 +1,116 @@
+"""Every command's --help has an "Examples:" section (cli/examples.py), and every example
+in it is a command line that command takes: its options exist, its values are of their
+types, no argument is missing or extra. One walk over the whole click tree, so a new
+command without examples, or an option renamed under an example, fails here."""
+from __future__ import annotations
+
+import re
+import shlex
+
+import click
+import pytest
+
+from gridxfer.cli.examples import EXAMPLES
+from gridxfer.cli.main import cli
+
+
+def _leaves() -> dict[str, tuple[click.Command, click.Context]]:
+    out: dict[str, tuple[click.Command, click.Context]] = {}
+
+    def walk(cmd: click.Command, path: str, ctx: click.Context) -> None:
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                assert sub is not None, name
+                walk(sub, f"{path} {name}".strip(),
+                     click.Context(sub, parent=ctx, info_name=name))
+        else:
+            out[path] = (cmd, ctx)
+    walk(cli, "", click.Context(cli, info_name="gridxfer"))
+    return out
+
+
+LEAVES = _leaves()
+
+
+def _section(path: str) -> list[str]:
+    cmd, ctx = LEAVES[path]
+    text = cmd.get_help(ctx)
+    assert "\n  Examples:\n" in text, f"gridxfer {path} --help has no Examples: section"
+    return text.split("\n  Examples:\n", 1)[1].split("\nOptions:", 1)[0].splitlines()
+
+
+def _command_lines(lines: list[str]) -> list[str]:
+    """The example's shell lines: continuations joined, comments off."""
+    joined, out = "", []
+    for line in (ln.strip() for ln in lines):
+        if not line or line.startswith("#"):
+            continue
+        joined += line
+        if joined.endswith("\\"):
+            joined = joined[:-1] + " "
+            continue
+        out.append(joined.split("  #", 1)[0].strip())
+        joined = ""
+    return out
+
+
+def _invocations(line: str) -> list[list[str]]:
+    """Each `gridxfer ...` in a shell line (also inside $(...) or after a pipe)."""
+    return [shlex.split(m.group(1)) for m in re.finditer(r"\bgridxfer ([^|&;>)\"]+)", line)]
+
+
+def _parse(path: str, args: list[str]) -> None:
+    """``args`` through ``path``'s own parser, and each value through its type (a file's
+    path is not looked at: the example's files are a site's, not this machine's)."""
+    cmd, parent = LEAVES[path]
+    ctx = click.Context(cmd, info_name=path.split()[-1], parent=parent.parent,
+                        **cmd.context_settings)
+    values, rest, _ = cmd.make_parser(ctx).parse_args(args=list(args))
+    assert not rest, f"gridxfer {path}: extra arguments {rest}"
+    for param in cmd.params:
+        value = values.get(param.name)
+        if value is None or not isinstance(value, (str, list, tuple, bool, int)):
+            assert not param.required, f"gridxfer {path}: {param.name} missing"
+            continue
+        if not isinstance(param.type, click.Path):
+            param.type_cast_value(ctx, value)
+
+
+@pytest.mark.parametrize("path", sorted(LEAVES))
+def test_every_command_has_examples_of_itself(path):
+    commands = [shlex.split(line) for line in _command_lines(_section(path))]
+    assert any(" ".join(argv).find(f"gridxfer {path}") >= 0 for argv in commands), \
+        f"no example of gridxfer {path} in its --help"
+
+
+@pytest.mark.parametrize("path", sorted(LEAVES))
+def test_every_example_parses_against_its_command(path):
+    n = 0
+    for line in _command_lines(_section(path)):
+        for argv in _invocations(line):
+            sub = max((p for p in LEAVES if argv[:len(p.split())] == p.split()),
+                      key=len, default=None)
+            assert sub is not None, f"not a gridxfer command: {line}"
+            try:
+                _parse(sub, argv[len(sub.split()):])
+            except click.ClickException as exc:
+                pytest.fail(f"{line}: {exc.format_message()}")
+            n += 1
+    assert n >= 1
+
+
+def test_every_example_names_a_command_and_fits_the_help_width():
+    assert set(EXAMPLES) <= set(LEAVES), set(EXAMPLES) - set(LEAVES)
+    for path in LEAVES:
+        cmd, ctx = LEAVES[path]
+        too_wide = [ln for ln in cmd.get_help(ctx).splitlines() if len(ln) > 100]
+        assert too_wide == [], (path, too_wide)
+
+
+def test_a_broken_example_is_caught():
+    """The parse above can fail: an unknown option, a bad value, a missing argument."""
+    for path, argv in (("copy", ["--streamz", "4", "a", "b"]), ("copy", ["-t", "soon", "a", "b"]),
+                       ("campaign resume", []), ("tune plan", ["--rate", "fast"])):
+        with pytest.raises((click.ClickException, AssertionError)):
+            _parse(path, argv)
