@@ -16,7 +16,8 @@ It is applied where text leaves the process: journal writes (``campaign.journal`
 ``campaign.ledger``), the CLI's error line and JSON, reports (text, JSON, PNG labels),
 Nagios status lines and perfdata labels, Prometheus names and labels, and the argument
 lists of child processes. A value is replaced by ``***``, never removed, so the output
-still shows that a credential was there. Every pattern stops at ``"`` and ``\\``, so
+still shows that a credential was there; punctuation that ends it (``authz=..., retrying``)
+is the text's and stays. Every pattern stops at ``"`` and ``\\``, so
 redacting JSON text keeps it valid JSON.
 
 ``credential_in_url(url)`` tells campaign-file validation what to refuse (exit 2), and
@@ -87,6 +88,18 @@ def may_hold_one(t: str) -> bool:
             or "ewo" in t or "ew0" in t or "PRIVATE KEY" in t)
 
 
+# Punctuation that ends a sentence or a bracket after a value ("?authz=TOKEN, retrying",
+# "(token=TOKEN)."): it is the text's, not the secret's, and stays. A value with such a
+# character inside ("authz=a,b") is masked whole: only its trailing run is kept.
+_TRAILING = ",;.:!?)]}"
+
+
+def _query_mask(m: re.Match[str]) -> str:
+    value = m.group(0)[len(m.group(1)) + len(m.group(2)):]
+    kept = value[len(value.rstrip(_TRAILING)):]
+    return f"{m.group(1)}{m.group(2)}{MASK}{kept}"
+
+
 def _jwt_mask(m: re.Match[str]) -> str:
     if m.group(1) == "eyJ" or _json_object(m.group(1) + m.group(2)):
         return MASK
@@ -111,7 +124,7 @@ def redact(text: str) -> str:
     text = _USERINFO.sub(rf"\1:{MASK}@", text)
     text = _SSH_USERINFO.sub(rf"\1:{MASK}@", text)
     text = _BARE_USERINFO.sub(rf"\1:{MASK}@", text)
-    text = _QUERY.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _QUERY.sub(_query_mask, text)
     text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
     text = _BEARER.sub(rf"\1{MASK}", text)
     return _JWT.sub(_jwt_mask, text)

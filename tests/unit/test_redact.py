@@ -24,6 +24,12 @@ MASKED = [
     ("tok eyJhbGciOi.eyJzdWIiOi.hunter2", "tok ***"),
     ("key -----BEGIN RSA PRIVATE KEY-----\nhunter2\n-----END RSA PRIVATE KEY-----\nend",
      "key -----BEGIN RSA PRIVATE KEY----- ***\nend"),
+    # only the secret: the punctuation after it belongs to the text and stays
+    ("copy root://h//f?authz=hunter2, retrying", "copy root://h//f?authz=***, retrying"),
+    ("(see token=hunter2).", "(see token=***)."),
+    ("failed: root://h//f?authz=hunter2; giving up", "failed: root://h//f?authz=***; giving up"),
+    ("root://h//f?authz=hun,ter2 x", "root://h//f?authz=*** x"),
+    ("root://h//f?authz=hunter2,,", "root://h//f?authz=***,,"),
 ]
 KEPT = ["root://gx3p1@host:1094//data/f", "root://host:1094//data/x@y", "my_token=abc",
         "plain 3=4", "gsiftp://se01.cnaf.example/data/", ""]
