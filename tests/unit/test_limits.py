@@ -147,7 +147,8 @@ def test_cli_bounds(gridxfer_home, capsys, case):
 
 def test_check_duration_bounds():
     from gridxfer.monitoring.checks import link
-    from gridxfer.monitoring.nagios import PluginUsage, duration_arg
+    from gridxfer.monitoring.nagios import PluginUsage
+    from gridxfer.monitoring.pluginargs import duration_arg
     assert duration_arg("366d") == 366 * 86400
     with pytest.raises(argparse.ArgumentTypeError, match=r"31622401s is above the limit 366d"):
         duration_arg("31622401s")

@@ -134,7 +134,7 @@ def test_globus_url_copy_never_gets_a_credential_in_argv():
 
 
 def test_perfdata_and_prometheus_names_are_redacted():
-    from gridxfer.monitoring.nagios import one_line, perf_label
+    from gridxfer.monitoring.plugintext import one_line, perf_label
     from gridxfer.monitoring.prometheus import Sample, render
     assert "hunter2" not in perf_label("ep_root://bob:hunter2@h//d/_MBps")
     assert "hunter2" not in one_line(RuntimeError("stat root://h//f?authz=hunter2: denied"))

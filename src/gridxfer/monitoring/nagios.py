@@ -3,7 +3,10 @@
 Monitoring Plugins guidelines, and where each is enforced:
 
 - exit codes 0-3 only; one status line plus perfdata (``nagiosplugin.Check``/``Runtime``);
-- ``-w/-c`` are ``nagiosplugin.Range`` strings, validated while parsing (:func:`range_arg`);
+- ``-w/-c`` are ``nagiosplugin.Range`` strings in the guidelines' syntax, validated while
+  parsing (``pluginargs.range_arg``); a value starting with ``-`` and a digit is a value, not
+  an option (``-w -10:-5``, ``-W -5m`` refused as negative), as argparse does from 3.13 on;
+- every text in the output goes through ``plugintext`` (one line, no ``|``, redacted);
 - ``-h``/``--help``, ``-V``/``--version`` and every argument error exit 3 (UNKNOWN). argparse
   would exit 2 (CRITICAL to Nagios) through ``SystemExit``, which ``nagiosplugin.guarded``
   does not catch: :class:`PluginParser` turns both into UNKNOWN, here and nowhere else;
@@ -35,9 +38,8 @@ import nagiosplugin
 
 from gridxfer import __version__
 from gridxfer.errors import GridxferError
-from gridxfer.limits import MAX_WINDOW
-from gridxfer.redact import redact
-from gridxfer.units import parse_duration
+from gridxfer.monitoring.pluginargs import path_arg, range_arg, timeout_arg
+from gridxfer.monitoring.plugintext import one_line, status_text
 
 UNKNOWN = 3
 _DATA_ERRORS = (GridxferError, OSError, sqlite3.Error, ValueError, KeyError, TypeError,
@@ -59,6 +61,9 @@ class PluginParser(argparse.ArgumentParser):
                                 "'200:' alerts below 200, '10' alerts above 10.\n"
                                 "Exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN "
                                 "(also for --help, --version and bad arguments).")
+        # "-5m", "-10:-5", "-1GB" are values (refused or taken by their type), not unknown
+        # options; argparse 3.11 only takes "-5" and "-.5" so (3.13 uses this pattern)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
         std = self.add_argument_group("standard options")
         std.add_argument("-h", "--help", action="help", help="show this help and exit (3)")
         std.add_argument("-V", "--version", action="version",
@@ -75,7 +80,7 @@ class PluginParser(argparse.ArgumentParser):
             std.add_argument("-c", "--critical", type=range_arg, default=default_critical,
                              metavar="RANGE", help=f"critical range for {thresholds}"
                              + (f" (default {default_critical})" if default_critical else ""))
-        std.add_argument("--prom-file", type=Path, metavar="PATH",
+        std.add_argument("--prom-file", type=path_arg, metavar="PATH",
                          help="also write the metrics as a node_exporter textfile (.prom)")
 
     def error(self, message: str) -> NoReturn:
@@ -86,56 +91,6 @@ class PluginParser(argparse.ArgumentParser):
             sys.stdout.write(message)
         sys.stdout.flush()
         sys.exit(UNKNOWN)
-
-
-def range_arg(text: str) -> nagiosplugin.Range:
-    """A Nagios threshold range, or an argparse error naming what is wrong."""
-    try:
-        rng = nagiosplugin.Range(text)
-    except (ValueError, TypeError) as exc:
-        raise argparse.ArgumentTypeError(f"bad range {text!r}: {exc}") from None
-    if any(v != v for v in (rng.start, rng.end)):   # NaN
-        raise argparse.ArgumentTypeError(f"bad range {text!r}")
-    return rng
-
-
-def timeout_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"timeout must be whole seconds, got {text!r}") from None
-    if not 0 <= value <= 86400:
-        raise argparse.ArgumentTypeError(f"timeout out of range: {value}")
-    return value
-
-
-def duration_arg(text: str) -> float:
-    try:
-        value = parse_duration(text)
-    except GridxferError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
-    too_long = MAX_WINDOW.above(value, text)
-    if too_long:
-        raise argparse.ArgumentTypeError(too_long)
-    return value
-
-
-def typed(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
-    """Wrap a ``gridxfer.units`` parser as an argparse type."""
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except (GridxferError, ValueError) as exc:
-            raise argparse.ArgumentTypeError(f"{what}: {exc}") from None
-    convert.__name__ = what
-    return convert
-
-
-def perf_label(text: str) -> str:
-    """A perfdata label: no quotes or '=' (guidelines), short and stable."""
-    return re.sub(r"[^A-Za-z0-9_.:/-]+", "_", redact(text))[:60] or "_"
 
 
 class GxResource(nagiosplugin.Resource):
@@ -158,13 +113,6 @@ class GxResource(nagiosplugin.Resource):
             raise
         except _DATA_ERRORS as exc:
             raise nagiosplugin.CheckError(one_line(exc)) from exc
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    if isinstance(exc, OSError) and exc.filename and exc.strerror:
-        text = f"{exc.filename}: {exc.strerror}"
-    return " ".join(redact(text).split())[:300].replace("|", "/")
 
 
 class GxCheck(nagiosplugin.Check):
@@ -239,14 +187,21 @@ class LineSummary(nagiosplugin.Summary):
         return self.describe(reading)
 
     def ok(self, results: nagiosplugin.Results) -> str:
-        return redact(self.headline() or str(results[0]))
+        return status_text(self.headline() or str(results[0]))
 
     def problem(self, results: nagiosplugin.Results) -> str:
         first = str(results.first_significant)
         head = self.headline()
         if first and head and first not in head:
-            return redact(f"{first}; {head}")
-        return redact(first or head)
+            return status_text(f"{first}; {head}")
+        return status_text(first or head)
+
+    def verbose(self, results: nagiosplugin.Results) -> list[str]:
+        """The detail lines of ``-vv`` (:meth:`details`), each made one clean line."""
+        return [status_text(line) for line in self.details(results)]
+
+    def details(self, results: nagiosplugin.Results) -> list[str]:
+        return list(super().verbose(results) or [])
 
 
 IDLE_STATES = {"ok": nagiosplugin.Ok, "warning": nagiosplugin.Warn,

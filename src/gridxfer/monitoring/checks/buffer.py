@@ -24,8 +24,9 @@ from pathlib import Path
 import nagiosplugin
 
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_size
-from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
-                      duration_arg, run_plugin, typed)
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser,
+                                        PluginUsage, run_plugin)
+from gridxfer.monitoring.pluginargs import duration_arg, path_arg, typed
 from gridxfer.monitoring.sources.journal import journal_paths, window_throughput, window_to_tape
 from gridxfer.monitoring.checks.tape import add_source_args, read_window
 
@@ -172,7 +173,7 @@ def build_parser() -> PluginParser:
     p = PluginParser("check_gridxfer_buffer", __doc__, thresholds="fill %%",
                      default_warning="80", default_critical="90")
     g = p.add_argument_group("buffer")
-    g.add_argument("-p", "--path", type=Path, help="buffer directory / filesystem")
+    g.add_argument("-p", "--path", type=path_arg, help="buffer directory / filesystem")
     g.add_argument("--capacity", type=typed(parse_size, "size"), metavar="SIZE",
                    help="buffer size: with --path, fill = bytes under path / SIZE")
     g.add_argument("--used", type=typed(parse_size, "size"), metavar="SIZE",
@@ -187,7 +188,7 @@ def build_parser() -> PluginParser:
     f.add_argument("--inflow", type=typed(byterate, "rate"), metavar="RATE",
                    help="fixed inflow, e.g. 200MB/s")
     f.add_argument("--inflow-campaign", metavar="NAME", help="campaign journal")
-    f.add_argument("--inflow-journal", type=Path, metavar="PATH", help="journal file")
+    f.add_argument("--inflow-journal", type=path_arg, metavar="PATH", help="journal file")
     f.add_argument("--inflow-endpoint", metavar="GLOB", help="only transfers to this endpoint")
     f.add_argument("--tier", metavar="TIER",
                    help="campaign rates of this tier only (inflow, and --outflow-campaign)")

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import nagiosplugin
 
-from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, PluginUsage,
-                      duration_arg, range_arg, run_plugin)
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser,
+                                        PluginUsage, run_plugin)
+from gridxfer.monitoring.pluginargs import duration_arg, range_arg
 from gridxfer.monitoring.series import Point, Series, Window
 from gridxfer.monitoring.sources.iperf import IperfSource
 from gridxfer.limits import IPERF3_MAX_DURATION, IPERF3_MAX_STREAMS

@@ -24,8 +24,10 @@ import nagiosplugin
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_size
 from gridxfer.monitoring import baseline as bl
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
-                                        PluginParser, PluginUsage, duration_arg, perf_label,
-                                        range_arg, run_plugin, typed)
+                                        PluginParser, PluginUsage, run_plugin)
+from gridxfer.monitoring.pluginargs import (duration_arg, path_arg, range_arg, timestamp_arg,
+                                            typed)
+from gridxfer.monitoring.plugintext import perf_label
 from gridxfer.monitoring.sources import cta, dcache, jsonl
 from gridxfer.monitoring.sources.logtime import FUTURE_TOLERANCE, LogClock, zone_arg
 from gridxfer.monitoring.series import Series, Window
@@ -38,13 +40,13 @@ NAME = "tape"
 def add_source_args(p: PluginParser, *, required: bool = True) -> None:
     """--cta/--dcache/--jsonl and the options shaping them (shared with the buffer check)."""
     g = p.add_argument_group("tape sources (repeatable, read incrementally)")
-    g.add_argument("--cta", action="append", type=Path, default=[], metavar="LOG",
+    g.add_argument("--cta", action="append", type=path_arg, default=[], metavar="LOG",
                    help="cta-taped log (key=\"value\" text or JSON lines); rotation into "
                         "old/ is followed")
-    g.add_argument("--dcache", action="append", type=Path, default=[], metavar="BILLING",
+    g.add_argument("--dcache", action="append", type=path_arg, default=[], metavar="BILLING",
                    help="dCache billing file, or the billing directory (billing-yyyy.MM.dd "
                         "under yyyy/MM, text or JSON): store records")
-    g.add_argument("--jsonl", action="append", type=Path, default=[], metavar="FILE",
+    g.add_argument("--jsonl", action="append", type=path_arg, default=[], metavar="FILE",
                    help="generic JSON-lines sessions (end, bytes, duration|rate_MBps, drive, "
                         "kind)")
     g.add_argument("--rate-basis", choices=cta.BASES, default="payload",
@@ -60,11 +62,11 @@ def add_source_args(p: PluginParser, *, required: bool = True) -> None:
     g.add_argument("--log-tz", type=typed(zone_arg, "time zone"), metavar="ZONE",
                    help="zone of timestamps written without one (CTA text, syslog headers, "
                         "dCache billing dates), e.g. Europe/Zurich (default: the checker's)")
-    g.add_argument("--state-file", type=Path, help="cookie with log positions and recent "
+    g.add_argument("--state-file", type=path_arg, help="cookie with log positions and recent "
                    "sessions (default under $GRIDXFER_HOME/checks/)")
     g.add_argument("--no-state", action="store_true",
                    help="read the whole logs every time and remember nothing")
-    g.add_argument("--at", type=float, help=argparse.SUPPRESS)
+    g.add_argument("--at", type=timestamp_arg, help=argparse.SUPPRESS)
 
 
 def sources(args: argparse.Namespace, now: float) -> list[LogSource]:

@@ -17,8 +17,9 @@ import nagiosplugin
 from gridxfer.units import fmt_duration, fmt_rate
 from gridxfer.monitoring import baseline as bl
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
-                                        PluginParser, duration_arg, perf_label, range_arg,
-                                        run_plugin)
+                                        PluginParser, PluginUsage, run_plugin)
+from gridxfer.monitoring.pluginargs import duration_arg, path_arg, range_arg, timestamp_arg
+from gridxfer.monitoring.plugintext import perf_label
 from gridxfer.monitoring.series import Window
 from gridxfer.monitoring.sources.journal import (JournalSource, WindowThroughput,
                                                  journal_paths, throughput)
@@ -130,7 +131,7 @@ def build_parser() -> PluginParser:
                      default_warning=None, default_critical=None)
     src = p.add_argument_group("source")
     src.add_argument("-C", "--campaign", help="campaign name (default: every journal)")
-    src.add_argument("-J", "--journal", type=Path, help="journal file (.sqlite)")
+    src.add_argument("-J", "--journal", type=path_arg, help="journal file (.sqlite)")
     src.add_argument("-W", "--window", type=duration_arg, default=600.0,
                      help="window, e.g. 10m (default 10m)")
     src.add_argument("-E", "--endpoint", help="only this destination endpoint (glob)")
@@ -140,7 +141,7 @@ def build_parser() -> PluginParser:
                      default="evaluate",
                      help="state when nothing was transferred in the window (default: "
                           "evaluate 0 MB/s against -w/-c)")
-    src.add_argument("--at", type=float, help=argparse.SUPPRESS)   # replay: evaluate at time
+    src.add_argument("--at", type=timestamp_arg, help=argparse.SUPPRESS)   # replay at a time
     b = p.add_argument_group("baseline")
     b.add_argument("--baseline", choices=("auto", "ewma", "hourly", "none"), default="auto",
                    help="auto: per-hour-of-day when learnt, else EWMA (default auto)")
@@ -152,13 +153,12 @@ def build_parser() -> PluginParser:
     b.add_argument("--baseline-min-samples", type=int, default=5,
                    help="samples before the baseline is used (5)")
     b.add_argument("--no-learn", action="store_true", help="do not update the baseline")
-    b.add_argument("--state-file", type=Path, help="baseline state (default under "
+    b.add_argument("--state-file", type=path_arg, help="baseline state (default under "
                    "$GRIDXFER_HOME/checks/)")
     return p
 
 
 def build(args: argparse.Namespace) -> nagiosplugin.Check:
-    from gridxfer.monitoring.nagios import PluginUsage
     if args.campaign and args.journal:
         raise PluginUsage("use --campaign or --journal, not both")
     if not 0 < args.baseline_alpha <= 1:

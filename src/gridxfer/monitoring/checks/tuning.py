@@ -12,8 +12,8 @@ from typing import Any
 
 import nagiosplugin
 
-from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser, one_line,
-                      run_plugin)
+from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser,
+                                        run_plugin)
 
 NAME = "tuning"
 _MAX_LISTED = 3
@@ -101,5 +101,3 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
 def main(argv: list[str] | None = None) -> None:
     run_plugin(NAME, build_parser(), build, argv)
 
-
-__all__ = ["main", "build", "build_parser", "one_line"]

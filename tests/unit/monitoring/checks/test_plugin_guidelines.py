@@ -1,0 +1,95 @@
+"""The five check_gridxfer_* plugins against the Monitoring Plugins Development Guidelines
+(https://www.monitoring-plugins.org/doc/guidelines.html), run as Nagios runs them (the
+installed executables): hostile and bad arguments give exit 0-3 only, one line on stdout
+and nothing on stderr; bad arguments are UNKNOWN (3, "Plugin Return Codes"); user text
+never adds a line or a '|' ("Plugin Output for Nagios"); -v stays on one line ("Verbose
+output")."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "fixtures" / "monitoring"))
+from monfixtures import make_journal, run_check, steady_attempts  # noqa: E402
+
+MB = 1_000_000
+PIPE = "\u00a6"
+
+
+def one_line(r, code: int) -> str:
+    """The plugin's only line, after checking what the guidelines allow around it."""
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr == "", r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1, r.stdout
+    assert "Traceback" not in r.stdout and "removed illegal characters" not in r.stdout
+    assert lines[0].count("|") <= 1
+    return lines[0]
+
+
+@pytest.fixture
+def campaign(gridxfer_home):
+    (gridxfer_home / "campaigns").mkdir()
+    now = time.time()
+    make_journal(gridxfer_home / "campaigns" / "c1.sqlite",
+                 steady_attempts(now - 900, now, 200 * MB, "root://se1.example//d/")
+                 + steady_attempts(now - 900, now, 50 * MB, "root://se2.example//d/"))
+    return "c1"
+
+
+@pytest.mark.parametrize("text", ["[|s]e1", "[\ns]e1", "[\x1bs]e1"])
+def test_user_text_cannot_add_a_line_or_start_the_perfdata(campaign, text):
+    """-E 'a|b' made nagiosplugin drop the '|' and print a second line saying so; a newline
+    split the status line. The glob still matches se1 (fnmatch classes)."""
+    line = one_line(run_check("throughput", "-C", campaign, "-E", text, "--per-endpoint"), 0)
+    status, perf = line.split(" | ")
+    assert "-> [" in status and "e1, " in status
+    assert PIPE in status if "|" in text else "?" in status or "[ s]e1" in status
+    assert re.fullmatch(r"(\S+=[-\d.;:@~]+ ?)+", perf), perf
+
+
+def test_perfdata_labels_from_the_data_have_no_quote_equals_or_pipe(tmp_path, gridxfer_home):
+    """guidelines, "Performance data": a label may not hold '=' or "'"; a drive named in a
+    log is data, not trusted text."""
+    log = tmp_path / "s.jsonl"
+    log.write_text(json.dumps({"end": time.time() - 60, "bytes": 5e9, "duration": 20,
+                               "drive": "d|1'x=y\nz"}) + "\n")
+    line = one_line(run_check("tape", "--jsonl", str(log), "--no-state", "--per-drive",
+                              "--min-volume", "0"), 0)
+    assert "drive_d_1_x_y_z_MBps=250.0;;;0" in line.split(" | ")[1]
+
+
+def test_a_bad_range_is_one_unknown_line_naming_the_option_and_the_form(campaign):
+    for name, extra in (("throughput", ["-C", campaign]), ("tape", ["--cta", "/x"]),
+                        ("buffer", ["--used", "1", "--capacity", "2", "--outflow", "0",
+                                    "--inflow", "0"]), ("tuning", ["-P", "dtn-10g"]),
+                        ("link", ["-H", "127.0.0.1"])):
+        line = one_line(run_check(name, *extra, "-w", "abc"), 3)
+        assert line == (f"{name.upper()} UNKNOWN - argument -w/--warning: 'abc' is not a range "
+                        "([@]start:end, e.g. 10, 200:, ~:10, @10:20) (see --help)")
+    line = one_line(run_check("tape", "--cta", "/x", "--drives-warning", "4:2"), 3)
+    assert line.endswith("'4:2' is not a range: start 4 must not be greater than end 2 "
+                         "(see --help)")
+
+
+@pytest.mark.parametrize("name,args,expected", [
+    ("throughput", ["-C", "c1", "-W", "-5m"], "-W/--window: not a duration: '-5m'"),
+    ("throughput", ["-J", ""], "-J/--journal: empty path"),
+    ("throughput", ["-C", "c1", "--at", "nan"], "--at: not a time"),
+    ("throughput", ["-C", "c1", "--prom-file", ""], "--prom-file: empty path"),
+    ("buffer", ["-p", "", "--outflow", "0", "--inflow", "0"], "-p/--path: empty path"),
+    ("tape", ["--cta", "", "--no-state"], "--cta: empty path"),
+    ("tape", ["--cta", "x.log", "--min-volume", "-1GB"], "not a size: '-1GB'"),
+])
+def test_bad_arguments_are_one_unknown_line(campaign, name, args, expected):
+    """Each of these was accepted and misreported (an empty path is the current directory,
+    --used above --capacity read 500% full, an empty --mount-types counted every session as
+    a read: 0 MB/s), or refused with a misleading line ('expected one argument' for -5m,
+    'not found' for a file that is not executable)."""
+    line = one_line(run_check(name, *args), 3)
+    assert line.startswith(f"{name.upper()} UNKNOWN - ") and expected in line, line
