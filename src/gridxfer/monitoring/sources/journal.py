@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,9 @@ class JournalSource:
 
     def series(self, window: Window) -> Series[Point]:
         samples: list[Point] = []
+        urls: set[str] = set()          # every endpoint the journals know, by URL
+        known: set[str] = set()         # and by name
+        tiers: set[str] = set()
         for path in self.paths:
             try:
                 conn = jr.connect(path, readonly=True)
@@ -100,16 +104,21 @@ class JournalSource:
                     rows = conn.execute(_QUERY, {"start": window.start,
                                                  "end": window.end}).fetchall()
                     names = jnames.read(conn)
+                    if self.tier:
+                        tiers.update(r[0] for r in conn.execute("SELECT DISTINCT tier FROM files"))
                 finally:
                     conn.close()
             except sqlite3.Error as exc:
                 raise UsageError(f"{path}: not a readable campaign journal ({exc})") from None
+            urls.update(names)
+            known.update(names.values())
             for row in rows:
                 url = str(row["endpoint"])
                 ep = jnames.name_of(names, url)
-                if self.endpoint and not any(x == self.endpoint
-                                             or fnmatch.fnmatchcase(x, self.endpoint)
-                                             for x in (ep, url)):
+                urls.add(url)
+                known.add(ep)
+                tiers.add(str(row["tier"]))
+                if self.endpoint and not _matches(self.endpoint, (ep, url)):
                     continue
                 if self.tier and row["tier"] != self.tier:
                     continue
@@ -120,8 +129,32 @@ class JournalSource:
                                      labels={"unit": ep, "tier": str(row["tier"]),
                                              "status": str(row["status"]),
                                              "state": "running" if running else "ended"}))
+        self._check_filters(urls, known, tiers)
         return Series(window, tuple(sorted(samples, key=lambda p: p.time)),
                       inputs=len(self.paths))
+
+    def _check_filters(self, urls: set[str], known: set[str], tiers: set[str]) -> None:
+        """A filter that matches nothing the journals know is a mistake (a typo, the wrong
+        campaign), not a window without transfers: refused, naming what there is."""
+        where = self.paths[0].name if len(self.paths) == 1 else f"{len(self.paths)} journals"
+        if self.endpoint and not _matches(self.endpoint, urls | known):
+            raise UsageError(f"endpoint filter {self.endpoint!r} matches no endpoint of "
+                             f"{where} (endpoints: {_listing(sorted(known))})")
+        if self.tier and self.tier not in tiers:
+            raise UsageError(f"tier {self.tier!r} is no tier of {where} "
+                             f"(tiers: {_listing(sorted(tiers))})")
+
+
+def _matches(pattern: str, candidates: Iterable[str]) -> bool:
+    """``pattern`` is one of ``candidates`` or a glob matching one."""
+    return any(x == pattern or fnmatch.fnmatchcase(x, pattern) for x in candidates)
+
+
+def _listing(items: list[str], most: int = 6) -> str:
+    if not items:
+        return "none"
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most
+                                      else "")
 
 
 def throughput(series: Series[Point]) -> WindowThroughput:

@@ -42,6 +42,27 @@ def campaign(gridxfer_home):
     return "c1"
 
 
+def test_an_endpoint_filter_that_matches_no_endpoint_is_unknown(campaign):
+    """Was OK at 0 MB/s: a typo in -E looked like an idle link. Nothing to judge: UNKNOWN,
+    naming the endpoints there are; the same for -T and for the buffer's inflow filter."""
+    line = one_line(run_check("throughput", "-C", campaign, "-E", "nomatch", "-w", "1:"), 3)
+    assert line == ("THROUGHPUT UNKNOWN - endpoint filter 'nomatch' matches no endpoint of "
+                    "c1.sqlite (endpoints: se1, se2)")
+    line = one_line(run_check("throughput", "-C", campaign, "-T", "T9"), 3)
+    assert line == "THROUGHPUT UNKNOWN - tier 'T9' is no tier of c1.sqlite (tiers: T1)"
+    line = one_line(run_check("buffer", "--used", "1", "--capacity", "10", "--outflow", "0",
+                              "--inflow-campaign", campaign, "--inflow-endpoint", "se9"), 3)
+    assert "endpoint filter 'se9' matches no endpoint" in line
+    # a filter that matches (by name, URL or glob) is judged as before
+    for ep in ("se2", "root://se2.example//d/", "se2*"):
+        line = one_line(run_check("throughput", "-C", campaign, "-E", ep, "-c", "100:"), 2)
+        assert line.startswith("THROUGHPUT CRITICAL - throughput 4") and f"-> {ep}," in line
+    # one that matches an endpoint with nothing in the window is an idle window, not UNKNOWN
+    r = run_check("throughput", "-C", campaign, "-E", "se1", "--at", str(time.time() + 7200),
+                  "--idle", "warning")
+    assert one_line(r, 1).startswith("THROUGHPUT WARNING - no transfers in the last 10m00s")
+
+
 @pytest.mark.parametrize("text", ["[|s]e1", "[\ns]e1", "[\x1bs]e1"])
 def test_user_text_cannot_add_a_line_or_start_the_perfdata(campaign, text):
     """-E 'a|b' made nagiosplugin drop the '|' and print a second line saying so; a newline
