@@ -109,7 +109,7 @@ def test_tuning_drift_in_a_netns(gridxfer_home):
         assert r.returncode == 1, r.stdout
         assert "net.ipv4.tcp_mtu_probing=0 (want 1)" in r.stdout
         assert "drifted=1;0;;0;5" in r.stdout
-        r = run_check("tuning", "-P", "dtn-10g", "-H", f"netns:{ns}", "-c", "0", "-v")
+        r = run_check("tuning", "-P", "dtn-10g", "-H", f"netns:{ns}", "-c", "0", "-vv")
         assert r.returncode == 2
         assert "drift: net.ipv4.tcp_mtu_probing expected '1' actual '0'" in r.stdout
     finally:

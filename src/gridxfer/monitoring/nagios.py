@@ -14,7 +14,10 @@ Monitoring Plugins guidelines, and where each is enforced:
   raises ``Timeout`` from SIGALRM; ``guarded`` reports it);
 - expected data problems (missing/garbled files, bad journals, unreadable state) become
   ``CheckError`` in :class:`GxResource` -> one UNKNOWN line, no traceback;
-- tracebacks for real bugs appear only with ``-v`` (``guarded(verbose=0)``).
+- ``-v`` as in the guidelines' "Verbose output" table: 0 and 1 print a single line (1 adds
+  detail to it), 2 adds lines, 3 is for diagnosing the plugin (nagiosplugin's own levels
+  are one lower: its 1 already adds lines; see :data:`NAGIOSPLUGIN_VERBOSITY`); tracebacks
+  for real bugs appear only from ``-vv`` on (``guarded(verbose=0)``).
 
 The stages stay apart, as nagiosplugin intends: a :class:`GxResource` collects (it reads a
 source's series, keeps what it read as a frozen ``reading`` and yields metrics); contexts
@@ -42,6 +45,8 @@ from gridxfer.monitoring.pluginargs import path_arg, range_arg, timeout_arg
 from gridxfer.monitoring.plugintext import one_line, status_text
 
 UNKNOWN = 3
+# the plugin's -v count (0..3) -> nagiosplugin's verbosity (guidelines, "Verbose output")
+NAGIOSPLUGIN_VERBOSITY = (0, 0, 2, 3)
 _DATA_ERRORS = (GridxferError, OSError, sqlite3.Error, ValueError, KeyError, TypeError,
                 json.JSONDecodeError, subprocess.SubprocessError, UnicodeError)
 
@@ -70,7 +75,8 @@ class PluginParser(argparse.ArgumentParser):
                          version=f"{prog} (gridxfer) {__version__}",
                          help="print the version and exit (3)")
         std.add_argument("-v", "--verbose", action="count", default=0,
-                         help="more output: -v adds detail lines, -vvv debug")
+                         help="-v: more detail on the status line, -vv: detail lines, "
+                              "-vvv: debug")
         std.add_argument("-t", "--timeout", type=timeout_arg, default=10, metavar="SECONDS",
                          help="abort with UNKNOWN after this many seconds (default 10, 0 = none)")
         if thresholds:
@@ -165,7 +171,7 @@ def run_plugin(name: str, parser: PluginParser,
         except (PluginUsage, GridxferError) as exc:
             print(f"{prefix} UNKNOWN - {one_line(exc)} (see --help)")
             sys.exit(UNKNOWN)
-        check.main(verbose=args.verbose, timeout=args.timeout)
+        check.main(verbose=NAGIOSPLUGIN_VERBOSITY[min(args.verbose, 3)], timeout=args.timeout)
 
     main()
     sys.exit(UNKNOWN)   # not reached: Runtime always exits

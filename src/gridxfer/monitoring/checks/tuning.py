@@ -42,14 +42,15 @@ class Tuning(GxResource):
         yield nagiosplugin.Metric("skipped", len(res.skipped), min=0, context="info")
 
 
-def describe(res: Any) -> str:
-    """The status line (the summary's part) from ``tuning.api.verify``'s result."""
+def describe(res: Any, listed: int = _MAX_LISTED) -> str:
+    """The status line (the summary's part) from ``tuning.api.verify``'s result, naming
+    the first ``listed`` drifted settings (-v: all of them, still on the one line)."""
     n = len(res.drifted)
     head = f"profile {res.profile} on {res.host}: "
     if n:
         shown = ", ".join(f"{d.key}={_short(d.actual)} (want {_short(d.expected)})"
-                          for d in res.drifted[:_MAX_LISTED])
-        more = f" and {n - _MAX_LISTED} more" if n > _MAX_LISTED else ""
+                          for d in res.drifted[:listed])
+        more = f" and {n - listed} more" if n > listed else ""
         head += f"{n} of {res.checked} setting(s) drifted: {shown}{more}"
     else:
         head += f"{res.checked} setting(s) as in the profile"
@@ -64,7 +65,7 @@ def _short(value: object) -> str:
 
 
 class TuningSummary(LineSummary):
-    def verbose(self, results: nagiosplugin.Results) -> list[str]:
+    def details(self, results: nagiosplugin.Results) -> list[str]:
         res = self.resource.reading
         if res is None:
             return []
@@ -91,10 +92,12 @@ def build_parser() -> PluginParser:
 
 def build(args: argparse.Namespace) -> nagiosplugin.Check:
     res = Tuning(args)
+    listed = _MAX_LISTED if args.verbose == 0 else 10**6
     return GxCheck(res,
                    nagiosplugin.ScalarContext("drift", args.warning, args.critical,
                                               fmt_metric="{value} drifted"),
-                   nagiosplugin.ScalarContext("info"), TuningSummary(res, describe), name=NAME,
+                   nagiosplugin.ScalarContext("info"),
+                   TuningSummary(res, lambda r: describe(r, listed)), name=NAME,
                    prom_file=args.prom_file)
 
 

@@ -114,3 +114,12 @@ def test_bad_arguments_are_one_unknown_line(campaign, name, args, expected):
     'not found' for a file that is not executable)."""
     line = one_line(run_check(name, *args), 3)
     assert line.startswith(f"{name.upper()} UNKNOWN - ") and expected in line, line
+
+
+def test_verbose_one_is_still_a_single_line(campaign):
+    """guidelines, "Verbose output": -v is a single line with more information; lines come
+    from -vv on (nagiosplugin's -v printed the perfdata on a line of its own)."""
+    line = one_line(run_check("throughput", "-C", campaign, "-v"), 0)
+    assert " | " in line and "throughput_MBps=" in line
+    r = run_check("throughput", "-C", campaign, "-vv")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2
