@@ -73,9 +73,11 @@ def test_link_floor_ok_and_critical(iperf3_server):
     assert "from 127.0.0.1" in r.stdout and "2 stream(s)" in r.stdout
 
 
-def test_link_without_server_is_unknown():
+def test_link_without_server_is_critical():
+    """Monitoring Plugins guidelines, "Plugin Return Codes": a refused connection is the
+    link failing, not the plugin: CRITICAL, not UNKNOWN."""
     r = run_check("link", "-H", "127.0.0.1", "-p", str(free_port()), "-d", "1")
-    assert r.returncode == 3 and "Connection refused" in r.stdout
+    assert r.returncode == 2 and "Connection refused" in r.stdout
 
 
 @pytest.mark.parametrize("host", ["u:hunter2@127.0.0.1", "", "a b", "h/x"])

@@ -56,7 +56,8 @@ def services_for(root: Path) -> tuple[str, dict[str, tuple[str, int]]]:
         "buffer_crit": (f"check_gridxfer_buffer!{buf}!80!90!4h!1h!--capacity 10kB "
                         "--inflow 100 --outflow 10", 2),
         "tuning_unknown": ("check_gridxfer_tuning!no-such-profile!local!0!", 3),
-        "link_unknown": ("check_gridxfer_link!127.0.0.1!1!1000:!100:!-d 1", 3),
+        # no iperf3 server: the link is down, CRITICAL (guidelines: not UNKNOWN)
+        "link_crit": ("check_gridxfer_link!127.0.0.1!1!1000:!100:!-d 1", 2),
     }
     cfg = "".join(nagios_service(name, f"gridxfer-{name.split('_')[0]}", cmd)
                   for name, (cmd, _) in expected.items())

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import nagiosplugin
 
-from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_byterate, parse_size
+from gridxfer.units import (MAX_DURATION, fmt_bytes, fmt_duration, fmt_rate, parse_byterate,
+                            parse_size)
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser,
                                         PluginUsage, run_plugin)
 from gridxfer.monitoring.pluginargs import duration_arg, path_arg, typed
@@ -110,8 +111,11 @@ class BufferReading:
 
     @property
     def time_to_full(self) -> float:
+        """Seconds until full, at most :data:`MAX_DURATION` (10 years: an inflow a hair
+        above the outflow would give 1e300 s, printed with an exponent, which perfdata
+        values may not have)."""
         free = max(0.0, self.capacity - self.used)
-        return free / self.net if self.net > 0 else math.inf
+        return min(free / self.net, MAX_DURATION) if self.net > 0 else math.inf
 
 
 class Buffer(GxResource):
@@ -165,8 +169,11 @@ def describe(r: BufferReading) -> str:
     where = f"[EMULATED tape] {r.where}" if r.emulated else r.where
     head = (f"{where} {r.fill:.1f}% full ({fmt_bytes(r.used)} of {fmt_bytes(r.capacity)}), "
             f"in {fmt_rate(r.rate_in)}, out {fmt_rate(r.rate_out)}")
-    return head + (f", full in {fmt_duration(r.time_to_full)}" if r.net > 0
-                   else ", not filling")
+    if r.net <= 0:
+        return head + ", not filling"
+    if r.time_to_full >= MAX_DURATION:
+        return head + ", full in more than 10 years"
+    return head + f", full in {fmt_duration(r.time_to_full)}"
 
 
 def build_parser() -> PluginParser:
@@ -210,6 +217,8 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
         raise PluginUsage("--used needs --capacity")
     if args.used is None and args.path is None:
         raise PluginUsage("give --path (or --used with --capacity)")
+    if args.used is not None and args.used > args.capacity:
+        raise PluginUsage(f"--used {args.used} B is more than --capacity {args.capacity} B")
     if args.ttf_critical > args.ttf_warning:
         raise PluginUsage("--ttf-critical must not exceed --ttf-warning")
     has_tape = args.cta or args.dcache or args.jsonl

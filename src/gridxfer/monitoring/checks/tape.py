@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import nagiosplugin
 
-from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate, parse_size
+from gridxfer.units import _show, fmt_bytes, fmt_duration, fmt_rate, parse_size
 from gridxfer.monitoring import baseline as bl
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
                                         PluginParser, PluginUsage, run_plugin)
@@ -54,7 +55,8 @@ def add_source_args(p: PluginParser, *, required: bool = True) -> None:
                         "session), session (dataVolume/totalTime, mount to unmount), drive "
                         "(with headers) or transfer (dataVolume/transferTime, without mount "
                         "and positioning)")
-    g.add_argument("--mount-types", default=",".join(sorted(cta.ARCHIVE_KINDS)),
+    g.add_argument("--mount-types", type=mount_types_arg,
+                   default=",".join(sorted(cta.ARCHIVE_KINDS)),
                    help="CTA mountType values that are writes (default: %(default)s; 'all')")
     g.add_argument("--min-volume", type=typed(parse_size, "size"), default=parse_size("1GB"),
                    metavar="SIZE", help="ignore CTA/JSONL sessions smaller than this (default "
@@ -67,6 +69,21 @@ def add_source_args(p: PluginParser, *, required: bool = True) -> None:
     g.add_argument("--no-state", action="store_true",
                    help="read the whole logs every time and remember nothing")
     g.add_argument("--at", type=timestamp_arg, help=argparse.SUPPRESS)
+
+
+def mount_types_arg(text: str) -> str:
+    """``all`` or a comma-separated list of CTA mountType names (ArchiveForUser, ...). An
+    empty list or a name that cannot be one would count every session as a read: a silent
+    0 MB/s."""
+    names = [k.strip() for k in text.split(",") if k.strip()]
+    if text.strip() == "all":
+        return "all"
+    bad = [k for k in names if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", k)]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all' or mountType names separated by commas (e.g. "
+            f"{','.join(sorted(cta.ARCHIVE_KINDS))}), got {_show(text)}")
+    return ",".join(names)
 
 
 def sources(args: argparse.Namespace, now: float) -> list[LogSource]:

@@ -73,6 +73,15 @@ class TuningSummary(LineSummary):
                 for d in res.drifted]
 
 
+def iface_arg(text: str) -> str:
+    """A Linux interface name (the kernel's dev_valid_name: 1-15 bytes, not . or .., no
+    '/', ':' or whitespace). ``ip link show dev ''`` answers for the first interface."""
+    if not 0 < len(text.encode(errors="surrogateescape")) < 16 or text in (".", "..") \
+            or any(c in "/:" or c.isspace() or not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an interface name")
+    return text
+
+
 def build_parser() -> PluginParser:
     p = PluginParser("check_gridxfer_tuning", __doc__, thresholds="drifted settings",
                      default_warning="0", default_critical=None)
@@ -80,7 +89,7 @@ def build_parser() -> PluginParser:
     g.add_argument("-P", "--profile", required=True, help="profile name or .conf path")
     g.add_argument("-H", "--target", default="local",
                    help="local (default), netns:NAME or ssh:[USER@]HOST[:PORT]")
-    g.add_argument("-i", "--iface", action="append", default=[],
+    g.add_argument("-i", "--iface", action="append", default=[], type=iface_arg,
                    help="interface for NIC settings (repeatable)")
     g.add_argument("--skip-global", dest="skip_global", action="store_true", default=None,
                    help="skip keys that are global to the host (default for netns:)")

@@ -25,7 +25,17 @@ from gridxfer.netbench.iperf import NetbenchError, TcpReport, read_tcp
 
 
 class IperfError(GridxferError):
-    """iperf3 could not measure (no server, refused, bad output)."""
+    """iperf3 could not measure (not runnable, bad output, or :class:`IperfUnreachable`)."""
+
+
+class IperfUnreachable(IperfError):
+    """iperf3 ran and reported why it could not test: no server, connection refused, host
+    name not resolved, server busy (its report's ``error``). The link is what failed, not
+    the check."""
+
+
+def hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @dataclass(frozen=True)
@@ -39,9 +49,14 @@ class IperfSource:
     iperf3: str = "iperf3"
     kind: str = "iperf"
 
+    @property
+    def server(self) -> str:
+        """``host:port``, an IPv6 address in brackets (``[::1]:5201``)."""
+        return hostport(self.host, self.port)
+
     def series(self, window: Window) -> Series[Point]:
         report = self.run(window.seconds)
-        unit = f"{self.host}:{self.port}"
+        unit = self.server
         direction = "from" if self.reverse else "to"
         started = report.started or time.time() - report.seconds
         samples = tuple(Point(time=started + iv.end, start=started + iv.start, value=iv.bytes,
@@ -69,8 +84,10 @@ class IperfSource:
             doc = json.loads(proc.stdout)
         except json.JSONDecodeError:
             detail = (proc.stderr or proc.stdout).strip().splitlines()
-            raise IperfError(f"iperf3 to {self.host}:{self.port} failed: "
+            raise IperfError(f"iperf3 to {self.server} failed: "
                              f"{detail[-1] if detail else f'exit {proc.returncode}'}") from None
+        if isinstance(doc, dict) and doc.get("error"):
+            raise IperfUnreachable(f"iperf3 to {self.server}: {doc['error']}")
         try:
             return read_tcp(doc, duration, what=f"to {self.host}")
         except NetbenchError as exc:

@@ -104,8 +104,19 @@ def test_a_bad_range_is_one_unknown_line_naming_the_option_and_the_form(campaign
     ("throughput", ["-C", "c1", "--at", "nan"], "--at: not a time"),
     ("throughput", ["-C", "c1", "--prom-file", ""], "--prom-file: empty path"),
     ("buffer", ["-p", "", "--outflow", "0", "--inflow", "0"], "-p/--path: empty path"),
+    ("buffer", ["--used", "5", "--capacity", "1", "--outflow", "0", "--inflow", "0"],
+     "--used 5 B is more than --capacity 1 B"),
+    ("tape", ["--cta", "x.log", "--mount-types", ""], "--mount-types: expected 'all' or"),
+    ("tape", ["--cta", "x.log", "--mount-types", "a|b"], f"got 'a{PIPE}b'"),
     ("tape", ["--cta", "", "--no-state"], "--cta: empty path"),
     ("tape", ["--cta", "x.log", "--min-volume", "-1GB"], "not a size: '-1GB'"),
+    ("tuning", ["-P", "dtn-10g", "-i", ""], "-i/--iface: '' is not an interface name"),
+    ("tuning", ["-P", "dtn-10g", "-i", "../x"], "'../x' is not an interface name"),
+    ("link", ["-H", "a|b"], f"-H 'a{PIPE}b': expected a host name or an address"),
+    ("link", ["-H", "u:pw@h"], "-H 'u:***@h': expected a host name"),
+    ("link", ["-H", "127.0.0.1", "--iperf3", "iperf3"],
+     "--iperf3 'iperf3': expected the full path of an executable file"),
+    ("link", ["-H", "127.0.0.1", "--iperf3", "/etc/passwd"], "expected the full path of an"),
 ])
 def test_bad_arguments_are_one_unknown_line(campaign, name, args, expected):
     """Each of these was accepted and misreported (an empty path is the current directory,
@@ -116,6 +127,15 @@ def test_bad_arguments_are_one_unknown_line(campaign, name, args, expected):
     assert line.startswith(f"{name.upper()} UNKNOWN - ") and expected in line, line
 
 
+def test_a_buffer_filling_a_hair_faster_than_it_drains_has_no_exponent(gridxfer_home):
+    """1e-300 B/s of net inflow gave a 300-digit 'full in' and 'time_to_full_s=2.5e+300'
+    (perfdata values are [-0-9.] only)."""
+    line = one_line(run_check("buffer", "--used", "1", "--capacity", "10", "--outflow", "0",
+                              "--inflow", "1e-300"), 0)
+    assert "full in more than 10 years" in line
+    assert "time_to_full_s=315360000.0;14400:;3600:;0" in line
+
+
 def test_verbose_one_is_still_a_single_line(campaign):
     """guidelines, "Verbose output": -v is a single line with more information; lines come
     from -vv on (nagiosplugin's -v printed the perfdata on a line of its own)."""
@@ -123,3 +143,12 @@ def test_verbose_one_is_still_a_single_line(campaign):
     assert " | " in line and "throughput_MBps=" in line
     r = run_check("throughput", "-C", campaign, "-vv")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 2
+
+
+def test_link_unreachable_server_is_critical_not_unknown():
+    """guidelines, "Plugin Return Codes": name resolution errors and refused connections
+    are not UNKNOWN (that is for bad arguments and the plugin's own failures). Real iperf3
+    against a closed port: CRITICAL, no perfdata."""
+    line = one_line(run_check("link", "-H", "127.0.0.1", "-p", "9", "-d", "1s"), 2)
+    assert line.startswith("LINK CRITICAL - iperf3 to 127.0.0.1:9: unable to connect")
+    assert "|" not in line
