@@ -66,6 +66,23 @@ def test_refused_names_counted_and_fail_like_run(tree, capsys):
     assert main(["campaign", "run", "--quiet", str(spec)]) == 3      # as the run does
 
 
+def test_names_a_destination_protocol_refuses_are_counted_per_tier(tree, capsys):
+    """ftp:// cannot carry a non-ASCII name (movers/names.py): refused on that tier only,
+    shown with the reason, and planned failed by the run (journal: test_hostile_names)."""
+    (tree / "src" / "\u00e41.dat").write_bytes(b"x")
+    spec = _spec(tree, f"""  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}
+  - {{tier: F, pool: ["file://{tree}/dst/f/", "ftp://127.0.0.1:9/x/"]}}
+""")
+    assert main(["campaign", "run", "--dry-run", "--no-probe", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert "  tier A (priority 3, 1 endpoint): 6 files, 5.00 KB\n" in out, out
+    assert "6 files, 5.00 KB, 1 with names refused (they would fail)" in out
+    assert ("  REFUSED F \u00e41.dat: bad file name '\u00e41.dat': ftp:// cannot carry a "
+            "non-ASCII character") in out
+    assert "REFUSED A" not in out
+    assert "1 files have names gridxfer refuses (bad_name)" in err
+
+
 def test_a_tier_with_no_usable_endpoint_fails(tree, capsys):
     (tree / "plain").write_text("not a directory")
     spec = _spec(tree, f"""  - {{tier: A, pool: ["file://{tree}/dst/a/", "file://{tree}/plain/x/"]}}

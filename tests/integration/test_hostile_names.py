@@ -220,3 +220,57 @@ def test_symlink_out_of_the_source_is_not_followed(gridxfer_home, tmp_path):
         "ok",
         "sub",
     ]
+
+
+def _ftp_stor(url: str, name: str, data: bytes) -> None:
+    """STOR ``name`` (sent as UTF-8) on the anonymous server of ``url`` (its data dir)."""
+    import ftplib
+    import io
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    ftp = ftplib.FTP(encoding="utf-8")
+    ftp.connect(parts.hostname, parts.port, timeout=10)
+    try:
+        ftp.login("anonymous", "gridxfer@")
+        ftp.storbinary(f"STOR {parts.path}{name}", io.BytesIO(data))
+    finally:
+        ftp.close()
+
+
+def test_ftp_refuses_non_ascii_names_its_server_would_store_under_another(
+        local_grid, local_grid_home, tmp_path, capsys):
+    """globus-gridftp-server drops every byte outside 32-126 from a clear-text command:
+    'STOR é5.txt' writes '5.txt' (so 'ä1.txt' once landed as '1.txt', two names collided
+    and `campaign verify` passed). Uploads and downloads over ftp:// refuse such names
+    (bad_name, planned failed, never sent); ASCII names beside them are copied as usual."""
+    os.chmod(tmp_path, 0o755)
+    ep = local_grid.endpoints["t1b-ftp"]
+    data = Path(ep.data_dir)
+    (data / "hn-ftp-why").mkdir(exist_ok=True)
+    os.chmod(data / "hn-ftp-why", 0o777)
+    _ftp_stor(ep.url + "hn-ftp-why/", "\u00e95.txt", b"x")        # why the rule exists
+    assert os.listdir(data / "hn-ftp-why") == ["5.txt"]
+
+    src = tmp_path / "area" / "src"
+    up = ["\u00e41.txt", "1.txt", "a b", "\u00f61.txt"]
+    make_tree(src, up)
+    (data / "hn-ftp-up").mkdir(exist_ok=True)
+    os.chmod(data / "hn-ftp-up", 0o777)
+    run_campaign(tmp_path, "hn-ftp-up", f"file://{src}/",
+                 [("FTP", "t1b-ftp/hn-ftp-up/d/", 1), ("LOC", f"file://{tmp_path}/area/loc/", 1)],
+                 capsys)
+    legal = {"FTP": {"1.txt", "a b"}, "LOC": set(up)}
+    check_outcome(local_grid_home, "hn-ftp-up", {"FTP": data / "hn-ftp-up" / "d",
+                                                 "LOC": tmp_path / "area" / "loc"}, legal, up)
+    by = {(r["tier"], r["name"]): r for r in rows(local_grid_home, "hn-ftp-up")}
+    assert by[("FTP", "\u00e41.txt")]["attempts"] == 0          # refused at plan time
+    assert "ftp:// cannot carry a non-ASCII" in by[("FTP", "\u00e41.txt")]["error_msg"]
+
+    down = data / "hn-ftp-down"
+    make_tree(down, ["\u00e42.txt", "2.txt"])
+    os.chmod(down, 0o755)
+    dst = tmp_path / "area" / "down"
+    run_campaign(tmp_path, "hn-ftp-down", "t1b-ftp/hn-ftp-down/",
+                 [("LOC", f"file://{dst}/", 1)], capsys)
+    check_outcome(local_grid_home, "hn-ftp-down", {"LOC": dst}, {"LOC": {"2.txt"}},
+                  ["\u00e42.txt", "2.txt"])

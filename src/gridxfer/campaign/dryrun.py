@@ -28,7 +28,7 @@ from gridxfer.campaign.engine.shares import ActivityShares
 from gridxfer.campaign.engine.factories import (default_mover_factory, default_ops_factory,
                                                 tape_factory_for)
 from gridxfer.campaign.engine.tapeflow import _check_capable as check_tape
-from gridxfer.campaign.spec.dataset import DatasetEntry
+from gridxfer.campaign.spec.dataset import DatasetEntry, refusal
 from gridxfer.campaign.spec.model import CampaignSpec, by_priority
 
 PROBE_TIMEOUT = 30.0        # s: one endpoint's probe (stat, write, delete, space)
@@ -63,6 +63,7 @@ class Plan:
     tiers: tuple[TierPlan, ...]
     probes: tuple[Probe, ...]
     existing: tuple[str, ...] = ()      # shown destinations already there (overwrite off)
+    refused: tuple[tuple[str, str, str], ...] = ()  # the first (tier, name, why) refused
 
     @property
     def flagged(self) -> tuple[Probe, ...]:
@@ -93,11 +94,18 @@ def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int
     tiers = by_priority(spec.destinations)
     shares = ActivityShares(spec)
     per_activity: dict[str, int] = {}
-    n = size = bad = 0
+    n = size = 0
+    bad = dict.fromkeys((t.name for t in tiers), 0)
+    refused: list[tuple[str, str, str]] = []
     first: list[DatasetEntry] = []
     for e in entries:
         n, size = n + 1, size + e.size
-        bad += e.bad is not None
+        for t in tiers:
+            why = refusal(e, t.pool)
+            if why is not None:
+                bad[t.name] += 1
+                if len(refused) < pairs:
+                    refused.append((t.name, e.name, why))
         if shares.active:
             act = shares.of(e.name)
             per_activity[act] = per_activity.get(act, 0) + 1
@@ -106,7 +114,8 @@ def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int
     shown = tuple((t.name, e.src_url, names.join_url(t.pool[0], e.name, check=False))
                   for e in first for t in tiers)[:pairs]
     acts = tuple(sorted(per_activity.items()))
-    plans = tuple(TierPlan(t.name, t.priority, len(t.pool), n, size, bad, acts) for t in tiers)
+    plans = tuple(TierPlan(t.name, t.priority, len(t.pool), n, size, bad[t.name], acts)
+                  for t in tiers)
     probes: tuple[Probe, ...] = ()
     if probe:
         probes = _probe_all(spec, size, ops_factory or default_ops_factory,
@@ -116,7 +125,7 @@ def make_plan(spec: CampaignSpec, entries: Iterable[DatasetEntry], *, pairs: int
         ok = {p.url for p in probes if not p.problem}
         existing = _existing([d for t, _, d in shown if spec.tier(t).pool[0] in ok],
                              ops_factory or default_ops_factory)
-    return Plan(shown, plans, probes, existing)
+    return Plan(shown, plans, probes, existing, tuple(refused))
 
 
 def _existing(urls: list[str], ops_factory: Callable) -> tuple[str, ...]:

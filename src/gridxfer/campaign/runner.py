@@ -37,7 +37,7 @@ from gridxfer.movers import routes
 from gridxfer.movers.gfal import systemca
 from gridxfer.movers.urls import scheme_of
 from gridxfer.campaign.journal import names as endpoint_names
-from gridxfer.campaign.spec.dataset import DatasetEntry, expand
+from gridxfer.campaign.spec.dataset import DatasetEntry, expand, refusal
 from gridxfer.campaign.journal.store import CANCELLED
 from gridxfer.campaign.journal.lock import CampaignLock
 from gridxfer.campaign.engine.recovery import Swept, recover, sweep  # noqa: F401  (recover re-exported for callers)
@@ -105,9 +105,9 @@ def _plan(spec: CampaignSpec, replace: bool) -> tuple[Path, int, sqlite3.Connect
     if path.exists():
         _sweep_old(path)
         _remove_journal(path)
-    tiers = [t.name for t in by_priority(spec.destinations)]
-    rows = ((e.name, e.src_url, e.size, tier, e.adler32, e.bad) for e in _entries(spec)
-            for tier in tiers)
+    tiers = [(t.name, t.pool) for t in by_priority(spec.destinations)]
+    rows = ((e.name, e.src_url, e.size, tier, e.adler32, refusal(e, pool))
+            for e in _entries(spec) for tier, pool in tiers)
     try:
         conn = journal.connect(path, create=True)
     except BaseException:           # a full disk while creating it: keep no half journal

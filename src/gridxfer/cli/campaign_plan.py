@@ -46,6 +46,8 @@ def _text(r: Any, plan: Any) -> None:
             _echo(f"  {tier}: {printable(src)} -> {printable(dst)}")
     for dst in plan.existing:
         _echo(f"  EXISTS {printable(dst)}: overwrite is off, a run fails it")
+    for tier, name, why in plan.refused:
+        _echo(f"  REFUSED {tier} {printable(name)}: {printable(why)}")
     if plan.probes:
         _echo("endpoints:")
     for p in plan.probes:

@@ -32,8 +32,11 @@ root            as is; ``?`` refused   XrdCl never decodes ``%XX`` (``a%3Fb`` is
                                        ``data.root``. No escape exists
                                        (XrdClURL.cc, ``URL::ParsePath``: splits at the
                                        first ``?``, decodes nothing)
-gsiftp, ftp     percent-encoded        globus_url_parse and gfal2 decode ``%XX`` and
+gsiftp          percent-encoded        globus_url_parse and gfal2 decode ``%XX`` and
                                        refuse a raw ``#`` or non-ASCII byte
+ftp             as gsiftp; non-ASCII   globus-gridftp-server's clear-text commands pass
+                refused                its telnet XIO driver, which drops every byte
+                                       outside 32-126: ``STOR ä1.txt`` writes ``1.txt``
 davs, https     percent-encoded;       davix sends the path as given; XrdHttp decodes
                 ``?`` refused          ``%XX`` (``+`` stays ``+``), then cuts at a
                                        decoded ``?`` as at CGI (``a%3Fb`` writes ``a``).
@@ -63,12 +66,13 @@ from gridxfer.movers.urls import local_path, scheme_of, url_path
 class Protocol:
     decodes: bool               # the protocol's tools percent-decode the path
     refuses: str = ""           # characters no escape can carry
+    ascii_only: bool = False    # no escape carries a non-ASCII character (ftp://)
 
 
 LITERAL = Protocol(decodes=False)
 ENCODED = Protocol(decodes=True)
 PROTOCOLS: dict[str, Protocol] = {"file": LITERAL, "root": Protocol(False, "?"),
-                                  "gsiftp": ENCODED, "ftp": ENCODED,
+                                  "gsiftp": ENCODED, "ftp": Protocol(True, ascii_only=True),
                                   "davs": Protocol(True, "?"), "https": Protocol(True, "?")}
 
 _PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*"
@@ -85,6 +89,10 @@ def register(scheme: str, protocol: Protocol) -> None:
 
 def protocol(scheme: str) -> Protocol:
     return PROTOCOLS.get(scheme, ENCODED)
+
+
+NOT_ASCII = ("{scheme}:// cannot carry a non-ASCII character in a path (the server's "
+             "clear-text control channel drops it); use gsiftp://")
 
 
 def bad_name(name: str, why: str) -> TransferError:
@@ -133,6 +141,8 @@ def quote_name(scheme: str, name: str, *, check: bool = True) -> str:
         for ch in proto.refuses:
             if ch in name:
                 raise bad_name(name, f"{scheme}:// cannot carry {ch!r} in a path")
+        if proto.ascii_only and not name.isascii():
+            raise bad_name(name, NOT_ASCII.format(scheme=scheme))
     return quote(name, safe="/+=,@") if proto.decodes else name
 
 
@@ -199,6 +209,8 @@ def check_url(url: str) -> None:
             raise bad_name(url, f"{scheme}:// cannot carry {proto.refuses!r} in a path")
         if proto.decodes and _CONTROL.search(name):
             raise bad_name(url, "control character")
+        if proto.ascii_only and not name.isascii():
+            raise bad_name(url, NOT_ASCII.format(scheme=scheme))
 
 
 def check_within(base: str, url: str) -> None:

@@ -56,7 +56,8 @@ def test_every_name_round_trips_or_is_refused():
         legal = (name and all(p not in ("", ".", "..") for p in parts)
                  and not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029"
                              for c in name)
-                 and not (scheme in ("root", "davs", "https") and "?" in name))
+                 and not (scheme in ("root", "davs", "https") and "?" in name)
+                 and not (scheme == "ftp" and not name.isascii()))
         assert (url is not None) == bool(legal), (scheme, name, url)
         if url is None:
             continue
@@ -79,6 +80,22 @@ def test_quoting_per_protocol(name):
             names.join_url("root://h//d/", name)
     else:
         assert names.join_url("root://h//d/", name) == "root://h//d/" + name
+
+
+@pytest.mark.parametrize("name", ["ä1.txt", "ü.root", "sub/\u00e9t\u00e9", "\u202eevil"])
+def test_ftp_refuses_non_ascii_names_gsiftp_carries_them(name):
+    """globus-gridftp-server drops every byte outside 32-126 from a clear-text (ftp://)
+    command: 'STOR ä1.txt' wrote '1.txt' (tests/integration/test_hostile_names.py)."""
+    with pytest.raises(TransferError, match="ftp:// cannot carry a non-ASCII") as exc:
+        names.join_url("ftp://h/d/", name)
+    assert exc.value.error_class is ErrorClass.BAD_NAME and not exc.value.retryable
+    url = names.join_url("gsiftp://h/d/", name)
+    assert names.server_path(url) == "/d/" + name
+    for bad in (url.replace("gsiftp:", "ftp:"), "ftp://h/d/" + name):   # encoded, or raw
+        with pytest.raises(TransferError, match="non-ASCII"):
+            names.check_url(bad)
+    names.check_url(url)
+    assert names.quote_name("ftp", name, check=False)       # listings never raise
 
 
 def test_plain_names_are_unchanged_everywhere():

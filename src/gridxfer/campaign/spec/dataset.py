@@ -26,7 +26,7 @@ from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.movers import names
 from gridxfer.movers.base import Mover
 from gridxfer.movers.capabilities import capabilities_of
-from gridxfer.movers.urls import local_path
+from gridxfer.movers.urls import local_path, scheme_of
 from gridxfer.campaign.spec.schema import SourceSpec, _HEX8
 
 
@@ -56,6 +56,20 @@ def entry(base: str, name: str, size: int | None, adler32: str | None = None, *,
         return DatasetEntry(name, join_url(base, name), size or 0, adler32,
                             bad=str(exc).partition(": ")[2])
     return DatasetEntry(name, url, size if size is not None else _stat_size(url), adler32)
+
+
+def refusal(e: DatasetEntry, pool: tuple[str, ...]) -> str | None:
+    """Why ``e`` fails at plan time on a tier of ``pool``: its own ``bad``, or the reason an
+    endpoint's protocol cannot carry its name (``ftp://`` and a non-ASCII name). One
+    endpoint refusing is enough: the tier's selector may place the file on any of them."""
+    if e.bad is not None:
+        return e.bad
+    for url in pool:
+        try:
+            names.quote_name(scheme_of(url), e.name)
+        except TransferError as exc:
+            return f"{str(exc).partition(': ')[2]} (destination {url})"
+    return None
 
 
 def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
