@@ -25,7 +25,7 @@ scheme          in the URL             why
 =============== ====================== ==============================================
 file, bare path as is, never decoded   gridxfer, XrdCl and gfal2's file plugin read a
                                        local path literally; globus-url-copy decodes
-                                       file:// URLs, so ``tool_url`` quotes for it
+                                       file:// URLs, so ``toolurls.tool_url`` quotes
 root            as is; ``?`` refused   XrdCl never decodes ``%XX`` (``a%3Fb`` is the
                                        file ``a%3Fb``) and reads all after the first
                                        ``?`` as CGI: ``data.root?oss.asize=5`` opens
@@ -77,7 +77,7 @@ PROTOCOLS: dict[str, Protocol] = {"file": LITERAL, "root": Protocol(False, "?"),
 
 _PLAIN = re.compile(r"[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*"
                     r"(?:/[A-Za-z0-9_~+=,@-][A-Za-z0-9._~+=,@-]*)*")
-_PLAIN_URL = re.compile(r"[A-Za-z0-9+.-]+://[A-Za-z0-9._~:@\[\]-]*[A-Za-z0-9._~+=,@/-]*")
+PLAIN_URL = re.compile(r"[A-Za-z0-9+.-]+://[A-Za-z0-9._~:@\[\]-]*[A-Za-z0-9._~+=,@/-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -188,7 +188,7 @@ def check_url(url: str) -> None:
     """A mover's last check before a tool sees ``url``: the path the tool reads has no
     control character, no ``.``/``..`` component, no component that decodes to one with
     a '/' in it, and no CGI on root://. Raises ``bad_name``."""
-    if "/." not in url and _PLAIN_URL.fullmatch(url):
+    if "/." not in url and PLAIN_URL.fullmatch(url):
         return                      # nothing to decode, no dot component: most URLs
     scheme = scheme_of(url)
     proto = protocol(scheme)
@@ -220,7 +220,7 @@ def check_within(base: str, url: str) -> None:
     if scheme_of(url) == "file" and scheme_of(base) == "file":
         root = _real_dir(local_path(base))
         path = real_path(local_path(url))
-    elif url.startswith(base.rstrip("/") + "/") and _PLAIN_URL.fullmatch(url):
+    elif url.startswith(base.rstrip("/") + "/") and PLAIN_URL.fullmatch(url):
         return                      # checked above: no dot component, nothing decoded
     else:
         root, path = _collapse(server_path(base)), _collapse(server_path(url))
@@ -263,34 +263,6 @@ def _real_dir(path: str) -> str:
 
 def _collapse(path: str) -> str:
     return re.sub("/+", "/", path)
-
-
-def encoded(url: str) -> bool:
-    """The URL's path holds a percent-encoded character (its name is not plain)."""
-    return "%" in url.partition("://")[2]
-
-
-def gfal_url(url: str) -> str:
-    """A root:// URL as gfal2 must get it: gfal2 decodes ``%XX`` before XrdCl (which
-    does not) sees the path. Other schemes are already in gfal2's form."""
-    if scheme_of(url) != "root" or _PLAIN_URL.fullmatch(url):
-        return url
-    head, sep, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return f"{head}{sep}{host}{slash}{quote(path, safe='/+=,@')}"
-
-
-def xrdcl_local(url: str) -> str:
-    """A local path for XrdCl's CopyProcess, which cuts it at a '?' as it cuts URLs."""
-    path = local_path(url)
-    if "?" in path:
-        raise bad_name(path, "XRootD cannot carry '?' in a local path")
-    return path
-
-
-def tool_url(url: str) -> str:
-    """A file:// URL for a tool that percent-decodes it (globus-url-copy)."""
-    return "file://" + quote(os.path.abspath(local_path(url)), safe="/")
 
 
 def check_transfer(name: str, src_base: str, src: str, dst_base: str, dst: str, *,

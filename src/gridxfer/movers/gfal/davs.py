@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import gfal2
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers import names, routes
+from gridxfer.movers import names, routes, toolurls
 from gridxfer.movers.tokens import token_for
 from gridxfer.movers.base import (Entry, ProgressFn, TokenPair, TransferOutcome,
                                   TransferParams, normalise_adler32, require_adler32)
@@ -59,7 +59,7 @@ CHECKSUM_TRIES = 3                  # a checksum answered with HTTP 5xx is asked
 CHECKSUM_BACKOFF = 0.5              # s, doubled each time
 _SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
 _local = threading.local()
-_g = names.gfal_url
+_g = toolurls.gfal_url
 
 
 def _prefix(url: str) -> str:
@@ -147,7 +147,7 @@ class HttpOps:
         if src == dst:
             return
         token = self._token or token_for(dst)
-        if names.encoded(dst) and davmove.plan(dst, token) == "raw":
+        if toolurls.encoded(dst) and davmove.plan(dst, token) == "raw":
             davmove.move(src, dst, token)
             return
         try:
@@ -189,7 +189,7 @@ class HeadOps(HttpOps):
         return self._sums.pop(url, None) or super().checksum(url, algorithm)
 
     def rename(self, src: str, dst: str) -> None:
-        if src != dst and not names.encoded(dst) and davmove.carries(dst):
+        if src != dst and not toolurls.encoded(dst) and davmove.carries(dst):
             davmove.move(src, dst, self._token)     # the same bytes as gfal2's Destination
             return
         super().rename(src, dst)
@@ -247,7 +247,7 @@ class DavsMover(HttpOps):
                 dst_ops = HeadOps(tokens.dst, digest=verify in ("destination", "both"),
                                   read_back=entry.size <= davhead.READ_BACK_MAX)
                 check_ops = HeadOps(tokens.dst)
-        if pair[1] in HTTP and names.encoded(dst) and \
+        if pair[1] in HTTP and toolurls.encoded(dst) and \
                 davmove.plan(dst, tokens.dst) == "in_place":
             # XrdHttp 5.5.3's MOVE takes the Destination path literally (no %XX decoding;
             # XrdHttpReq.cc, measured): davmove sends it decoded, which names every file

@@ -24,10 +24,10 @@ from gridxfer.movers.base import (Entry, ProgressFn, TransferOutcome,
                                   TransferParams, require_adler32)
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.integrity import verified_copy
-from gridxfer.movers import names
+from gridxfer.movers import toolurls
 from gridxfer.movers.urls import scheme_of
 
-_g = names.gfal_url     # root:// as gfal2 reads it (it decodes %XX; XrdCl does not)
+_g = toolurls.gfal_url     # root:// as gfal2 reads it (it decodes %XX; XrdCl does not)
 
 GRIDFTP = routes.GRIDFTP
 NO_SPACE_RETRY = 120.0                              # s before a failed space query is retried

@@ -22,7 +22,7 @@ import time
 from urllib.parse import urlsplit
 
 from gridxfer.errors import ErrorClass, TransferError, UsageError
-from gridxfer.movers import names, routes
+from gridxfer.movers import routes, toolurls
 from gridxfer.movers.base import ProgressFn, TransferOutcome, TransferParams
 from gridxfer.movers.classify import one_line, transfer_error
 from gridxfer.movers.gridftp.ops import GridFTPMetadata, check_local_pair
@@ -36,7 +36,7 @@ _BYTES = re.compile(rb"(\d+) bytes")
 def _gx_url(url: str) -> str:
     """globus-url-copy wants file:///abs/path for local files, percent-encoded: it decodes
     them (a local 'a%2fb' would be read as 'a/b'). gsiftp:// URLs are already encoded."""
-    return names.tool_url(url) if scheme_of(url) == "file" else url
+    return toolurls.tool_url(url) if scheme_of(url) == "file" else url
 
 
 def command(src: str, dst: str, params: TransferParams) -> list[str]:

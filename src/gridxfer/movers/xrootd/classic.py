@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from gridxfer.movers.base import ProgressFn, TransferParams
 from gridxfer.movers.classify import transfer_error
-from gridxfer.movers.names import xrdcl_local
+from gridxfer.movers.toolurls import xrdcl_local
 from gridxfer.movers.urls import local_path, scheme_of, with_user
 from gridxfer.movers.xrootd.authz import xurl
 from gridxfer.movers.xrootd.env import client as xrd
