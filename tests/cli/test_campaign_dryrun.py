@@ -83,6 +83,25 @@ def test_names_a_destination_protocol_refuses_are_counted_per_tier(tree, capsys)
     assert "1 files have names gridxfer refuses (bad_name)" in err
 
 
+def test_a_name_longer_than_name_max_is_refused_before_anything_is_sent(tree, capsys,
+                                                                        gridxfer_home):
+    """No file system takes a component over 255 bytes: refused at plan time (bad_name, no
+    attempt), where a copy once failed and was retried as class other."""
+    import sqlite3
+    long = "\u00e4" * 127 + "xy"                  # 127 characters, 256 bytes
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n',
+                 files=f'["f0.dat", "{long}"]')
+    assert main(["campaign", "run", "--dry-run", "--no-probe", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert f"REFUSED A {long}: bad file name '{long}': a path component of 256 bytes, " \
+           "longer than NAME_MAX (255 bytes" in out, out
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 3
+    conn = sqlite3.connect(gridxfer_home / "campaigns" / "d.sqlite")
+    rows = conn.execute("SELECT name, state, error_class, attempts FROM files").fetchall()
+    assert sorted(rows) == [("f0.dat", "done", None, 1), (long, "failed", "bad_name", 0)]
+    assert os.listdir(tree / "dst" / "a") == ["f0.dat"]
+
+
 def test_a_tier_with_no_usable_endpoint_fails(tree, capsys):
     (tree / "plain").write_text("not a directory")
     spec = _spec(tree, f"""  - {{tier: A, pool: ["file://{tree}/dst/a/", "file://{tree}/plain/x/"]}}

@@ -73,7 +73,7 @@ def rows(home: Path, campaign: str) -> list[sqlite3.Row]:
 
 
 def run_campaign(tmp_path: Path, campaign: str, source: str, tiers: list[tuple[str, str, int]],
-                 capsys) -> str:
+                 capsys, expect: int = 3) -> str:
     pools = "\n".join(f"  - {{tier: {t}, pool: [\"{url}\"], streams: {s}, max_active: 2}}"
                       for t, url, s in tiers)
     spec = tmp_path / "specs" / f"{campaign}.yaml"       # outside the watched area
@@ -82,7 +82,7 @@ def run_campaign(tmp_path: Path, campaign: str, source: str, tiers: list[tuple[s
                     f"destinations:\n{pools}\nretries: {{max: 1, backoff: 0.1s}}\ntimeout: 60s\n")
     code = main(["campaign", "run", "--quiet", str(spec)])
     out = capsys.readouterr()
-    assert code == 3, out.err + out.out        # the bad names failed, the others are done
+    assert code == expect, out.err + out.out   # the bad names failed, the others are done
     return out.out
 
 
@@ -274,3 +274,26 @@ def test_ftp_refuses_non_ascii_names_its_server_would_store_under_another(
                  [("LOC", f"file://{dst}/", 1)], capsys)
     check_outcome(local_grid_home, "hn-ftp-down", {"LOC": dst}, {"LOC": {"2.txt"}},
                   ["\u00e42.txt", "2.txt"])
+
+
+def test_names_up_to_name_max_arrive_whole(local_grid, local_grid_home, tmp_path, capsys):
+    """Names of 231 to 255 bytes: their temporary names ('.<name>.gxpart-<token>') were
+    longer than NAME_MAX, so every attempt failed with ENAMETOOLONG, retried for minutes as
+    class other. Now each arrives under its own name on XRootD, GridFTP (gridxfer's client,
+    globus-url-copy) and local disk, and no temporary name is left."""
+    os.chmod(tmp_path, 0o755)
+    src = tmp_path / "area" / "src"
+    names = ["L" * 254, "\u00e4" * 127 + "x", "M" * 231 + ".root", "N" * 255]
+    make_tree(src, names)
+    xrd, gs = (Path(local_grid.endpoints[e].data_dir) for e in ("t1a-xrd1", "t1a-gsiftp"))
+    dst = {"XRD": xrd / "hn-long" / "d", "GS1": gs / "hn-long1" / "d",
+           "GS2": gs / "hn-long2" / "d", "LOC": tmp_path / "area" / "dst"}
+    for d in (xrd / "hn-long", gs / "hn-long1", gs / "hn-long2"):
+        d.mkdir(exist_ok=True)
+        os.chmod(d, 0o777)
+    run_campaign(tmp_path, "hn-long", f"file://{src}/", [
+        ("XRD", "t1a-xrd1/hn-long/d/", 1), ("GS1", "t1a-gsiftp/hn-long1/d/", 1),
+        ("GS2", "t1a-gsiftp/hn-long2/d/", 2), ("LOC", f"file://{dst['LOC']}/", 1)], capsys,
+        expect=0)
+    check_outcome(local_grid_home, "hn-long", dst, {t: set(names) for t in dst}, names)
+    assert all(r["attempts"] == 1 for r in rows(local_grid_home, "hn-long"))

@@ -17,6 +17,7 @@ from gridxfer.errors import ErrorClass, TransferError
 
 # XRootD server error numbers (XProtocol.hh, kXR_*) -> POSIX errno.
 _KXR_ERRNO = {
+    3002: E.ENAMETOOLONG,  # kXR_ArgTooLong (XProtocol mapError: ENAMETOOLONG)
     3009: E.ENOSPC,      # kXR_NoSpace
     3010: E.EACCES,      # kXR_NotAuthorized
     3011: E.ENOENT,      # kXR_NotFound
@@ -55,6 +56,7 @@ _BY_ERRNO = {
     E.ECONNABORTED: ErrorClass.CONNECTION, E.EPIPE: ErrorClass.CONNECTION,
     E.EBADMSG: ErrorClass.CHECKSUM, E.EIO: ErrorClass.OTHER,
     E.ECANCELED: ErrorClass.CANCELLED, E.EINTR: ErrorClass.CANCELLED,
+    E.ENAMETOOLONG: ErrorClass.BAD_NAME,     # the same name fails again: never retried
 }
 
 # Text patterns for tools that lose the errno (globus-url-copy, gfal2 ECOMM/EIO wrappers).
@@ -64,6 +66,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(r"no such file|not found|does not exist|FILE_NOT_FOUND|PATH_NOT_FOUND", re.I),
      E.ENOENT),
     (re.compile(r"file exists|already exists", re.I), ErrorClass.EXISTS),
+    (re.compile(r"name too long|ENAMETOOLONG", re.I), ErrorClass.BAD_NAME),
     (re.compile(r"no space|disk quota|quota exceeded", re.I), ErrorClass.NO_SPACE),
     (re.compile(r"connection refused|connection reset|no route to host|network is unreachable|"
                 r"unable to connect|connection error|broken pipe|end of file", re.I),
@@ -160,9 +163,26 @@ def classify(failure: Any, *, side: str = "source") -> ErrorClass:
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    """Collapse a multi-line tool message into one short line."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    """Collapse a multi-line tool message into one line of at most ``limit`` characters.
+    A longer one has its long words (URLs and paths: a long file name may come three
+    times) shortened in their middle first, then loses its own middle: the start of the
+    context and the reason, which tools write last ("File name too long"), stay."""
+    words = str(text).split()
+    flat = " ".join(words)
+    if len(flat) <= limit:
+        return flat
+    flat = " ".join(_short(w) for w in words)
+    if len(flat) <= limit:
+        return flat
+    head = limit // 3
+    return flat[:head] + " ... " + flat[len(flat) - (limit - head - 5):]
+
+
+_WORD = 80          # a word (URL, path) longer than this keeps its first 40 and last 30
+
+
+def _short(word: str) -> str:
+    return word if len(word) <= _WORD else word[:40] + "..." + word[-30:]
 
 
 def transfer_error(failure: Any, what: str, *, side: str = "source") -> TransferError:

@@ -12,6 +12,8 @@ A name is bad (``ErrorClass.BAD_NAME``: the file fails alone, never retried) if 
 - is empty, or has an empty, ``.`` or ``..`` component (``a//b``, ``/a``, ``a/``,
   ``a/../b``);
 - has a control character (NUL, C0, DEL, C1) or a line/paragraph separator;
+- has a component longer than NAME_MAX, 255 bytes (no file system takes it; the
+  temporary name of a long one is shortened: ``urls.temp_stem``);
 - cannot be carried by the protocol (table below), or a listed component holds ``/``
   once decoded (``a%2fb`` on a protocol that decodes);
 - is a local file whose real path (symbolic links resolved) is outside the campaign's
@@ -59,7 +61,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
 from gridxfer.errors import ErrorClass, TransferError
-from gridxfer.movers.urls import local_path, scheme_of, url_path
+from gridxfer.movers.urls import NAME_MAX, local_path, scheme_of, url_path
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ def valid_utf8(text: str) -> bool:
 
 def check_name(name: str) -> None:
     """The protocol-free part of the rule (module docstring); raises ``bad_name``."""
-    if _PLAIN.fullmatch(name):
+    if _PLAIN.fullmatch(name) and len(name) <= NAME_MAX:
         return
     if not name:
         raise bad_name(name, "empty")
@@ -127,12 +129,20 @@ def check_name(name: str) -> None:
     for part in name.split("/"):
         if part in ("", ".", ".."):
             raise bad_name(name, "empty, '.' or '..' path component")
+        if len(part.encode()) > NAME_MAX:
+            raise bad_name(name, too_long(part))
+
+
+def too_long(part: str) -> str:
+    return (f"a path component of {len(part.encode('utf-8', 'surrogatepass'))} bytes, "
+            f"longer than NAME_MAX ({NAME_MAX} bytes, the longest file name a file system "
+            f"takes)")
 
 
 def quote_name(scheme: str, name: str, *, check: bool = True) -> str:
     """``name`` as it goes into a URL of ``scheme``. ``check=False`` never raises: for
     listings and journal rows whose name the transfer checks again (``check_transfer``)."""
-    if _PLAIN.fullmatch(name):
+    if _PLAIN.fullmatch(name) and (len(name) <= NAME_MAX or not check):
         return name
     if check:
         check_name(name)
@@ -148,7 +158,7 @@ def quote_name(scheme: str, name: str, *, check: bool = True) -> str:
 
 def join_url(base: str, name: str, *, check: bool = True) -> str:
     """The URL of ``name`` under the directory URL ``base``."""
-    if _PLAIN.fullmatch(name):      # quote_name's answer for every scheme
+    if _PLAIN.fullmatch(name) and (len(name) <= NAME_MAX or not check):   # as quote_name
         return base.rstrip("/") + "/" + name
     return base.rstrip("/") + "/" + quote_name(scheme_of(base), name, check=check)
 
@@ -187,8 +197,8 @@ def server_path(url: str) -> str:
 def check_url(url: str) -> None:
     """A mover's last check before a tool sees ``url``: the path the tool reads has no
     control character, no ``.``/``..`` component, no component that decodes to one with
-    a '/' in it, and no CGI on root://. Raises ``bad_name``."""
-    if "/." not in url and PLAIN_URL.fullmatch(url):
+    a '/' in it, no CGI on root:// and none longer than NAME_MAX. Raises ``bad_name``."""
+    if "/." not in url and len(url) <= NAME_MAX and PLAIN_URL.fullmatch(url):
         return                      # nothing to decode, no dot component: most URLs
     scheme = scheme_of(url)
     proto = protocol(scheme)
@@ -211,6 +221,8 @@ def check_url(url: str) -> None:
             raise bad_name(url, "control character")
         if proto.ascii_only and not name.isascii():
             raise bad_name(url, NOT_ASCII.format(scheme=scheme))
+        if len(name) > NAME_MAX // 4 and len(name.encode("utf-8", "surrogatepass")) > NAME_MAX:
+            raise bad_name(url, too_long(name))
 
 
 def check_within(base: str, url: str) -> None:

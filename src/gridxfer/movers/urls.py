@@ -2,6 +2,7 @@
 of the integrity path (common.py). No I/O, no heavy imports: the registry routes on them."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -98,9 +99,38 @@ def split_dir(url: str) -> tuple[str, str]:
 
 def temp_url(dst: str, token: str | None = None) -> str:
     """A hidden temporary name in the destination's directory: ``.<name>.gxpart-<token>``
-    (a random token unless given)."""
+    (a random token unless given; ``<name>`` is ``temp_stem``'s, shortened for a long
+    name so the temporary name stays within NAME_MAX)."""
     parent, name = split_dir(dst)
-    return f"{parent}.{name}{TEMP_MARK}{token or os.urandom(4).hex()}"
+    return f"{parent}.{temp_stem(name)}{TEMP_MARK}{token or os.urandom(4).hex()}"
+
+
+NAME_MAX = 255      # bytes of one path component (Linux; XRootD, dCache, EOS servers too)
+TOKEN_MAX = 16      # characters of a temporary name's token (a campaign's: 6 + attempt id)
+_STEM_MAX = NAME_MAX - 1 - len(TEMP_MARK) - TOKEN_MAX
+_CHAR = re.compile(r"%[0-9A-Fa-f]{2}|.", re.S)
+_UTF8_CONTINUATION = re.compile(r"%[89AaBb][0-9A-Fa-f]")
+
+
+def temp_stem(name: str) -> str:
+    """The ``<name>`` of ``.<name>.gxpart-<token>`` for the base name ``name`` (URL form):
+    ``name`` itself while the temporary name fits NAME_MAX, else its first characters, a
+    ``~`` and 8 hex digits of its sha256 (so the temporary name of any name up to
+    NAME_MAX fits, and two long names that begin alike keep distinct ones; recovery finds
+    them by this prefix). Measured on the URL form, which is never shorter than the name
+    the server sees (``%XX`` decodes to one byte), and cut only between characters: never
+    inside a ``%XX`` escape nor a UTF-8 sequence, raw or escaped."""
+    if len(name.encode("utf-8", "surrogatepass")) <= _STEM_MAX:
+        return name
+    budget, used, cut = _STEM_MAX - 9, 0, 0
+    for m in _CHAR.finditer(name):
+        used += len(m.group().encode("utf-8", "surrogatepass"))
+        if used > budget:
+            break
+        if not _UTF8_CONTINUATION.match(name, m.end()):
+            cut = m.end()
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{name[:cut]}~{digest}"
 
 
 def attempt_temp_url(dst: str, token: str) -> str | None:

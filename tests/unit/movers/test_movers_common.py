@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from urllib.parse import unquote
 
 import pytest
 
@@ -10,8 +11,10 @@ from gridxfer.errors import ErrorClass, TransferError, UsageError
 from gridxfer.movers.base import TransferParams, normalise_adler32
 from gridxfer.movers.integrity import verified_copy
 from gridxfer.movers.ops import LocalOps, adler32_file
-from gridxfer.movers.urls import (is_temp_name, local_path, scheme_of, split_dir,
-                                  temp_url, url_path, with_user)
+from gridxfer.movers import names
+from gridxfer.movers.urls import (NAME_MAX, TEMP_MARK, TOKEN_MAX, is_temp_name, local_path,
+                                  scheme_of, split_dir, temp_stem, temp_url, url_path,
+                                  with_user)
 
 
 def test_url_helpers():
@@ -164,3 +167,37 @@ def test_data_done_is_signalled_after_the_bytes_and_before_verification(tmp_path
                   src_ops=LocalOps(), dst_ops=Ops(), raw_copy=raw)
     assert events.index("copy") < events.index("done") < events.index("checksum tmp") \
         < events.index("rename")
+
+
+def _server_name(url: str) -> bytes:
+    """The last component of ``url`` as the server's file system gets it (decoded)."""
+    return unquote(url.rpartition("/")[2]).encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.parametrize("base", ["file:///d/", "root://h:1//d/", "gsiftp://h/d/",
+                                  "davs://h/d/"])
+@pytest.mark.parametrize("name", ["L" * 254, "L" * 255, "\u00e4" * 127, "a b" * 85,
+                                  "x" * 200 + "\u00e4" * 27, "\u20ac" * 85, "f.dat"])
+def test_the_temporary_name_of_any_name_up_to_name_max_fits(base, name):
+    """A 254-character name once made '.<name>.gxpart-<token>' of 277 bytes: ENAMETOOLONG
+    on every attempt. Long names get a shortened stem, cut between whole characters (never
+    inside %XX or a UTF-8 sequence), with a hash of the name; short ones keep theirs."""
+    dst = names.join_url(base, name)
+    tmp = temp_url(dst, "a" * TOKEN_MAX)
+    got = _server_name(tmp)
+    assert len(got) <= NAME_MAX, (len(got), got)
+    got.decode("utf-8")                                 # whole characters only
+    assert is_temp_name(tmp.rpartition("/")[2])
+    assert tmp.rpartition("/")[0] == dst.rpartition("/")[0]
+    stem = temp_stem(dst.rpartition("/")[2])
+    assert tmp.rpartition("/")[2] == f".{stem}{TEMP_MARK}{'a' * TOKEN_MAX}"
+    if len(name.encode()) + 1 + len(TEMP_MARK) + TOKEN_MAX <= NAME_MAX:
+        assert stem == dst.rpartition("/")[2]           # unchanged: most names
+    else:
+        assert unquote(name).startswith(unquote(stem.rpartition("~")[0]))
+
+
+def test_long_names_that_begin_alike_keep_distinct_temporary_names():
+    a, b = "L" * 240 + "a", "L" * 240 + "b"
+    assert temp_stem(a) != temp_stem(b) and temp_stem(a) == temp_stem(a)
+    assert temp_stem("short.dat") == "short.dat"

@@ -214,3 +214,25 @@ def test_real_path_is_realpath_from_the_kernel(tmp_path):
         path = str(tmp_path / name)
         assert real_path(path) == os.path.realpath(path), name
 
+
+
+@pytest.mark.parametrize("name", ["L" * 256, "\u00e4" * 128, "d/" + "L" * 256 + "/f",
+                                  "\u00e4" * 127 + "xy"])
+def test_a_component_longer_than_name_max_is_a_bad_name(name):
+    """NAME_MAX is 255 bytes (UTF-8), not characters: 'ä' * 128 is 256 bytes."""
+    for base in BASES.values():
+        with pytest.raises(TransferError, match=r"longer than NAME_MAX \(255 bytes") as exc:
+            names.join_url(base, name)
+        assert exc.value.error_class is ErrorClass.BAD_NAME
+        url = names.join_url(base, name, check=False)     # listings never raise
+        ftp = base.startswith("ftp:") and not name.isascii()
+        with pytest.raises(TransferError, match="non-ASCII" if ftp else "NAME_MAX"):
+            names.check_url(url)
+
+
+@pytest.mark.parametrize("name", ["L" * 255, "\u00e4" * 127 + "x", "d/" + "L" * 255])
+def test_names_up_to_name_max_are_carried(name):
+    for scheme, base in BASES.items():
+        if scheme == "ftp" and not name.isascii():
+            continue
+        names.check_url(names.join_url(base, name))

@@ -198,7 +198,7 @@ def _check_destination(cleaner: _Cleaner, mover: Any, src_ops: Any, r: Any,
 def _temp_names(mover: Any, dst: str, listings: dict[str, list[str]]) -> list[str]:
     """Temporary names of ``dst`` left in its directory (movers.urls naming); each
     directory is listed once per recovery (``listings``: parent URL -> entry names)."""
-    from gridxfer.movers.urls import TEMP_MARK
+    from gridxfer.movers.urls import TEMP_MARK, temp_stem
     parent, _, name = dst.rstrip("/").rpartition("/")
     if parent not in listings:
         listdir = capabilities_of(mover).listdir
@@ -207,5 +207,5 @@ def _temp_names(mover: Any, dst: str, listings: dict[str, list[str]]) -> list[st
                 e.url.rstrip("/").rpartition("/")[2] for e in listdir(parent + "/")]
         except Exception:
             listings[parent] = []
-    prefix = f".{name}{TEMP_MARK}"
+    prefix = f".{temp_stem(name)}{TEMP_MARK}"
     return [parent + "/" + n for n in listings[parent] if n.startswith(prefix)]

@@ -44,9 +44,17 @@ def new_context() -> gfal2.Gfal2Context:
     started from that thread afterwards inherits the mask: xrootd/gridftp servers that
     ignore SIGTERM, Nagios plugins whose ``-t`` alarm never fires, and a campaign that
     Ctrl-C cannot stop.
+
+    gfal2 logs at ``verbose_level.normal`` (warnings), not its default, which hands every
+    copy's events to Python: gfal2-python decodes each message strictly, and an event
+    cut inside a UTF-8 sequence ('Event triggered: ... LIST:ITEM <src> => <dst>', cut
+    short for a long non-ASCII name: 'ä' * 127 + 'x' in a deep directory) failed the copy
+    with SystemError. Nothing showed those messages (only the ``gridxfer`` logger has
+    handlers).
     """
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     try:
+        gfal2.set_verbose(gfal2.verbose_level.normal)
         return gfal2.creat_context()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

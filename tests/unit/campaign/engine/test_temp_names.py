@@ -204,3 +204,20 @@ def test_resume_and_replace_remove_the_temporaries_a_journal_records(gridxfer_ho
     assert main(["campaign", "run", "--quiet", "--replace", str(spec)]) == 0
     assert not left.exists()                        # swept before the journal went
     assert sorted(p.name for p in dst.iterdir()) == ["f0.dat", "f1.dat"]
+
+
+def test_recovery_lists_the_shortened_temporary_names_of_a_long_name():
+    """A long name's temporary names are shortened (urls.temp_stem): the directory scan of
+    recovery finds them by the same stem, and not those of a long name that begins alike."""
+    from gridxfer.movers.urls import temp_url
+    d = POOL[0]
+    a, b = d + "L" * 240 + "a", d + "L" * 240 + "b"
+    mine = [temp_url(a, "t1"), temp_url(a, "t2")]
+    files = {u: 1 for u in [*mine, temp_url(b, "t3"), a, b]}
+
+    class Lister:
+        def listdir(self, url):
+            return [Entry(u, n) for u, n in files.items() if u.startswith(url)]
+
+    assert all(len(u.rpartition("/")[2]) <= 255 for u in files)
+    assert sorted(recovery._temp_names(Lister(), a, {})) == sorted(mine)
