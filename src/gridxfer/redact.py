@@ -29,6 +29,8 @@ import logging
 import re
 from typing import Any
 
+from gridxfer.display import printable
+
 MASK = "***"
 
 # Query keys that carry a credential, lower case. Sources:
@@ -162,8 +164,7 @@ class RedactFilter(logging.Filter):
     or a terminal escape is shown escaped); the record then carries no arguments."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = "".join(c if c.isprintable() else repr(c)[1:-1]
-                             for c in redact(record.getMessage()))
+        record.msg = printable(redact(record.getMessage()))
         record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))

@@ -22,7 +22,8 @@ LAYERS = [
     ("campaign.journal",),
     ("movers.xrootd", "movers.gridftp", "movers.gfal"),
     ("movers", "auth"),
-    ("errors", "units", "limits", "envsettings", "inputs", "redact", "state", "__version__"),
+    ("errors", "units", "limits", "envsettings", "inputs", "display", "redact", "state",
+     "__version__"),
 ]
 SIDE = {"monitoring", "testbed", "tuning", "netbench"}
 PROTOCOLS = {"movers.xrootd", "movers.gridftp", "movers.gfal"}

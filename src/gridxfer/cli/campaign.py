@@ -16,7 +16,7 @@ import click
 
 from gridxfer.cli import campaign_alerts
 from gridxfer.errors import Interrupted, PartialFailure
-from gridxfer.movers.names import printable
+from gridxfer.display import printable
 from gridxfer.redact import redact, redact_obj
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 
@@ -110,8 +110,8 @@ def _render_result(r, as_json: bool) -> None:
                    f"(resume --retry-cancelled runs them)")
     failures = [f for f in r.failures if f.error_class != "cancelled"]
     for f in failures[:20]:
-        _echo(f"  FAILED {f.tier} {printable(f.name)}: {f.error_class}: {f.error_msg} "
-                   f"({f.attempts} attempts)")
+        _echo(f"  FAILED {f.tier} {printable(f.name)}: {f.error_class}: "
+              f"{printable(f.error_msg or '')} ({f.attempts} attempts)")
     if len(failures) > 20:
         _echo(f"  ... and {len(failures) - 20} more")
     if not r.dry_run:

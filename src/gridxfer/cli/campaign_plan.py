@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from gridxfer.errors import PartialFailure
-from gridxfer.movers.names import printable
+from gridxfer.display import printable
 from gridxfer.redact import redact, redact_obj
 from gridxfer.units import fmt_bytes
 
@@ -51,7 +51,7 @@ def _text(r: Any, plan: Any) -> None:
     if plan.probes:
         _echo("endpoints:")
     for p in plan.probes:
-        state = ("FLAGGED: " + p.problem) if p.problem else "ok"
+        state = ("FLAGGED: " + printable(p.problem)) if p.problem else "ok"
         facts = [k for k, v in (("reachable", p.reachable), ("writable", p.writable)) if v]
         if p.free is not None:
             facts.append(f"{fmt_bytes(p.free)} free")

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from gridxfer.cli import params
 from gridxfer.limits import MAX_DURATION
-from gridxfer.movers.names import printable
+from gridxfer.display import printable
 from gridxfer.units import fmt_bytes
 from gridxfer.cli.campaign import _echo, _echo_json, group
 
@@ -99,8 +99,8 @@ def render_status(st, as_json: bool, links: bool) -> None:
         for ex in st.excluded:
             until = (f" until {time.strftime('%H:%M:%S', time.localtime(ex['until']))}"
                      if ex["until"] else "")
-            for line in summary(f"  excluded {ex['tier']} {ex['endpoint']}: {ex['reason']}{until}",
-                                width):
+            for line in summary(f"  excluded {ex['tier']} {ex['endpoint']}: "
+                                f"{printable(ex['reason'])}{until}", width):
                 _echo(line)
     if st.filters.failed:
         _failed_lines(st.failed_files, st.names, _echo)
@@ -118,7 +118,7 @@ def _failed_lines(rows, names: dict[str, str], out: Callable[[str], None]) -> No
     for r in rows[:20]:
         where = f" at {name_of(names, r['endpoint'])}" if r.get("endpoint") else ""
         out(f"  FAILED {r['tier']} {printable(r['name'])}{where}: {r['error_class']}: "
-            f"{r['error_msg']} ({r['attempts']} attempts)")
+            f"{printable(r['error_msg'] or '')} ({r['attempts']} attempts)")
     if len(rows) > 20:
         out(f"  ... and more ({len(rows)} shown by --json)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from gridxfer.errors import PartialFailure
-from gridxfer.movers.names import printable
+from gridxfer.display import printable
 from gridxfer.cli.campaign import _echo, _echo_json, group
 
 SHOWN = 50      # issues listed in text; --json lists every one

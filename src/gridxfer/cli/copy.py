@@ -23,7 +23,8 @@ import click
 from gridxfer.cli import params
 from gridxfer.errors import GridxferError, Interrupted, PartialFailure, UsageError
 from gridxfer.limits import MAX_DURATION, MAX_STREAMS
-from gridxfer.movers.names import printable, valid_utf8
+from gridxfer.display import printable
+from gridxfer.movers.names import valid_utf8
 from gridxfer.redact import redact, redact_obj
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 

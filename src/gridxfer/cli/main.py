@@ -18,6 +18,7 @@ import click
 
 from gridxfer import __version__
 from gridxfer.errors import GridxferError, exit_code_for
+from gridxfer.display import printable
 from gridxfer.redact import redact
 
 # command name -> (module under gridxfer.cli, one-line help)
@@ -157,7 +158,7 @@ def one_line(text: str) -> str:
     or an undecodable byte from the user's input shown escaped (``\\n``, ``\\x1b``,
     ``\\udcff``), so the line stays one line, cannot drive the terminal, and can always
     be encoded."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in redact(text))
+    return printable(redact(text))
 
 
 def click_line(exc: click.ClickException) -> str:

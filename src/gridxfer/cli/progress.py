@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gridxfer.cli.columns import Column, lines, table
+from gridxfer.display import printable
 from gridxfer.errors import GridxferError
 from gridxfer.redact import redact
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
@@ -78,7 +79,7 @@ def health_lines(snap: StatsSnapshot,
     and per tier whose whole pool is down (what happens to its files, and when)."""
     out = []
     for e in snap.excluded:
-        why = e.reason.split("; cooldown ")[0]
+        why = printable(e.reason.split("; cooldown ")[0])       # a tool's text: a file name
         back = (f" (probed again in {fmt_duration(max(0.0, e.until - snap.now))})"
                 if e.until is not None else "")
         out.append((f"excluded {e.tier} {name_of(names or {}, e.url)}: {why}{back}", "yellow"))

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from gridxfer.cli.columns import Column, lines, table
-from gridxfer.movers.names import printable
+from gridxfer.display import printable
 from gridxfer.redact import redact
 from gridxfer.units import fmt_bytes, fmt_duration, fmt_rate
 
@@ -72,4 +72,4 @@ def render_report(rep: Any, con: Any) -> None:
             con.print(line, markup=False, highlight=False)
     for f in rep.failed_files[:20]:
         con.print(redact(f"FAILED {f['tier']} {printable(f['name'])}: {f['error_class']}: "
-                         f"{f['error_msg']}"), markup=False)
+                         f"{printable(f['error_msg'] or '')}"), markup=False)

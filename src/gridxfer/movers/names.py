@@ -101,11 +101,6 @@ def bad_name(name: str, why: str) -> TransferError:
     return TransferError(ErrorClass.BAD_NAME, f"bad file name {name!r}: {why}")
 
 
-def printable(text: str) -> str:
-    """``text`` on one terminal line: control characters as ``\\xNN`` escapes."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
-
-
 def has_control(text: str) -> bool:
     """``text`` holds a control character or a line/paragraph separator."""
     return bool(_CONTROL.search(text))

@@ -45,6 +45,7 @@ import re
 import threading
 from urllib.parse import unquote, urlsplit
 
+from gridxfer.display import printable
 from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers.classify import transfer_error
@@ -120,6 +121,6 @@ def move(src: str, dst: str, token: str | None = None) -> None:
     except davsession.NoAnswer as exc:
         raise transfer_error(f"MOVE: no answer ({exc})", dst, side="destination") from None
     if answer.status not in (200, 201, 204):
-        text = names.printable(" ".join(answer.data.decode("utf-8", "replace").split())[:200])
+        text = printable(" ".join(answer.data.decode("utf-8", "replace").split())[:200])
         raise transfer_error(f"MOVE: HTTP {answer.status} {answer.reason}: {text}", dst,
                              side="destination")
