@@ -83,8 +83,9 @@ def advice_profile(advice: Advice, name: str) -> str:
     """A sysctl.d profile text for ``advice`` (what ``tune advise --write-profile`` writes)."""
     head = [
         f"# gridxfer profile: {name}",
-        f"# source: gridxfer tune advise --bandwidth {advice.bandwidth_bps:g} --rtt "
-        f"{advice.rtt_s * 1e3:g}ms --streams {advice.streams}",
+        f"# source: gridxfer tune advise --bandwidth {advice.bandwidth_bps / 1e6:g}Mbit/s "
+        f"--rtt {advice.rtt_s * 1e3:g}ms --streams {advice.streams} "
+        f"--headroom {advice.headroom:g}",
         f"# intent: buffers for {advice.bandwidth_bps / 1e9:g} Gb/s x {advice.rtt_s * 1e3:g} ms "
         f"with {advice.streams} stream(s)",
     ]

@@ -44,3 +44,22 @@ def test_pow2():
 def test_bad_inputs(kw):
     with pytest.raises(UsageError):
         advise(**kw)
+
+
+@pytest.mark.parametrize("bps, rtt, streams, headroom", [(1e10, 0.018, 4, 1.25),
+                                                         (9e8, 0.0182, 1, 1.3),
+                                                         (2.5e9, 0.15, 8, 1.0)])
+def test_the_profile_s_source_line_is_a_command_that_gives_the_same_advice(bps, rtt, streams,
+                                                                          headroom):
+    """The '# source:' line runs as written (a rate with its unit, the headroom too) and
+    advises the same sysctls (it printed '--bandwidth 1e+10', which the option refuses)."""
+    from click.testing import CliRunner
+    from gridxfer.cli.main import cli
+    a = advise(bps, rtt, streams=streams, headroom=headroom)
+    line = advice_profile(a, "p").splitlines()[1]
+    assert line.startswith("# source: gridxfer tune advise ")
+    args = line.removeprefix("# source: gridxfer ").split() + ["--json"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    import json
+    assert json.loads(res.output)["sysctl"] == a.sysctl()
