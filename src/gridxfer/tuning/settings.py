@@ -38,7 +38,28 @@ def same(a: str | None, b: str | None) -> bool:
     return normalise(a) == normalise(b)
 
 
+def iface_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a Linux interface name (the kernel's ``dev_valid_name``: 1-15
+    bytes, not ``.`` or ``..``, no ``/``, ``:`` or whitespace; nor a control character), or
+    None. ``ip link show dev ''`` answers for the FIRST interface: an empty name would read
+    and set another device's settings."""
+    if not name:
+        return "empty"
+    if len(name.encode(errors="surrogateescape")) > 15:
+        return "longer than 15 bytes"
+    if name in (".", ".."):
+        return "'.' and '..' are not names"
+    if any(c in "/:" or c.isspace() or not c.isprintable() for c in name):
+        return "it has '/', ':', a space or a control character"
+    return None
+
+
 def nic_key(iface: str, param: str) -> str:
+    """The resolved key of ``param`` on ``iface``; UsageError if ``iface`` is no interface
+    name (before anything reads or writes it)."""
+    why = iface_problem(iface)
+    if why:
+        raise UsageError(f"--iface {iface!r}: not an interface name ({why})")
     return f"nic[{iface}].{param}"
 
 

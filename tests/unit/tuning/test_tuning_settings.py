@@ -60,3 +60,29 @@ def test_static_rules():
     assert "not a sysctl key" in check_sysctl("net/../etc", "1")
     assert check_nic("pause.rx", "on") is None and "unknown NIC" in check_nic("speed", "1000")
     assert "out of range" in check_nic("mtu", "67")
+
+
+import pytest  # noqa: E402
+
+from gridxfer.errors import UsageError  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "eth0:1", "eth 0", "e\n", "e\u202e",
+                                  "x" * 16, "\u00e9" * 8])
+def test_a_name_no_interface_can_have_is_refused_before_any_read(name):
+    """`ip link show dev ''` answers for the first interface: --iface '' read and set
+    another device's settings (and '..', '/' or ':' reached ip and ethtool)."""
+    with pytest.raises(UsageError, match="not an interface name"):
+        nic_key(name, "mtu")
+
+
+@pytest.mark.parametrize("name", ["eth0", "lo", "enp0s31f6", "bond0.100", "x" * 15, "veth-gx_1"])
+def test_interface_names_the_kernel_takes_are_kept(name):
+    assert split_nic_key(nic_key(name, "mtu")) == (name, "mtu")
+
+
+def test_the_cli_refuses_a_bad_iface_in_one_line_exit_2(capsys, gridxfer_home):
+    from gridxfer.cli.main import main
+    assert main(["tune", "verify", "dtn-10g", "--iface", ""]) == 2
+    err = capsys.readouterr().err
+    assert "not an interface name" in err and len(err.strip().splitlines()) == 1

@@ -14,6 +14,7 @@ import nagiosplugin
 
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, LineSummary, PluginParser,
                                         run_plugin)
+from gridxfer.tuning.settings import iface_problem
 
 NAME = "tuning"
 _MAX_LISTED = 3
@@ -74,10 +75,8 @@ class TuningSummary(LineSummary):
 
 
 def iface_arg(text: str) -> str:
-    """A Linux interface name (the kernel's dev_valid_name: 1-15 bytes, not . or .., no
-    '/', ':' or whitespace). ``ip link show dev ''`` answers for the first interface."""
-    if not 0 < len(text.encode(errors="surrogateescape")) < 16 or text in (".", "..") \
-            or any(c in "/:" or c.isspace() or not c.isprintable() for c in text):
+    """A Linux interface name (tuning.settings.iface_problem: the kernel's rule)."""
+    if iface_problem(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an interface name")
     return text
 
