@@ -79,6 +79,18 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
+def state_file_arg(text: str) -> Path:
+    """A state file the plugin writes: its directory must exist (a typo made the plugin
+    create directories, ``/nonexistent/...`` as root) and the path must not be one."""
+    path = path_arg(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{_show(text)}: is a directory, not a file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{_show(text)}: no directory {_show(str(parent))}")
+    return path
+
+
 def timestamp_arg(text: str) -> float:
     """Seconds since the epoch (``--at``, to replay a check at a past time)."""
     try:

@@ -26,7 +26,8 @@ from gridxfer.units import _show, fmt_bytes, fmt_duration, fmt_rate, parse_size
 from gridxfer.monitoring import baseline as bl
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
                                         PluginParser, PluginUsage, run_plugin)
-from gridxfer.monitoring.pluginargs import (duration_arg, path_arg, range_arg, timestamp_arg,
+from gridxfer.monitoring.pluginargs import (duration_arg, path_arg, range_arg, state_file_arg,
+                                            timestamp_arg,
                                             typed)
 from gridxfer.monitoring.plugintext import perf_label
 from gridxfer.monitoring.sources import cta, dcache, jsonl
@@ -64,7 +65,7 @@ def add_source_args(p: PluginParser, *, required: bool = True) -> None:
     g.add_argument("--log-tz", type=typed(zone_arg, "time zone"), metavar="ZONE",
                    help="zone of timestamps written without one (CTA text, syslog headers, "
                         "dCache billing dates), e.g. Europe/Zurich (default: the checker's)")
-    g.add_argument("--state-file", type=path_arg, help="cookie with log positions and recent "
+    g.add_argument("--state-file", type=state_file_arg, help="cookie with log positions and recent "
                    "sessions (default under $GRIDXFER_HOME/checks/)")
     g.add_argument("--no-state", action="store_true",
                    help="read the whole logs every time and remember nothing")

@@ -18,7 +18,8 @@ from gridxfer.units import fmt_duration, fmt_rate
 from gridxfer.monitoring import baseline as bl
 from gridxfer.monitoring.nagios import (GxCheck, GxResource, IdleContext, LineSummary,
                                         PluginParser, PluginUsage, run_plugin)
-from gridxfer.monitoring.pluginargs import duration_arg, path_arg, range_arg, timestamp_arg
+from gridxfer.monitoring.pluginargs import (duration_arg, path_arg, range_arg, state_file_arg,
+                                            timestamp_arg)
 from gridxfer.monitoring.plugintext import perf_label
 from gridxfer.monitoring.series import Window
 from gridxfer.monitoring.sources.journal import (JournalSource, WindowThroughput,
@@ -153,7 +154,7 @@ def build_parser() -> PluginParser:
     b.add_argument("--baseline-min-samples", type=int, default=5,
                    help="samples before the baseline is used (5)")
     b.add_argument("--no-learn", action="store_true", help="do not update the baseline")
-    b.add_argument("--state-file", type=path_arg, help="baseline state (default under "
+    b.add_argument("--state-file", type=state_file_arg, help="baseline state (default under "
                    "$GRIDXFER_HOME/checks/)")
     return p
 
