@@ -14,7 +14,7 @@ DOC = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 LAYERS = [
     ("cli",),
     ("campaign.runner", "campaign.preflight", "campaign.cancel", "campaign.verify",
-     "campaign.reload", "campaign.dryrun", "campaign.results"),
+     "campaign.reload", "campaign.dryrun", "campaign.probes", "campaign.results"),
     ("campaign.engine", "campaign.fts3"),
     ("campaign.report", "campaign.spec"),
     ("campaign.accounting",),

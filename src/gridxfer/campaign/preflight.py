@@ -11,7 +11,8 @@ from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import check as journalcheck, store as journal
 from gridxfer.campaign.spec.schema import CampaignSpec
 from gridxfer.campaign.fts3 import client as fts3_client
-from gridxfer.campaign import dryrun
+from gridxfer.campaign.engine.factories import default_ops_factory, tape_factory_for
+from gridxfer.campaign.engine.tapeflow import _check_capable as check_tape
 
 
 def may_plan(spec: CampaignSpec, replace: bool) -> Path:
@@ -30,10 +31,18 @@ def refuse_before_plan(spec: CampaignSpec, ops_factory: Callable | None = None) 
     say the same line and nothing is journalled: a tape tier or staged source this host
     cannot ask (local engine), a bad ``fts3.token`` (FTS3 engine). Returns the FTS3 token
     it read (the run's client uses it: a ``command:`` source runs once), else UNREAD."""
-    dryrun.refuse_tape(spec, ops_factory)
+    refuse_tape(spec, ops_factory)
     if spec.engine.kind == "fts3":
         return fts3_client.access_token(spec.engine)
     return fts3_client.UNREAD
+
+
+def refuse_tape(spec: CampaignSpec, ops_factory: Callable | None = None) -> None:
+    """`run` and `--dry-run` alike, before the source is listed: a tape-backed tier or a
+    staged source whose protocol or server cannot say what is on tape (exit 2). Not for
+    the FTS3 engine: FTS3 asks the tape, not this host."""
+    if spec.engine.kind == "local":
+        check_tape(spec, tape_factory_for(ops_factory or default_ops_factory))
 
 
 def refuse_credentials(spec: CampaignSpec) -> None:
