@@ -161,3 +161,35 @@ def test_files_per_activity_with_shares(tree, capsys):
     assert main(["campaign", "run", "--dry-run", "--no-probe", str(spec)]) == 0
     assert "  tier A (priority 3, 1 endpoint): 3 files (Express 2, default 1), 3.00 KB\n" \
         in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("files", ['{glob: "*"}', "[f0.dat, out.dat, sub/f.dat]", "from"],
+                         ids=["glob", "list", "list-file"])
+def test_links_out_of_the_source_are_refused_names_as_in_the_run(tree, capsys, files):
+    """A source link whose target is outside the source directory (a file, or a directory
+    holding files) is a refused name for both, before anything is copied; a link that stays
+    inside is a file like the others."""
+    outside = tree / "outside"
+    (outside / "d").mkdir(parents=True)
+    (outside / "secret.dat").write_bytes(b"s" * 10)
+    (outside / "d" / "f.dat").write_bytes(b"d" * 10)
+    (tree / "src" / "out.dat").symlink_to(outside / "secret.dat")
+    (tree / "src" / "sub").symlink_to(outside / "d")
+    (tree / "src" / "in.dat").symlink_to(tree / "src" / "f1.dat")
+    if files == "from":
+        (tree / "list.txt").write_text("f0.dat 1000\nout.dat 10\nsub/f.dat 10\nin.dat 1000\n")
+        files = f"{{from: {tree}/list.txt}}"
+    recursive = ", recursive: true" if files.startswith("{glob") else ""
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n',
+                 files=files.replace("}", f"{recursive}}}"))
+    assert main(["campaign", "run", "--dry-run", str(spec)]) == 3
+    out, err = capsys.readouterr()
+    assert "2 with names refused (they would fail)" in out, out
+    assert "a run of d would fail files: 2 files have names gridxfer refuses" in err
+    assert main(["campaign", "run", "--quiet", "--json", str(spec)]) == 3   # as the run does
+    failed = {f["name"]: f for f in json.loads(capsys.readouterr().out)["failed_files"]}
+    assert set(failed) == {"out.dat", "sub/f.dat"}, failed
+    assert {f["error_class"] for f in failed.values()} == {"bad_name"}
+    assert all("resolves outside" in f["error_msg"] for f in failed.values()), failed
+    assert not (tree / "dst" / "a" / "out.dat").exists()
+    assert not (tree / "dst" / "a" / "sub").exists()

@@ -45,13 +45,16 @@ def join_url(base: str, name: str) -> str:
 
 
 def entry(base: str, name: str, size: int | None, adler32: str | None = None, *,
-          component: str | None = None) -> DatasetEntry:
+          component: str | None = None, within: Within | None = None) -> DatasetEntry:
     """The entry of ``name`` under ``base``; a bad name gives an entry with ``bad`` set
-    (and ``size`` None is looked up only for a good name)."""
+    (and ``size`` None is looked up only for a good name). ``within``: a local file that
+    may be reached through a symbolic link must resolve inside ``base``."""
     try:
         if component is not None:
             names.check_component(component)
         url = names.join_url(base, name)
+        if within is not None:
+            within.check(url)
     except TransferError as exc:
         return DatasetEntry(name, join_url(base, name), size or 0, adler32,
                             bad=str(exc).partition(": ")[2])
@@ -72,21 +75,50 @@ def refusal(e: DatasetEntry, pool: tuple[str, ...]) -> str | None:
     return None
 
 
+class Within:
+    """A local source's files must resolve inside its directory, links followed, as the
+    transfer checks them where it opens them (``names.check_within``): one that leaves is
+    a bad name from the plan on, in a run and a dry run alike. A file that is not itself a
+    link is its directory's real path (asked once per directory and listing) plus its
+    name: one ``lstat`` a file; anything else gets ``check_within`` itself."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.root = os.path.realpath(_local_path(base)).rstrip("/") + "/"
+        self.dirs: dict[str, str] = {}
+
+    def check(self, url: str) -> None:
+        path = _local_path(url)
+        head, _, tail = path.rpartition("/")
+        try:
+            plain = not stat_mod.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            plain = False
+        if plain:
+            real = self.dirs.get(head)
+            if real is None:
+                real = self.dirs[head] = names.real_path(head or "/").rstrip("/") + "/"
+            if (real + tail).startswith(self.root):
+                return
+        names.check_within(self.base, url)
+
+
 def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
     """Every file of the source, with its size. Raises UsageError if the source is unusable."""
+    within = Within(source.url) if source.url.startswith("file:") else None
     if source.mode == "list":
         for item in source.files:
-            yield entry(source.url, item.name, item.size, item.adler32)
+            yield entry(source.url, item.name, item.size, item.adler32, within=within)
     elif source.mode == "list-file":
-        yield from _list_file(source)
+        yield from _list_file(source, within)
     else:
-        yield from _listing(source)
+        yield from _listing(source, within)
 
 
 MAX_LIST_ERRORS = 100          # a list file's errors reported in one run, at most
 
 
-def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
+def _list_file(source: SourceSpec, within: Within | None) -> Iterator[DatasetEntry]:
     """The list file's entries; every bad line is reported at the end, all at once (up to
     ``MAX_LIST_ERRORS``), each ``file:line: field: message`` (nothing is planned then)."""
     path = source.list_file or ""
@@ -98,7 +130,7 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
     with fh:
         for lineno, raw in enumerate(fh, 1):
             try:
-                found = _list_line(source, path, lineno, raw)
+                found = _list_line(source, path, lineno, raw, within)
             except SpecError as exc:
                 errors.append(exc)
                 if len(errors) >= MAX_LIST_ERRORS:
@@ -112,7 +144,8 @@ def _list_file(source: SourceSpec) -> Iterator[DatasetEntry]:
         raise SpecErrors(errors)
 
 
-def _list_line(source: SourceSpec, path: str, lineno: int, raw: bytes) -> DatasetEntry | None:
+def _list_line(source: SourceSpec, path: str, lineno: int, raw: bytes,
+               within: Within | None = None) -> DatasetEntry | None:
     text = check_utf8_line(raw, path, lineno).strip()
     if not text or text.startswith("#"):
         return None
@@ -139,32 +172,35 @@ def _list_line(source: SourceSpec, path: str, lineno: int, raw: bytes) -> Datase
             raise SpecError(f"not an adler32: {parts[2]!r}", path=path, line=lineno,
                             field="adler32")
         adler = parts[2].lower().zfill(8)
-    return entry(source.url, name, int(size_text), adler)
+    return entry(source.url, name, int(size_text), adler, within=within)
 
 
 def _short(text: str) -> str:
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} chars)"
 
 
-def _listing(source: SourceSpec) -> Iterator[DatasetEntry]:
+def _listing(source: SourceSpec, within: Within | None) -> Iterator[DatasetEntry]:
+    """A listing's files; only those it reached through a link are checked ``within``."""
     pattern = source.glob or "*"
     walk = _walk_local if source.url.startswith("file:") else _walk_mover
-    for rel, size, component in walk(source.url, source.recursive):
+    for rel, size, component, linked in walk(source.url, source.recursive):
         if fnmatch.fnmatchcase(component, pattern):
-            yield entry(source.url, rel, size, component=component)
+            yield entry(source.url, rel, size, component=component,
+                        within=within if linked else None)
 
 
 def _local_path(url: str) -> str:
     return local_path(url)
 
 
-def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
+def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int, str, bool]]:
+    """(name, size, last component, reached through a symbolic link) of every file."""
     root = _local_path(base)
     if not os.path.isdir(root):
         raise UsageError(f"source is not a directory: {base}")
-    stack = [""]
+    stack = [("", False)]
     while stack:
-        rel_dir = stack.pop()
+        rel_dir, in_link = stack.pop()
         try:
             with os.scandir(os.path.join(root, rel_dir)) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -174,10 +210,11 @@ def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
         for e in entries:
             rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
             st = e.stat(follow_symlinks=True)
+            linked = in_link or e.is_symlink()
             if stat_mod.S_ISDIR(st.st_mode):
-                subdirs.append(rel)
+                subdirs.append((rel, linked))
             elif stat_mod.S_ISREG(st.st_mode) and not _is_temp(e.name):
-                yield rel, st.st_size, e.name
+                yield rel, st.st_size, e.name, linked
         if recursive:
             stack.extend(reversed(subdirs))
 
@@ -202,7 +239,7 @@ def _mover(url: str) -> Mover:
     return mover_for(url)
 
 
-def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
+def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int, str, bool]]:
     mover = _mover(base)
     listdir = capabilities_of(mover).listdir
     if listdir is None:
@@ -224,9 +261,9 @@ def _walk_mover(base: str, recursive: bool) -> Iterator[tuple[str, int, str]]:
             if e.is_dir and _good_dir(base, name):
                 subdirs.append(rel)
             elif e.is_dir:          # never listed through a URL that names another place:
-                yield rel, 0, name  # one bad_name entry for the whole directory
+                yield rel, 0, name, False   # one bad_name entry for the whole directory
             elif not _is_temp(name):
-                yield rel, e.size, name
+                yield rel, e.size, name, False
         if recursive:
             stack.extend(reversed(subdirs))
 
