@@ -193,3 +193,27 @@ def test_links_out_of_the_source_are_refused_names_as_in_the_run(tree, capsys, f
     assert all("resolves outside" in f["error_msg"] for f in failed.values()), failed
     assert not (tree / "dst" / "a" / "out.dat").exists()
     assert not (tree / "dst" / "a" / "sub").exists()
+
+
+@pytest.mark.parametrize("bad, says", [
+    (["--on-drop", "true"], "alerts need a threshold"),
+    (["--alert-floor", "5"], "need --alert-cmd-file or --on-drop"),
+    (["--on-drop", "no-such-command-gx", "--alert-floor", "5"], "--on-drop: no such command"),
+    (["--on-drop", "true", "--alert-floor", "5", "--alert-window", "400d"], "--alert-window"),
+    (["--on-drop", "true", "--alert-baseline", "1.5"], "--alert-baseline"),
+    (["--alert-tape-wait", "1h"], "need --alert-cmd-file or --on-drop"),
+    (["--on-drop", "true", "--alert-tape-wait", "0s"], "--alert-tape-wait"),
+], ids=["no-threshold", "no-sink", "no-command", "window", "baseline", "tape-no-sink",
+        "tape-wait"])
+def test_alert_options_are_refused_as_the_run_refuses_them(tree, capsys, bad, says):
+    spec = _spec(tree, f'  - {{tier: A, pool: ["file://{tree}/dst/a/"]}}\n')
+    for how in (["--dry-run"], ["--dry-run", "--no-probe"], ["--quiet"]):
+        assert main(["campaign", "run", *how, *bad, str(spec)]) == 2, how
+        out, err = capsys.readouterr()
+        assert says in err and len(err.splitlines()) == 1, (how, err)
+        assert "would transfer" not in out, how
+    assert not (tree / "dst").exists()                      # nothing probed, nothing copied
+    assert main(["campaign", "run", "--quiet", str(spec)]) == 0     # no journal was left
+    capsys.readouterr()
+    assert main(["campaign", "resume", "--dry-run", *bad, "d"]) == 2    # resume's too
+    assert says in capsys.readouterr().err

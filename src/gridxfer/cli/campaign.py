@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from typing import Any
 from collections.abc import Callable
 
@@ -36,15 +35,8 @@ def group() -> None:
 
 
 def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool,
-             kw: dict[str, Any], selector: str | None):
-    alerter = campaign_alerts.throughput_alerter(name, kw)
-    tape_alerter = campaign_alerts.tape_alerter(name, kw)
-    observers: list[Callable] = []
-    if alerter is not None:
-        observers.append(lambda snap: alerter.observe(time.time(), snap.rate))
-    if tape_alerter is not None:
-        observers.append(lambda snap: tape_alerter.observe(time.time(), snap.files_archiving,
-                                                           snap.tape_oldest))
+             alerts: campaign_alerts.Alerts, selector: str | None):
+    observers = alerts.observers()
     with contextlib.ExitStack() as stack:
         if not quiet and not as_json:
             from gridxfer.cli.progress import LiveProgress      # rich: only when shown
@@ -55,18 +47,9 @@ def _execute(name: str, start: Callable[..., Any], *, quiet: bool, as_json: bool
         try:
             with reading(journal_path(name)):      # a full disk, a damaged journal: one line
                 result = start(observers=observers, selector_name=selector)
-            if alerter is not None:         # the service must not keep its last alert
-                alerter.finish(time.time(), f"{result.state}, {result.files_done}/"
-                               f"{result.files_total} files done, {result.files_failed} failed",
-                               result.mean_rate)
-            if tape_alerter is not None:
-                tape_alerter.finish(time.time(), f"{result.state}, {result.files_done}/"
-                                    f"{result.files_total} files done (on tape where archived)")
+            alerts.finish(result)           # the services must not keep their last alert
         finally:
-            if alerter is not None:
-                alerter.close()
-            if tape_alerter is not None:
-                tape_alerter.sender.close()
+            alerts.close()
     _render_result(result, as_json)
     if result.state == "interrupted":
         why = f"stopped waiting for a token: {result.paused}" if result.paused else "interrupted"
@@ -147,6 +130,7 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_
     from gridxfer.campaign.spec import engine as engine_spec
     _check_selector(selector)
     spec = engine_spec.override(load_spec(file), engine, fts3)    # --dry-run plans this one
+    alerts = campaign_alerts.Alerts.from_options(spec.name, kw)     # a dry run checks them too
     if dry_run:
         from gridxfer.cli import campaign_plan
         runner.prepare_environment(spec)
@@ -155,7 +139,7 @@ def run_cmd(file: str, quiet: bool, as_json: bool, dry_run: bool, show: int, no_
         return
     _execute(spec.name, lambda **k: runner.run_campaign(file, replace=replace, engine=engine,
                                                         fts3=fts3, **k),
-             quiet=quiet, as_json=as_json, kw=kw, selector=selector)
+             quiet=quiet, as_json=as_json, alerts=alerts, selector=selector)
 
 
 @group.command("resume")
@@ -181,6 +165,7 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
     An edited campaign file is shown (what changed); --reload applies it."""
     from gridxfer.campaign import reload as edits, runner
     _check_selector(selector)
+    alerts = campaign_alerts.Alerts.from_options(name, kw)     # a dry run checks them too
     if not as_json:
         _show_edits(edits.campaign_edits(name), name, reload)
     if dry_run:
@@ -190,7 +175,7 @@ def resume_cmd(name: str, quiet: bool, as_json: bool, selector: str | None, dry_
         return
     _execute(name, lambda **k: runner.resume_campaign(
         name, retry_failed=retry_failed, retry_cancelled=retry_cancelled, reload=reload, **k),
-        quiet=quiet, as_json=as_json, kw=kw, selector=selector)
+        quiet=quiet, as_json=as_json, alerts=alerts, selector=selector)
 
 
 def _show_edits(edited, name: str, reload: bool) -> None:

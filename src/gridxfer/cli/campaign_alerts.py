@@ -1,10 +1,15 @@
 """The alert options of `gridxfer campaign run|resume` (cli/campaign.py): passive Nagios
 results and an ``--on-drop`` hook when throughput drops (monitoring/alerts.py) or tape falls
 behind (monitoring/tapealerts.py). Each value is checked while click parses (cli/params.py);
-which options need which others, here."""
+which options need which others, here: ``Alerts.from_options`` is called before anything
+else is done with the campaign, by a run and a ``--dry-run`` alike, so a bad set is one line
+and exit 2 in both, before a journal is planned or an endpoint probed. Building the alerters
+starts nothing (no hook runs, no command file is opened until an alert is sent)."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -54,6 +59,47 @@ def options(f: Callable) -> Callable:
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+@dataclass
+class Alerts:
+    """The run's alerters, either or both None (no alert asked for)."""
+
+    drop: DropAlerter | None = None
+    tape: TapeAlerter | None = None
+
+    @classmethod
+    def from_options(cls, name: str, kw: dict[str, Any]) -> Alerts:
+        """The alerters of campaign ``name`` from the command's options; UsageError (one
+        line, exit 2) for an incomplete set."""
+        return cls(throughput_alerter(name, kw), tape_alerter(name, kw))
+
+    def observers(self) -> list[Callable]:
+        """What the run calls with each progress snapshot."""
+        out: list[Callable] = []
+        drop, tape = self.drop, self.tape
+        if drop is not None:
+            out.append(lambda snap: drop.observe(time.time(), snap.rate))
+        if tape is not None:
+            out.append(lambda snap: tape.observe(time.time(), snap.files_archiving,
+                                                 snap.tape_oldest))
+        return out
+
+    def finish(self, result: Any) -> None:
+        """The campaign ended: a final result (a passive service keeps its last one)."""
+        done = f"{result.state}, {result.files_done}/{result.files_total} files done"
+        if self.drop is not None:
+            self.drop.finish(time.time(), f"{done}, {result.files_failed} failed",
+                             result.mean_rate)
+        if self.tape is not None:
+            self.tape.finish(time.time(), f"{done} (on tape where archived)")
+
+    def close(self) -> None:
+        """Queued hooks run to completion."""
+        if self.drop is not None:
+            self.drop.close()
+        if self.tape is not None:
+            self.tape.sender.close()
 
 
 def throughput_alerter(name: str, kw: dict[str, Any]) -> DropAlerter | None:
