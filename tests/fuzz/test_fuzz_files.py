@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+import jwt
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,6 +30,10 @@ def _local_campaigns(tmp: Path) -> dict[str, bytes]:
     for name in ("a.root", "b.root", "c.dat", "d.dat"):
         (src / name).write_bytes(b"x" * 100)
     (tmp / "files.txt").write_bytes((EXAMPLES / "files.txt").read_bytes())
+    (tmp / "tokens").mkdir(exist_ok=True)
+    for name in ("t0", "desy", "DESY2_TOKEN"):
+        (tmp / "tokens" / name).touch(mode=0o600)
+        (tmp / "tokens" / name).write_text(jwt.encode({"sub": "fuzz"}, "k" * 32) + "\n")
     out = {}
     for p in sorted(EXAMPLES.glob("*.yaml")):
         text = p.read_text()
@@ -36,6 +41,9 @@ def _local_campaigns(tmp: Path) -> dict[str, bytes]:
             continue
         if "files: {from:" not in text:          # a listing: make it a local one
             text = re.sub(r'source: \{url: "[^"]*"', f'source: {{url: "file://{src}/"', text)
+        # token files that give a token (a run refuses one that cannot, before the rest)
+        text = re.sub(r"\{env: (\w+)\}", lambda m: f"{{file: {tmp}/tokens/{m[1]}}}",
+                      text.replace("~/.tokens/", f"{tmp}/tokens/"))
         out[p.stem] = text.encode()
     out["local"] = f"""campaign: local
 source: {{url: "file://{src}/", files: [a.root, {{name: b.root, size: 3MB, adler32: 0a1b2c3d}}]}}

@@ -11,6 +11,7 @@ from gridxfer.redact import WHERE_CREDENTIALS_GO, credential_in_url, redact
 from gridxfer.campaign.journal import check as journalcheck, store as journal
 from gridxfer.campaign.spec.schema import CampaignSpec
 from gridxfer.campaign.fts3 import client as fts3_client
+from gridxfer.campaign.engine import credentials
 from gridxfer.campaign.engine.factories import default_ops_factory, tape_factory_for
 from gridxfer.campaign.engine.tapeflow import _check_capable as check_tape
 
@@ -43,6 +44,21 @@ def refuse_tape(spec: CampaignSpec, ops_factory: Callable | None = None) -> None
     the FTS3 engine: FTS3 asks the tape, not this host."""
     if spec.engine.kind == "local":
         check_tape(spec, tape_factory_for(ops_factory or default_ops_factory))
+
+
+def refuse_tokens(spec: CampaignSpec) -> None:
+    """`run`, `--dry-run` and `resume` alike, before anything is asked of a server: a
+    ``token:`` source that can never give a token (``credentials.never_usable``: a file
+    others may read, one that holds no JWT, a missing or empty file, an unset variable) is
+    one line, exit 2, naming the source and why (never the token); mid-run the same
+    pauses the tier (a renewer may be rewriting the file). A token that is only
+    short-lived is not refused: the tier pauses until a fresh one appears."""
+    for what, ts in credentials.configured(spec):
+        why = credentials.never_usable(ts)
+        if why:
+            where = f"{spec.path}: campaign" if spec.path else "campaign"
+            raise UsageError(redact(f"{where} {spec.name!r}: the token of {what} cannot be "
+                                    f"used: {why}"))
 
 
 def refuse_credentials(spec: CampaignSpec) -> None:

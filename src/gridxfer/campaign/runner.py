@@ -174,6 +174,7 @@ def dry_run(spec: CampaignSpec, *, replace: bool = False, probe: bool = True,
             pairs: int = dryrun.PAIRS) -> CampaignResult:
     """The plan (``dryrun.py``): first pairs, counts per tier, every endpoint probed once;
     refused where `run` would refuse (no file, a journal of that name, a credential)."""
+    preflight.refuse_tokens(spec)           # first, as in run_campaign
     path = preflight.may_plan(spec, replace)
     with source_tokens(spec):
         preflight.refuse_before_plan(spec)
@@ -194,6 +195,7 @@ def run_campaign(spec_path: str | os.PathLike, *, dry: bool = False, replace: bo
     if dry:
         return dry_run(spec, replace=replace)
     with CampaignLock(spec.name):           # before plan: --replace deletes the journal
+        preflight.refuse_tokens(spec)
         if spec.engine.kind == "local":     # logins while the source is listed
             sessions.connect_ahead(spec, ops_factory_for(kw.get("mover_factory"),
                                                          kw.get("ops_factory")))
@@ -225,6 +227,7 @@ def resume_campaign(name: str, *, mover_factory: Callable | None = None,
             if reload and edited is not None:
                 spec = reload_mod.apply(conn, name, edited)
             prepare_environment(spec)
+            preflight.refuse_tokens(spec)
             if spec.engine.kind == "fts3":     # its active attempts are jobs on the server
                 swept = Swept(0, 0)
             else:

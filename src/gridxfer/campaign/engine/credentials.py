@@ -75,6 +75,39 @@ def source_of(ts: TokenSpec) -> TokenSource:
     return DiscoverySource()
 
 
+def configured(spec: CampaignSpec) -> list[tuple[str, TokenSpec]]:
+    """Each token source the campaign file names (``token:``) for a side that carries
+    tokens, once, with the first side it serves: "the source", "tier T2", "tier T2's
+    endpoint URL" (a pool entry's own)."""
+    sides: list[tuple[str, str, TokenSpec | None]] = [
+        ("the source", spec.source.url, spec.source.token)]
+    for t in spec.destinations:
+        own = dict(t.endpoint_tokens)
+        sides += [(f"tier {t.name}'s endpoint {ep}" if ep in own else f"tier {t.name}", ep,
+                   t.token_for(ep)) for ep in t.pool]
+    out: dict[TokenSource, tuple[str, TokenSpec]] = {}
+    for what, url, ts in sides:
+        if ts is not None and url.partition(":")[0].lower() in TOKEN_SCHEMES:
+            out.setdefault(source_of(ts), (what, ts))
+    return list(out.values())
+
+
+def never_usable(ts: TokenSpec, env: Mapping[str, str] | None = None) -> str | None:
+    """Why ``ts`` gives no token now (it is read once): missing or empty, unreadable,
+    readable by others, not a JWT, an unset variable, nothing discovered; None when it
+    gives one, however short-lived (a renewer may replace it: a run pauses the tier until
+    then), and for a command, which is not run for this (its failures pause too). At a
+    campaign's start this cannot be the renewal of a file in progress, as it can be
+    mid-run, where the tier pauses instead."""
+    if ts.command:
+        return None
+    try:
+        TokenReader(source_of(ts), env).get()
+    except TokenError as exc:
+        return str(exc)
+    return None
+
+
 def needed_seconds(size: int | None, rate: float | None, timeout: float) -> float:
     """How long a token must stay valid for a transfer of ``size`` bytes."""
     per_second = rate if rate and rate > 0 else ASSUMED_RATE

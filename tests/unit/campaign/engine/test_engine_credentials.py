@@ -8,7 +8,8 @@ import jwt
 import pytest
 
 from gridxfer.campaign.engine.credentials import (ASSUMED_RATE, COMMAND_RECHECK, MARGIN,
-                                                  Credentials, TokenGate, needed_seconds)
+                                                  Credentials, TokenGate, configured,
+                                                  needed_seconds, never_usable)
 from gridxfer.campaign.spec.model import CampaignSpec, SourceSpec, TierSpec, TokenSpec
 
 
@@ -150,3 +151,38 @@ def test_discovery_by_default_unchecked_and_none_is_fine(tmp_path, monkeypatch):
     sp = spec(tmp_path, dst_token=TokenSpec())      # token: discover -> must find one
     g = creds(sp).grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
     assert g.pause and "no bearer token found" in g.pause
+
+
+def test_a_file_being_renewed_mid_run_pauses_where_a_start_refuses_it(tmp_path):
+    """oidc-agent / htgettoken rewrite a token file in place: for a moment it is empty or
+    half written. Mid-run that pauses the tier until the file is whole again; at a start
+    (``never_usable``, for preflight.refuse_tokens) the same file is a reason to refuse;
+    a token that is whole but expired is not (a renewer may still replace it)."""
+    f = tmp_path / "tok"
+    write(f, mint("storage.create:/"))
+    ts = TokenSpec(file=str(f))
+    c = creds(spec(tmp_path, dst_token=ts))
+    assert c.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10).tokens.dst
+    assert never_usable(ts) is None
+    for partial in ("", "eyJhbGciOi"):
+        f.write_text(partial)
+        c._last.clear()                                  # (the 1 s reuse window)
+        g = c.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10)
+        assert g.pause and not g.refuse and str(f) in g.pause, g
+        assert str(f) in never_usable(ts)
+    write(f, new := mint("storage.create:/"))
+    c._last.clear()
+    assert c.grant("T2", "davs://d.invalid/data/", "file:///x/f", DST, 10).tokens.dst == new
+    write(f, mint("storage.create:/", lifetime=-10))
+    assert never_usable(ts) is None                      # expired, but a token
+    assert never_usable(TokenSpec(command=("false",))) is None     # not run for this
+
+
+def test_configured_names_each_source_once_with_the_side_it_serves(tmp_path):
+    a, b = TokenSpec(file=str(tmp_path / "a")), TokenSpec(env="B")
+    sp = CampaignSpec(
+        name="c", source=SourceSpec(url="file:///x/", token=a),        # file://: no token
+        destinations=(TierSpec("T2", ("davs://d/data/", "root://r//data/", "file:///y/"),
+                               token=a, endpoint_tokens=(("root://r//data/", b),)),
+                      TierSpec("T3", ("https://h/data/",), token=a)))
+    assert configured(sp) == [("tier T2", a), ("tier T2's endpoint root://r//data/", b)]
