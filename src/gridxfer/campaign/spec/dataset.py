@@ -12,6 +12,7 @@ file fails alone with class ``bad_name``; nothing is read).
 """
 from __future__ import annotations
 
+import errno
 import fnmatch
 import functools
 import os
@@ -28,6 +29,7 @@ from gridxfer.movers.base import Mover
 from gridxfer.movers.capabilities import capabilities_of
 from gridxfer.movers.urls import local_path, scheme_of
 from gridxfer.campaign.spec.schema import SourceSpec, _HEX8
+from gridxfer.campaign.spec.within import Within
 
 
 @dataclass(frozen=True)
@@ -73,34 +75,6 @@ def refusal(e: DatasetEntry, pool: tuple[str, ...]) -> str | None:
         except TransferError as exc:
             return f"{str(exc).partition(': ')[2]} (destination {url})"
     return None
-
-
-class Within:
-    """A local source's files must resolve inside its directory, links followed, as the
-    transfer checks them where it opens them (``names.check_within``): one that leaves is
-    a bad name from the plan on, in a run and a dry run alike. A file that is not itself a
-    link is its directory's real path (asked once per directory and listing) plus its
-    name: one ``lstat`` a file; anything else gets ``check_within`` itself."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.root = os.path.realpath(_local_path(base)).rstrip("/") + "/"
-        self.dirs: dict[str, str] = {}
-
-    def check(self, url: str) -> None:
-        path = _local_path(url)
-        head, _, tail = path.rpartition("/")
-        try:
-            plain = not stat_mod.S_ISLNK(os.lstat(path).st_mode)
-        except OSError:
-            plain = False
-        if plain:
-            real = self.dirs.get(head)
-            if real is None:
-                real = self.dirs[head] = names.real_path(head or "/").rstrip("/") + "/"
-            if (real + tail).startswith(self.root):
-                return
-        names.check_within(self.base, url)
 
 
 def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
@@ -193,8 +167,11 @@ def _local_path(url: str) -> str:
     return local_path(url)
 
 
-def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int, str, bool]]:
-    """(name, size, last component, reached through a symbolic link) of every file."""
+def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int | None, str, bool]]:
+    """(name, size, last component, reached through a symbolic link) of every file. A link
+    that cannot be followed (to nothing, a loop) is listed with no size: the plan stats it
+    (``_stat_size``: a missing target is journalled, and its transfer fails it alone as
+    source_missing), where it used to end the whole plan with a traceback's last line."""
     root = _local_path(base)
     if not os.path.isdir(root):
         raise UsageError(f"source is not a directory: {base}")
@@ -209,8 +186,13 @@ def _walk_local(base: str, recursive: bool) -> Iterator[tuple[str, int, str, boo
         subdirs = []
         for e in entries:
             rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
-            st = e.stat(follow_symlinks=True)
             linked = in_link or e.is_symlink()
+            try:
+                st = e.stat(follow_symlinks=True)
+            except OSError:
+                if e.is_symlink() and not _is_temp(e.name):
+                    yield rel, None, e.name, True
+                continue                        # not a link: gone since it was listed
             if stat_mod.S_ISDIR(st.st_mode):
                 subdirs.append((rel, linked))
             elif stat_mod.S_ISREG(st.st_mode) and not _is_temp(e.name):
@@ -281,9 +263,9 @@ def _stat_size(url: str) -> int:
     if url.startswith("file:"):
         try:
             return os.stat(_local_path(url)).st_size
-        except FileNotFoundError:
-            return 0        # journalled anyway; the transfer reports source_missing per file
         except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP):    # missing, a link to nothing or
+                return 0    # a loop: journalled; the transfer fails it alone (source_missing)
             raise UsageError(f"cannot stat {url}: {exc.strerror}") from None
     mover = _mover(url)
     stat = capabilities_of(mover).stat

@@ -129,3 +129,19 @@ def test_listing_names_are_decoded_per_protocol(monkeypatch):
     assert got["a b"].bad is None and got["sub/?"].src_url == "gsiftp://h/d/sub/%3F"
     assert got["bad\ndir"].bad and listed == [base, "gsiftp://h/d/sub/"]
     assert ".." not in " ".join(got)
+
+
+def test_a_link_that_cannot_be_followed_is_planned_not_the_end_of_the_plan(tmp_path):
+    """A dangling link (or a loop) in a listed directory ended the whole plan with
+    'No such file or directory', exit 1. It is listed with size 0: its transfer fails it
+    alone (source_missing), as a missing file of an explicit list; a target outside the
+    source directory is a refused name."""
+    (tmp_path / "a.dat").write_bytes(b"x" * 3)
+    (tmp_path / "gone.dat").symlink_to(tmp_path / "never.dat")
+    (tmp_path / "loop.dat").symlink_to("loop.dat")
+    (tmp_path / "out.dat").symlink_to("/nonexistent-gx/x")
+    got = {e.name: (e.size, e.bad) for e in expand(SourceSpec(url=f"file://{tmp_path}/",
+                                                               glob="*.dat"))}
+    assert got["a.dat"] == (3, None)
+    assert got["gone.dat"] == (0, None) and got["loop.dat"][0] == 0
+    assert "resolves outside" in (got["out.dat"][1] or "")
