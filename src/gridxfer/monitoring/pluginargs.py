@@ -83,11 +83,14 @@ def state_file_arg(text: str) -> Path:
     """A state file the plugin writes: its directory must exist (a typo made the plugin
     create directories, ``/nonexistent/...`` as root) and the path must not be one."""
     path = path_arg(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{_show(text)}: is a directory, not a file")
-    parent = path.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{_show(text)}: no directory {_show(str(parent))}")
+    try:
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{_show(text)}: is a directory, not a file")
+        parent = path.parent
+        if not parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{_show(text)}: no directory {_show(str(parent))}")
+    except OSError as exc:              # a name too long, a loop
+        raise argparse.ArgumentTypeError(f"{_show(text)}: {exc.strerror}") from None
     return path
 
 
