@@ -77,7 +77,10 @@ def default_exclusion_factory(spec: CampaignSpec | None = None) -> selection.Exc
     if spec is None:
         return exclusions_mod.DefaultExclusions()
     cb = spec.circuit_breaker
-    return exclusions_mod.DefaultExclusions(cooldown=cb.cooldown, max_cooldown=cb.max_cooldown)
+    from gridxfer.campaign.engine.credentials import Credentials, configured
+    tokens = Credentials(spec).by_host if configured(spec) else None    # space queries
+    return exclusions_mod.DefaultExclusions(cooldown=cb.cooldown, max_cooldown=cb.max_cooldown,
+                                            tokens=tokens)
 
 
 def default_optimizer_factory(tier: TierSpec) -> optimizer_mod.ConcurrencyOptimizer:

@@ -52,7 +52,7 @@ from gridxfer.campaign.policy.selection import (
     FileToPlace,
     capacity,
 )
-from gridxfer.campaign.policy.space import SpaceWatcher
+from gridxfer.campaign.policy.space import SpaceWatcher, Tokens
 
 REFRESH_HEADROOM = 100      # typical writes: with less room than this, each write brings a reading
 # failures that say nothing about the destination endpoint
@@ -87,7 +87,8 @@ class DefaultExclusions:
                  slow_min_completed: int = 3, drain_for: float = 60.0,
                  min_free_bytes: int = 2**20, space_cooldown: float = 60.0,
                  space: SpaceWatcher | bool = True, stall_after: float = 10.0,
-                 stall_factor: float = 10.0) -> None:
+                 stall_factor: float = 10.0, tokens: Tokens | None = None) -> None:
+        self._tokens = tokens           # for the space watcher's queries (space.py)
         self.stall_after, self.stall_factor = stall_after, stall_factor
         self.failure_threshold = failure_threshold
         self.connection_threshold = connection_threshold
@@ -186,7 +187,7 @@ class DefaultExclusions:
         out: list[Exclusion] = []
         if self._watch:
             if self._space is None:
-                self._space = SpaceWatcher()
+                self._space = SpaceWatcher(tokens=self._tokens)
             self._space.watch(candidates)
         for es in stats.values():
             if es.pending:

@@ -16,6 +16,12 @@ seconds (or at once after ``refresh(url)``, but never more often than every
 ``idle_stop`` seconds. ``DefaultExclusions`` uses it to skip full endpoints before
 writing to them.
 
+A campaign with bearer tokens gives the watcher ``tokens`` (``Credentials.by_host``: host:port
+-> token, read again for every query, so a renewed token is used): each query runs inside
+``movers.tokens.using_hosts``, and XRootD's stat and ``query space`` carry the endpoint's
+token as ``authz`` CGI, as its copies do (a token-protected xrootd answered them "not
+authorised": free space unknown, a full endpoint never excluded before its writes failed).
+
 GridFTP (gsiftp/ftp) is first asked ``SESSION_PROBE_DELAY`` s after the watch starts. Its
 query runs on a control session of its own (the watcher's thread has no other): a GSI
 handshake that costs the server 0.2-0.4 s of CPU (measured on loopback), at the very
@@ -32,9 +38,11 @@ from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlsplit
 
 from gridxfer.movers.routes import GRIDFTP
+from gridxfer.movers.tokens import using_hosts
 from gridxfer.movers.urls import scheme_of
 
 Probe = Callable[[str], "int | None"]
+Tokens = Callable[[], "dict[str, str]"]       # host:port -> bearer token, read per query
 SESSION_PROBE_DELAY = 10.0      # s before the first space query that needs its own GSI session
 
 
@@ -50,17 +58,20 @@ def _xrootd_free(url: str) -> int | None:
     parts = urlsplit(url)
     path = unquote(parts.path)
     path = "/" + path.lstrip("/")
+    from gridxfer.movers.xrootd.authz import with_cgi      # this thread's token, if any
+
     fs = client.FileSystem(f"{parts.scheme}://{parts.netloc}")
     while path not in ("", "/"):
         # XRootD answers "query space" for a path that does not exist with garbage
         # (0 of 0, or 0 free of the whole space): ask the nearest existing directory
-        status, _ = fs.stat(path, timeout=5)
+        status, _ = fs.stat(with_cgi(path, url), timeout=5)
         if not status.ok:
             if status.errno not in (3011, 2):           # kXR_NotFound / ENOENT
                 return None
             path = path.rstrip("/").rsplit("/", 1)[0]
             continue
-        status, reply = fs.query(QueryCode.SPACE, path.rstrip("/") + "/", timeout=5)
+        status, reply = fs.query(QueryCode.SPACE, with_cgi(path.rstrip("/") + "/", url),
+                                 timeout=5)
         if not status.ok or reply is None:
             return None
         fields = dict(kv.partition("=")[::2] for kv in
@@ -104,8 +115,10 @@ def watchable(url: str) -> bool:
 class SpaceWatcher:
     def __init__(self, probe: Probe = query_free, *, period: float = 2.0,
                  idle_stop: float = 30.0, min_interval: float = 0.25,
-                 first_delay: Callable[[str], float] = first_probe_delay) -> None:
+                 first_delay: Callable[[str], float] = first_probe_delay,
+                 tokens: Tokens | None = None) -> None:
         self.probe, self.period, self.idle_stop = probe, period, idle_stop
+        self.tokens = tokens
         self.first_delay = first_delay
         self.min_interval = min_interval    # refresh() never polls faster than this
         self._free: dict[str, tuple[int, int | None]] = {}      # url -> (reading no., free)
@@ -161,6 +174,17 @@ class SpaceWatcher:
             if th is not threading.current_thread():
                 th.join(max(0.0, deadline - time.monotonic()))
 
+    def _ask(self, url: str) -> int | None:
+        """One query, with the campaign's tokens where it has some."""
+        if self.tokens is None:
+            return self.probe(url)
+        try:
+            hosts = self.tokens()
+        except Exception:           # a token that cannot be read: asked without, as before
+            hosts = {}
+        with using_hosts(hosts):
+            return self.probe(url)
+
     def _loop(self, url: str) -> None:
         with self._lock:
             wake = self._wake.setdefault(url, threading.Event())
@@ -172,7 +196,7 @@ class SpaceWatcher:
                     self._threads.pop(url, None)
                     return
             wake.clear()
-            value = self.probe(url)
+            value = self._ask(url)
             with self._lock:
                 self._seq += 1
                 self._free[url] = (self._seq, value)
