@@ -152,11 +152,14 @@ def build_parser() -> PluginParser:
                    help="%% of baseline, e.g. 50:")
     b.add_argument("--baseline-alpha", type=float, default=0.1, help="EWMA weight (0.1)")
     b.add_argument("--baseline-min-samples", type=int, default=5,
-                   help="samples before the baseline is used (5)")
+                   help="samples before the baseline is used (5; at most 10000)")
     b.add_argument("--no-learn", action="store_true", help="do not update the baseline")
     b.add_argument("--state-file", type=state_file_arg, help="baseline state (default under "
                    "$GRIDXFER_HOME/checks/)")
     return p
+
+
+MAX_MIN_SAMPLES = 10_000      # past it the baseline would never be used
 
 
 def build(args: argparse.Namespace) -> nagiosplugin.Check:
@@ -164,8 +167,9 @@ def build(args: argparse.Namespace) -> nagiosplugin.Check:
         raise PluginUsage("use --campaign or --journal, not both")
     if not 0 < args.baseline_alpha <= 1:
         raise PluginUsage("--baseline-alpha must be in (0, 1]")
-    if args.baseline_min_samples < 1:
-        raise PluginUsage("--baseline-min-samples must be >= 1")
+    if not 1 <= args.baseline_min_samples <= MAX_MIN_SAMPLES:
+        raise PluginUsage(f"--baseline-min-samples must be 1-{MAX_MIN_SAMPLES} (a check "
+                          f"every 5 min learns {MAX_MIN_SAMPLES} samples in 35 days)")
     res = Throughput(args)
     return GxCheck(res,
                    nagiosplugin.ScalarContext("floor", args.warning, args.critical,

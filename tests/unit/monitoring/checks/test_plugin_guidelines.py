@@ -112,6 +112,8 @@ def test_a_bad_range_is_one_unknown_line_naming_the_option_and_the_form(campaign
     ("tape", ["--cta", "x.log", "--state-file", "/nonexistent-gx/s.json"],
      "--state-file: '/nonexistent-gx/s.json': no directory '/nonexistent-gx'"),
     ("throughput", ["-C", "c1", "--state-file", "/tmp"], "--state-file: '/tmp': is a directory"),
+    ("throughput", ["-C", "c1", "--baseline-min-samples", "99999999"],
+     "--baseline-min-samples must be 1-10000"),
     ("tape", ["--cta", "x.log", "--min-volume", "-1GB"], "not a size: '-1GB'"),
     ("tuning", ["-P", "dtn-10g", "-i", ""], "-i/--iface: '' is not an interface name"),
     ("tuning", ["-P", "dtn-10g", "-i", "../x"], "'../x' is not an interface name"),
