@@ -100,8 +100,43 @@ def test_every_example_parses_against_its_command(path):
     assert n >= 1
 
 
+GROUPS = ("", "campaign", "tune", "netbench")     # testbed's: its "Typical use:"
+
+
+def _group_help(path: str) -> str:
+    ctx = click.Context(cli, info_name="gridxfer")
+    cmd: click.Command = cli
+    for name in path.split():
+        sub = cmd.get_command(ctx, name)      # type: ignore[attr-defined]
+        assert sub is not None
+        cmd, ctx = sub, click.Context(sub, parent=ctx, info_name=name)
+    return cmd.get_help(ctx)
+
+
+@pytest.mark.parametrize("path", GROUPS)
+def test_gridxfer_and_its_groups_show_how_they_are_used_and_every_line_parses(path):
+    """`gridxfer --help` shows a site's first hour; each group, its commands together.
+    Every line is a command line its leaf command takes."""
+    text = _group_help(path)
+    assert "\n  Examples:\n" in text, f"gridxfer {path} --help has no Examples: section"
+    section = text.split("\n  Examples:\n", 1)[1].split("\nOptions:", 1)[0].splitlines()
+    n = 0
+    for line in _command_lines(section):
+        for argv in _invocations(line):
+            sub = max((p for p in LEAVES if argv[:len(p.split())] == p.split()),
+                      key=len, default=None)
+            assert sub is not None, f"not a gridxfer command: {line}"
+            try:
+                _parse(sub, argv[len(sub.split()):])
+            except click.ClickException as exc:
+                pytest.fail(f"{line}: {exc.format_message()}")
+            n += 1
+    assert n >= 3
+    assert [ln for ln in text.splitlines() if len(ln) > 100] == []
+
+
 def test_every_example_names_a_command_and_fits_the_help_width():
-    assert set(EXAMPLES) <= set(LEAVES), set(EXAMPLES) - set(LEAVES)
+    assert set(EXAMPLES) <= set(LEAVES) | set(GROUPS), set(EXAMPLES) - set(LEAVES)
     for path in LEAVES:
         cmd, ctx = LEAVES[path]
         too_wide = [ln for ln in cmd.get_help(ctx).splitlines() if len(ln) > 100]

@@ -15,8 +15,42 @@ import click
 
 _TAG = "\nExamples:\n"
 
+
 # command path (under `gridxfer`) -> example lines; a `# ...` comment says what one does
 EXAMPLES: dict[str, tuple[str, ...]] = {
+    "": (                       # `gridxfer --help`: the first hour at a site
+        "# try it first on an embedded grid of real servers (`gridxfer testbed down` ends it)",
+        "gridxfer testbed up && eval \"$(gridxfer testbed env)\"",
+        "# the transfer host: what a profile would change, then apply it (originals saved)",
+        "gridxfer tune diff dtn-10g --host ssh:root@dtn01.cnaf.example",
+        "gridxfer tune apply dtn-10g --host ssh:root@dtn01.cnaf.example",
+        "# a campaign: the plan and a probe of every endpoint first, then the run",
+        "gridxfer campaign run --dry-run sc-t0-t1.yaml",
+        "gridxfer campaign run sc-t0-t1.yaml",
+        "gridxfer campaign status sc-t0-t1 --failed",
+        "# one file, as with gfal-copy or xrdcp",
+        "gridxfer copy root://t0.example//store/run1.root davs://se01.t1.example:2880/store/",
+    ),
+    "campaign": (
+        "gridxfer campaign run --dry-run sc-t0-t1.yaml    # plan, probe: nothing moved",
+        "gridxfer campaign run sc-t0-t1.yaml",
+        "gridxfer campaign status sc-t0-t1                # from another terminal",
+        "gridxfer campaign resume sc-t0-t1                # after Ctrl-C, a reboot or a crash",
+        "gridxfer campaign verify sc-t0-t1                # every done file at its destination",
+        "gridxfer campaign report sc-t0-t1 --png sc-t0-t1.png",
+    ),
+    "tune": (
+        "gridxfer tune list                               # the profiles, from the field studies",
+        "gridxfer tune diff dtn-10g --iface ens1f0        # this host against a profile",
+        "gridxfer tune apply dtn-10g --iface ens1f0       # diff, save, write, read back",
+        "gridxfer tune verify dtn-10g --iface ens1f0      # drift: exit 1",
+        "gridxfer tune rollback --iface ens1f0            # the saved originals back",
+    ),
+    "netbench": (
+        "gridxfer netbench rtt t0-se01 t1a-se01 -c 50",
+        "gridxfer netbench tcp t0-se01 t1a-se01 -P 4 -t 10",
+        "gridxfer netbench compare t0-se01 t1a-se01 --before untuned-legacy --after dtn-10g",
+    ),
     "copy": (
         "# like gfal-copy: EOS to a local disk, adler32 compared at both ends",
         "gridxfer copy root://eosatlas.cern.ch//eos/atlas/scratch/AOD.root /data/scratch/",
@@ -162,11 +196,12 @@ def section(lines: tuple[str, ...]) -> str:
 
 
 def attach(cmd: click.Command, path: str) -> click.Command:
-    """Give ``cmd`` (at ``path``, e.g. "campaign") and every command under it its examples."""
-    if isinstance(cmd, click.Group):
+    """Give ``cmd`` (at ``path``, e.g. "campaign"; "" for gridxfer itself) and every command
+    under it its examples."""
+    if isinstance(cmd, click.Group):         # cli/main's lazy root lists none here
         for name, sub in cmd.commands.items():
-            attach(sub, f"{path} {name}")
-    elif path in EXAMPLES and _TAG not in (cmd.help or ""):
+            attach(sub, f"{path} {name}".strip())
+    if path in EXAMPLES and _TAG not in (cmd.help or ""):
         # the docstring's indentation off first: click dedents the help as a whole
         cmd.help = f"{inspect.cleandoc(cmd.help or '')}\n\n{section(EXAMPLES[path])}"
     return cmd

@@ -18,6 +18,7 @@ import click
 
 from gridxfer import __version__
 from gridxfer.errors import GridxferError, exit_code_for
+from gridxfer.cli import examples
 from gridxfer.display import printable
 from gridxfer.redact import redact
 
@@ -89,6 +90,9 @@ def cli() -> None:
     from gridxfer import envsettings, state
     envsettings.check()     # a GRIDXFER_* number the code would not take: exit 2, here
     state.root()            # and a GRIDXFER_HOME that is relative or not a directory
+
+
+examples.attach(cli, "")        # gridxfer --help: the first hour at a site
 
 
 def main(argv: list[str] | None = None) -> int:
