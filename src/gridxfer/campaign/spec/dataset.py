@@ -69,12 +69,23 @@ def refusal(e: DatasetEntry, pool: tuple[str, ...]) -> str | None:
     endpoint refusing is enough: the tier's selector may place the file on any of them."""
     if e.bad is not None:
         return e.bad
-    for url in pool:
+    for scheme, url in _schemes(pool):
         try:
-            names.quote_name(scheme_of(url), e.name)
+            names.quote_name(scheme, e.name)
         except TransferError as exc:
             return f"{str(exc).partition(': ')[2]} (destination {url})"
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _schemes(pool: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each scheme of ``pool`` once, with its first endpoint: the name rule is the
+    protocol's, so a pool of four root:// servers asks it once a file, not four times
+    (planning runs this for every file and tier)."""
+    first: dict[str, str] = {}
+    for url in pool:
+        first.setdefault(scheme_of(url), url)
+    return tuple(first.items())
 
 
 def expand(source: SourceSpec) -> Iterator[DatasetEntry]:
