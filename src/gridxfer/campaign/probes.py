@@ -18,10 +18,12 @@ before, in the calling thread (``Credentials`` is one thread's).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gridxfer.errors import ErrorClass, GridxferError, TransferError
 from gridxfer.movers import names, tokens as movers_tokens
@@ -36,6 +38,7 @@ from gridxfer.campaign.spec.model import CampaignSpec, TokenSpec, by_priority
 
 PROBE_TIMEOUT = 30.0        # s: one endpoint's probe (stat, write, delete, space)
 PROBE_DATA = b"gridxfer probe\n\0"
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -101,20 +104,26 @@ def existing(urls: list[tuple[str, TokenPair | None]], ops_factory: Callable
             return True
         except (GridxferError, OSError):
             return False
-    if not urls:
-        return ()
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(urls)),
+    answers = _in_parallel([functools.partial(there, u, tokens) for u, tokens in urls])
+    return tuple(url for (url, _), yes in zip(urls, answers, strict=True) if yes)
+
+
+def _in_parallel(calls: list[Callable[[], R]]) -> list[R | None]:
+    """Each call's answer, the calls in ``gridxfer-probe-N`` threads (16 at most at once);
+    None for one with no answer within ``PROBE_TIMEOUT`` (its thread is abandoned)."""
+    if not calls:
+        return []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(calls)),
                                                  thread_name_prefix="gridxfer-probe")
-    futures = [pool.submit(there, u, tokens) for u, tokens in urls]
-    found = []
-    for (url, _), fut in zip(urls, futures, strict=True):
+    futures = [pool.submit(call) for call in calls]
+    out: list[R | None] = []
+    for fut in futures:
         try:
-            if fut.result(timeout=PROBE_TIMEOUT):
-                found.append(url)
-        except (concurrent.futures.TimeoutError, GridxferError, OSError):
-            pass
+            out.append(fut.result(timeout=PROBE_TIMEOUT))
+        except concurrent.futures.TimeoutError:
+            out.append(None)
     pool.shutdown(wait=False, cancel_futures=True)
-    return tuple(found)
+    return out
 
 
 def probe_all(spec: CampaignSpec, size: int, ops_factory: Callable, mover_factory: Callable,
@@ -126,19 +135,12 @@ def probe_all(spec: CampaignSpec, size: int, ops_factory: Callable, mover_factor
         ("source", spec.source.url, None, source)]
     jobs += [(t.name, ep, size // len(t.pool), grants[(t.name, ep)])
              for t in by_priority(spec.destinations) for ep in t.pool]
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(jobs)),
-                                                 thread_name_prefix="gridxfer-probe")
-    futures = [pool.submit(_probe, role, url, share, ops_factory, mover_factory, g)
-               for role, url, share, g in jobs]
-    out = []
-    for (role, url, _, _), fut in zip(jobs, futures, strict=True):
-        try:
-            out.append(fut.result(timeout=PROBE_TIMEOUT))
-        except concurrent.futures.TimeoutError:
-            out.append(Probe(role, url, False, None,
-                             problem=f"no answer within {PROBE_TIMEOUT:g}s"))
-    pool.shutdown(wait=False, cancel_futures=True)
-    return tuple(out)
+    answers = _in_parallel([functools.partial(_probe, role, url, share, ops_factory,
+                                              mover_factory, g)
+                            for role, url, share, g in jobs])
+    return tuple(p if p is not None else
+                 Probe(role, url, False, None, problem=f"no answer within {PROBE_TIMEOUT:g}s")
+                 for (role, url, _, _), p in zip(jobs, answers, strict=True))
 
 
 def _probe(role: str, url: str, share: int | None, ops_factory: Callable,
