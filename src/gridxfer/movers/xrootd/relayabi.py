@@ -52,7 +52,7 @@ class Item(ctypes.Structure):
 
 
 # gx_notify: called in the caller's thread once a read-back matched and the close is sent
-# (ctypes takes the GIL back for it); None passes NULL
+# (ctypes takes the GIL back for it); NOTIFY() is the NULL one (ctypes refuses None for it)
 NOTIFY = ctypes.CFUNCTYPE(None)
 
 _STR, _U64, _F64 = ctypes.c_char_p, ctypes.c_uint64, ctypes.c_double
