@@ -11,10 +11,7 @@ README.md ("Limits") lists them. Each bound has a reason, given in ``why``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Callable
-from typing import TypeVar
 
-from gridxfer.errors import UsageError
 
 DAY = 86400.0
 
@@ -71,19 +68,3 @@ IPERF3_MAX_STREAMS = 128        # iperf3 refuses -P above 128 (click.IntRange in
 
 ALL = {name: value for name, value in globals().items()
        if isinstance(value, Limit)}
-
-
-_N = TypeVar("_N", int, float)
-
-
-def require(value: _N, limit: Limit, option: str, raw: object | None = None) -> _N:
-    """``value`` if within ``limit``, else UsageError naming ``option`` (exit 2)."""
-    msg = limit.above(value, value if raw is None else raw)
-    if msg:
-        raise UsageError(f"{option}: {msg}")
-    return value
-
-
-def parse_within(raw: str, parse: Callable[[str], _N], limit: Limit, option: str) -> _N:
-    """``parse(raw)`` (a ``gridxfer.units`` parser) bounded by ``limit``."""
-    return require(parse(raw), limit, option, raw)
