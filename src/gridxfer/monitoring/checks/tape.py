@@ -18,7 +18,6 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import nagiosplugin
 
@@ -34,7 +33,7 @@ from gridxfer.monitoring.sources import cta, dcache, jsonl
 from gridxfer.monitoring.sources.logtime import FUTURE_TOLERANCE, LogClock, zone_arg
 from gridxfer.monitoring.series import Series, Window
 from gridxfer.monitoring.sources.taperead import LogSource, TapeLogs
-from gridxfer.monitoring.sources.tapelog import Parser, TapeSession, TapeWindow, aggregate
+from gridxfer.monitoring.sources.tapelog import TapeSession, TapeWindow, aggregate
 
 NAME = "tape"
 
@@ -101,11 +100,6 @@ def sources(args: argparse.Namespace, now: float) -> list[LogSource]:
         out += [LogSource(f, dc_parse, "dcache") for f in files]
     out += [LogSource(p, jsonl.parse, "jsonl") for p in args.jsonl]
     return out
-
-
-def source_parsers(args: argparse.Namespace) -> list[tuple[Path, Parser]]:
-    now = args.at if args.at is not None else time.time()
-    return [(s.path, s.parse) for s in sources(args, now)]
 
 
 def _future(series: Series[TapeSession], now: float, zone: str) -> str:
