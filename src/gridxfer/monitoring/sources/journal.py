@@ -96,7 +96,7 @@ class JournalSource:
         samples: list[Point] = []
         urls: set[str] = set()          # every endpoint the journals know, by URL
         known: set[str] = set()         # and by name
-        tiers: set[str] = set()
+        tiers: set[str] = set()         # every tier of their files (with a tier filter)
         for path in self.paths:
             try:
                 conn = jr.connect(path, readonly=True)
@@ -117,7 +117,6 @@ class JournalSource:
                 ep = jnames.name_of(names, url)
                 urls.add(url)
                 known.add(ep)
-                tiers.add(str(row["tier"]))
                 if self.endpoint and not _matches(self.endpoint, (ep, url)):
                     continue
                 if self.tier and row["tier"] != self.tier:
