@@ -62,8 +62,10 @@ def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None,
                   bind: str = "127.0.0.1", host: str | None = None, wrap: Sequence[str] = (),
                   run_as: str | None = None, tier: str = "", cert: str | None = None,
                   key: str | None = None, ready_timeout: float = 20.0,
-                  size_limit: int | None = None) -> Endpoint:
-    """Start one globus-gridftp-server; returns its Endpoint once it sends its banner."""
+                  size_limit: int | None = None, idle_timeout: int | None = None) -> Endpoint:
+    """Start one globus-gridftp-server; returns its Endpoint once it sends its banner.
+    ``idle_timeout``: seconds a control connection may stay idle (the server's default:
+    600), after which the server closes it with ``421 Idle Timeout``."""
     if not Path(GRIDFTP).exists():
         raise TestbedError(f"{GRIDFTP} not found (apt-get install globus-gridftp-server-progs)")
     server_dir, data, run, port = server_layout(server_dir, port, bind, wrap)
@@ -78,6 +80,8 @@ def start_gridftp(name: str, server_dir: Path, *, gsi: GsiFiles | None = None,
     argv = [GRIDFTP, "-c", str(conf), "-p", str(port), "-control-interface", bind,
             "-data-interface", bind, "-log-level", "error,warn,info", "-logfile", str(log),
             "-restrict-paths", f"RW{data}", "-allow-disabled-login"]
+    if idle_timeout is not None:
+        argv += ["-control-idle-timeout", str(idle_timeout)]
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C", "GLOBUS_USAGE_OPTOUT": "1"}
     if gsi is None:
         argv += ["-aa"]

@@ -27,6 +27,7 @@ class ServerSpec:
     auth: AuthMode = "none"            # xrootd only: none | token | gsi (testbed.xrdhttp)
     davs_name: str = ""                # xrootd: the name of its davs:// URL (default derived)
     tape: TapeSpec | None = None       # xrootd: tape-backed (EMULATED drives, testbed.tapexrd)
+    idle_timeout: int | None = None    # gridftp: s a control connection may stay idle (600)
 
     def davs_alias(self) -> str:
         """``t1a-xrd1`` -> ``t1a-davs1``; other names get ``-davs`` appended."""

@@ -163,7 +163,7 @@ def _start_server(s: ServerSpec, sdir: Path, gsi: ca_mod.GsiFiles | None,
                                     # GSI wants the certificate's CN (localhost) in the URL
                                     host="localhost" if s.auth == "gsi" else None)
             return start_gridftp(s.name, sdir, gsi=gsi if s.kind == "gsiftp" else None, tier=s.tier,
-                                 size_limit=s.size_limit)
+                                 size_limit=s.size_limit, idle_timeout=s.idle_timeout)
         except TestbedError as exc:
             if "address already in use" not in str(exc).lower() or attempt == attempts - 1:
                 raise

@@ -8,10 +8,12 @@ globus-url-copy movers; this mover reports the streams it really used.
 """
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import gfal2
@@ -34,6 +36,7 @@ NO_SPACE_RETRY = 120.0                              # s before a failed space qu
 _NO_SPACE: dict[str, tuple[float, str]] = {}        # server -> (retry after, error)
 _NO_SPACE_LOCK = threading.Lock()
 _local = threading.local()
+R = TypeVar("R")
 
 
 def new_context() -> gfal2.Gfal2Context:
@@ -68,7 +71,7 @@ def context(url: str | None = None) -> gfal2.Gfal2Context:
     server (metadata and streamed copies to or from it) and one more for third-party
     copies. A GSI handshake costs 0.5-3 s; reuse costs ~10 ms.
     """
-    key = urlsplit(url).netloc if url else "<copy>"
+    key = _key(url)
     cache = getattr(_local, "contexts", None)
     if cache is None:
         cache = _local.contexts = {}
@@ -78,6 +81,29 @@ def context(url: str | None = None) -> gfal2.Gfal2Context:
         ctx.set_opt_boolean("GRIDFTP PLUGIN", "SESSION_REUSE", True)
         cache[key] = ctx
     return ctx
+
+
+def _key(url: str | None) -> str:
+    return urlsplit(url).netloc if url else "<copy>"
+
+
+# What a request on a GridFTP session the server has closed meets: globus-gridftp-server
+# closes a control connection idle past its -control-idle-timeout (600 s by default) with
+# "421 Idle Timeout", and gfal2 (SESSION_REUSE) still sends the next request on it.
+_CLOSED_SESSION = re.compile(r"error 421\b|connection reset by peer|broken pipe", re.I)
+
+
+def on_server(url: str, ask: Callable[[gfal2.Gfal2Context], R]) -> R:
+    """``ask(context(url))``; once more on a new session when the reused one had been
+    closed by the server (``_CLOSED_SESSION``: its idle timeout). For requests that may be
+    asked twice (stat, listing, checksum, mkdir): the first never reached the server."""
+    try:
+        return ask(context(url))
+    except (gfal2.GError, TransferError) as exc:
+        if not _CLOSED_SESSION.search(str(exc)):
+            raise
+    getattr(_local, "contexts", {}).pop(_key(url), None)
+    return ask(context(url))
 
 
 def copy_parameters(ctx: gfal2.Gfal2Context, *, timeout: float, nbstreams: int,
@@ -110,15 +136,15 @@ class GfalMover:
 
     # -- metadata ---------------------------------------------------------------
     def stat(self, url: str) -> Entry:
-        return meta.stat_entry(context(url), url, _g(url))
+        return on_server(url, lambda ctx: meta.stat_entry(ctx, url, _g(url)))
 
     def listdir(self, url: str) -> list[Entry]:
-        return meta.list_entries(context(url), url, _g(url))
+        return on_server(url, lambda ctx: meta.list_entries(ctx, url, _g(url)))
 
     def checksum(self, url: str, algorithm: str = "adler32") -> str:
         require_adler32(algorithm)
         try:
-            value = context(url).checksum(_g(url), "adler32")
+            value = on_server(url, lambda ctx: ctx.checksum(_g(url), "adler32"))
         except gfal2.GError as exc:
             raise transfer_error(exc, url) from None
         from gridxfer.movers.base import normalise_adler32
@@ -132,7 +158,7 @@ class GfalMover:
 
     def mkdir(self, url: str) -> None:
         try:
-            context(url).mkdir_rec(_g(url.rstrip("/") or url), 0o755)
+            on_server(url, lambda ctx: ctx.mkdir_rec(_g(url.rstrip("/") or url), 0o755))
         except gfal2.GError as exc:
             if exc.code != 17:  # EEXIST
                 raise transfer_error(exc, url, side="destination") from None
