@@ -67,6 +67,8 @@ destinations:
     pool: ["{dst}"]
     max_active: 2{tok}
 retries: {{max: 2, backoff: 1s}}
+circuit_breaker: {{cooldown: 2s, max_cooldown: 4s}}
+on_pool_down: {{wait: 2m}}
 """)
     return path
 
@@ -76,6 +78,11 @@ def env_for(grid, home: Path) -> dict[str, str]:
            if k not in ("BEARER_TOKEN", "BEARER_TOKEN_FILE", "XDG_RUNTIME_DIR")}
     env.update(grid.client_env())
     env["GRIDXFER_HOME"] = str(home)
+    # A request the server leaves unanswered is a stall after 20 s, not 120, and the file is
+    # retried once the breaker lets a probe through (on_pool_down: wait, above), as a site
+    # would set it: in CI (session 39) XrdHttp 5.5.3 left one 200 KB file's PUT or MOVE
+    # unanswered for 120 s; its circuit opened and, with retries of 1 s, the file failed.
+    env["GRIDXFER_HTTP_STALL_TIMEOUT"] = "20"
     env["XDG_RUNTIME_DIR"] = str(home)          # no bt_u<uid> in it: discovery finds none
     env["TMPDIR"] = str(home.parent / "tmp")    # where the ztn login token's directory goes
     os.makedirs(env["TMPDIR"], exist_ok=True)

@@ -194,6 +194,34 @@ def test_a_stalled_tpc_is_cancelled_as_a_retryable_timeout(grid, monkeypatch):
     assert leftovers(grid, dst) == []
 
 
+@pytest.mark.parametrize("method", ["PUT", "MOVE"])
+def test_a_request_left_unanswered_is_a_timeout_after_the_stall_timeout(grid, monkeypatch,
+                                                                        method):
+    """A small file's PUT (davput) and its MOVE (davmove), sent on a kept connection to a
+    server that stops answering (SIGSTOP), are a retryable TIMEOUT naming the request after
+    GRIDXFER_HTTP_STALL_TIMEOUT. A MOVE used to wait a fixed 120 s: in CI (session 39)
+    XrdHttp left one of these unanswered that long."""
+    from gridxfer.movers.gfal import davmove, davput, davsession
+    monkeypatch.setenv("GRIDXFER_HTTP_STALL_TIMEOUT", "2")
+    base = grid.endpoints["h-slow"].davs_url + f"hang-{method}/"
+    localgrid.put_local(grid, "h-slow", f"hang-{method}/a", b"a")
+    assert davsession.request("HEAD", base + "a", {}, timeout=(30, 30)).status == 200
+    if method == "MOVE":        # the PUT's answer keeps the connection, as between two files
+        assert davput.put(base + "t", b"t" * 4096, None, 30)
+    server = grid.endpoints["h-slow"].pid
+    os.kill(server, signal.SIGSTOP)
+    try:
+        with pytest.raises(TransferError) as err:
+            if method == "PUT":
+                davput.put(base + "t", b"t" * 4096, None, davput.stall_timeout())
+            else:
+                davmove.move(base + "t", base + "f")
+    finally:
+        os.kill(server, signal.SIGCONT)
+    assert err.value.error_class is ErrorClass.TIMEOUT and err.value.retryable
+    assert f"{method} had no answer in 2 s" in str(err.value)
+
+
 HOSTILE = ["sp ace.dat", "hash#tag.dat", "pct%41.dat", "plus+sign.dat",
            "amp&semi;.dat", "quote'\".dat", "ünï.dat", "colon:x.dat"]
 

@@ -43,6 +43,19 @@ class Batch:
                     self.archive_rows, self.tape_rows, self.online_rows))
 
 
+# A file's message written while its pool is down (a charge, or the tier's files failed
+# at the deadline: pooldown.py) in place of its own, from the row's three copies of that
+# message: the last attempt's class and text stay after it, as "; last attempt: ...", and
+# a charge after a charge keeps the tail the first one kept. A file in flight while its
+# pool went down returns to a message that would otherwise say only "down" (CI, session
+# 39: a davs PUT or MOVE unanswered for 120 s, reported without the request that hung).
+LAST_ATTEMPT = "; last attempt: "
+KEEP_LAST = ("CASE WHEN coalesce(error_msg, '') = '' THEN ? "
+             "WHEN error_msg LIKE 'not tried: %' THEN ? || CASE WHEN instr(error_msg, "
+             f"'{LAST_ATTEMPT}') > 0 THEN substr(error_msg, instr(error_msg, '{LAST_ATTEMPT}')) "
+             f"ELSE '' END ELSE ? || '{LAST_ATTEMPT}' || coalesce(error_class || ': ', '') "
+             "|| error_msg END")
+
 # (Batch field, statement), in the order they run: results first, then dispatches (a
 # file retried at once goes pending, then active again, in the same transaction).
 _STATEMENTS = (
@@ -63,8 +76,8 @@ _STATEMENTS = (
                   "updated=? WHERE id=?"),
     ("cancel_rows", "UPDATE files SET state='pending', attempts=max(0, attempts-1), "
                     "updated=? WHERE id=?"),
-    ("skip_rows", "UPDATE files SET state=?, attempts=attempts+1, error_class=?, error_msg=?, "
-                  "not_before=?, updated=? WHERE id=?"),
+    ("skip_rows", "UPDATE files SET state=?, attempts=attempts+1, error_class=?, "
+                  f"error_msg={KEEP_LAST}, not_before=?, updated=? WHERE id=?"),
     ("file_updates", "UPDATE files SET state='active', endpoint=?, dst_url=?, "
                      "attempts=attempts+1, updated=? WHERE id=?"),
     ("attempts", "INSERT INTO attempts (id, file_id, tier, endpoint, dst_url, started, streams, "

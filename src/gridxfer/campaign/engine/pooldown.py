@@ -20,7 +20,9 @@ and none of its endpoints takes a transfer (a half-open circuit lets one probe t
   pool is down, such as the breaker's half-open probe, is not counted either: see
   ``outcomes.settle``); at ``since + D`` every remaining file fails.
 
-A write that succeeds on any endpoint of the pool ends its down state. Events: ``pool_down``
+A file's message names the pool, why it is down and the setting, and keeps the file's last
+attempt's class and text after it (``; last attempt: ...``, ``ledger.KEEP_LAST``). A write
+that succeeds on any endpoint of the pool ends its down state. Events: ``pool_down``
 {tier, since, deadline, reason, on_pool_down}, ``pool_up`` {tier}, ``pool_failed`` {tier,
 files, reason}.
 """
@@ -38,6 +40,7 @@ from gridxfer.campaign.policy import exclusion_log
 from gridxfer.campaign.journal import store as journal
 from gridxfer.campaign.policy.exclusion_log import ExcludedEndpoint
 from gridxfer.campaign.engine.feed import PendingFeed
+from gridxfer.campaign.engine import ledger
 from gridxfer.campaign.engine.ledger import Batch
 from gridxfer.campaign.policy.selection import Exclusion, ExclusionPolicy
 from gridxfer.campaign.spec.model import RetrySpec, TierSpec
@@ -169,10 +172,10 @@ class PoolHealth:
             fid, size, n = row[0], row[3], row[4] + 1
             if n <= self.retries.max:
                 nb = now + self.retries.backoff * 2 ** (n - 1)
-                batch.skip_rows.append(("pending", down.error_class, msg, nb, now, fid))
+                batch.skip_rows.append(("pending", down.error_class, msg, msg, msg, nb, now, fid))
                 feed.retry_later(down.tier, nb, (*row[:4], n, *row[5:]))
             else:
-                batch.skip_rows.append(("failed", down.error_class, msg, 0.0, now, fid))
+                batch.skip_rows.append(("failed", down.error_class, msg, msg, msg, 0.0, now, fid))
                 self.acct.skipped(down.tier, 1, size)
 
     def _fail_remaining(self, conn: sqlite3.Connection, feed: PendingFeed, down: PoolDown,
@@ -182,9 +185,10 @@ class PoolHealth:
         try:
             n, size = conn.execute("SELECT count(*), coalesce(sum(size), 0) FROM files "
                                    "WHERE tier = ? AND state = 'pending'", (down.tier,)).fetchone()
-            conn.execute("UPDATE files SET state = 'failed', error_class = ?, error_msg = ?, "
-                         "updated = ? WHERE tier = ? AND state = 'pending'",
-                         (down.error_class, msg, now, down.tier))
+            conn.execute("UPDATE files SET state = 'failed', error_class = ?, "
+                         f"error_msg = {ledger.KEEP_LAST}, updated = ? "
+                         "WHERE tier = ? AND state = 'pending'",
+                         (down.error_class, msg, msg, msg, now, down.tier))
             if n:
                 journal.add_event(conn, "pool_failed", ts=now, tier=down.tier, files=n, reason=msg)
             conn.execute("COMMIT")

@@ -50,8 +50,9 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.gfal import davsession
+from gridxfer.movers.gfal.davput import stall_timeout
 
-MOVE_TIMEOUT = (30.0, 120.0)        # s: connect, then the answer (a rename: no data)
+CONNECT_TIMEOUT = 30.0              # s; the answer (a rename: no data): stall_timeout()
 _TRIMMED = " \t\r\n\v\f"            # XrdHttp trims these off the header value's ends
 
 
@@ -81,7 +82,7 @@ def server_kind(url: str, token: str | None = None) -> str:
     headers = davsession.auth(url, token)
     try:
         answer = davsession.request("OPTIONS", f"{scheme}://{parts.netloc}/", headers,
-                                    timeout=MOVE_TIMEOUT)
+                                    timeout=_timeout())
     except davsession.NoAnswer:
         return "unknown"                  # asked again next time
     server = answer.headers.get("Server", "")
@@ -114,13 +115,21 @@ def move(src: str, dst: str, token: str | None = None) -> None:
         raise TransferError(ErrorClass.OTHER, f"{src} -> {dst}: MOVE within one davs server only")
     destination = f"{scheme}://{parts.netloc}{unquote(parts.path)}".encode()
     headers = {**davsession.auth(dst, token), "Destination": destination}
+    timeout = _timeout()
     try:
-        answer = davsession.request("MOVE", src, headers, timeout=MOVE_TIMEOUT)
+        answer = davsession.request("MOVE", src, headers, timeout=timeout)
     except davsession.Stalled:
-        raise TransferError(ErrorClass.TIMEOUT, f"{dst}: MOVE timed out") from None
+        raise TransferError(ErrorClass.TIMEOUT,
+                            f"{dst}: MOVE had no answer in {timeout[1]:.0f} s") from None
     except davsession.NoAnswer as exc:
         raise transfer_error(f"MOVE: no answer ({exc})", dst, side="destination") from None
     if answer.status not in (200, 201, 204):
         text = printable(" ".join(answer.data.decode("utf-8", "replace").split())[:200])
         raise transfer_error(f"MOVE: HTTP {answer.status} {answer.reason}: {text}", dst,
                              side="destination")
+
+
+def _timeout() -> tuple[float, float]:
+    """(connect, answer) of a request without data: the answer within
+    ``GRIDXFER_HTTP_STALL_TIMEOUT``, as a small file's PUT."""
+    return CONNECT_TIMEOUT, stall_timeout()

@@ -181,6 +181,10 @@ def test_dead_pool_fails_every_file_within_its_retries(gridxfer_home):
             in r["error_msg"] and "on_pool_down: fail" in r["error_msg"], r
         assert 1 <= r["attempts"] <= spec.retries.max + 1
     assert len(mover.calls) <= 4                            # the first dispatch only (max_active)
+    tried = {c.rsplit("/", 1)[1] for c in mover.calls}
+    for r in rows:              # the files tried keep their own error after the pool's
+        last = f"; last attempt: connection: {DEAD}{r['name']}: [FATAL] Connection error"
+        assert r["error_msg"].endswith(last) == (r["name"] in tried), r
     tried = conn.execute("SELECT min(started), max(ended) FROM attempts").fetchone()
     assert tried[1] - tried[0] < 15.0                       # no cooldown waited for
     down = list(journal.last_events(conn, "pool_down"))
@@ -209,6 +213,10 @@ def test_charged_files_spend_their_own_budget(gridxfer_home):
     assert f0["error_msg"].startswith(f"not tried: every endpoint of T1 is down: {DEAD} "
                                       "excluded: circuit open: 1 failure in a row")
     assert due <= f0["updated"] < down["deadline"]
+    f1 = rows["f1"]["error_msg"]    # charged (or not) after its attempt, failed at the
+    assert f1.startswith("every endpoint of T1 is down: ") and f1.count(    # deadline: its
+        "; last attempt: ") == 1 and f1.endswith(                           # error, once
+        f"; last attempt: connection: {DEAD}f1: [FATAL] Connection error"), f1
     for r in rows.values():     # f1: tried, then charged at T+2; f2, f3: charged at T and
         assert r["state"] == "failed" and r["error_class"] == "connection"     # T+2; then
         assert r["attempts"] in (1, 2) and r["updated"] >= down["deadline"], r  # the deadline
@@ -314,3 +322,22 @@ def test_refusing_endpoint_is_never_a_black_hole(gridxfer_home):
     for i in range(14, 17):
         _attempt(conn, i, DEAD, 1000.0, 1008.0, 0, "failed", "timeout")
     assert endpoint_share(conn, bins=4).blackholes == [DEAD]
+
+
+@pytest.mark.parametrize("cls, old, new", [
+    (None, None, "M"),
+    ("timeout", "", "M"),
+    ("timeout", "PUT had no answer", "M; last attempt: timeout: PUT had no answer"),
+    ("connection", "not tried: D", "M"),
+    ("connection", "not tried: D; last attempt: timeout: PUT", "M; last attempt: timeout: PUT"),
+    (None, "a 'quoted' %_ text", "M; last attempt: a 'quoted' %_ text"),
+])
+def test_a_message_written_while_the_pool_is_down_keeps_the_last_attempts(cls, old, new):
+    """ledger.KEEP_LAST, as the charge and the deadline's failure write it."""
+    import sqlite3
+    from gridxfer.campaign.engine.ledger import KEEP_LAST
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE files (error_class TEXT, error_msg TEXT)")
+    db.execute("INSERT INTO files VALUES (?, ?)", (cls, old))
+    db.execute(f"UPDATE files SET error_class = 'x', error_msg = {KEEP_LAST}", ("M",) * 3)
+    assert db.execute("SELECT error_msg FROM files").fetchone()[0] == new
