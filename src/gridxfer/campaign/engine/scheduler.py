@@ -185,7 +185,8 @@ class Scheduler:
         jobs: list[Job] = []
         for tier, spec in self.tiers.items():
             if self._slots.wants_spare_workers(tier):       # verifications hold threads
-                self._pool.start(spec.max_active, init=functools.partial(self._work.warm, tier))
+                self._pool.start(self._spares(tier, spec.max_active),
+                                 init=functools.partial(self._work.warm, tier))
             free = self._slots.free(tier, self.acct.cap(tier), self.acct.active(tier))
             if not free or self.tokens.blocked(tier, now):
                 continue
@@ -205,6 +206,14 @@ class Scheduler:
             self._inflight[job.attempt_id] = job
         for bundle in self._slots.bundles(jobs):
             self._pool.submit_bundle(bundle)
+
+    def _spares(self, tier: str, max_active: int) -> int:
+        """Spare workers for ``tier`` once its verifications hold workers: one per file it
+        still has to copy, up to ``max_active``. Each opens its own sessions to the pool
+        (``Work.warm``); a GridFTP one is a GSI login and a process on the server, so a
+        default ceiling of 128 for 5 small files made 128 logins, and the copies waited
+        15-20 s behind them (test_mixed_campaign_tpc, session 39)."""
+        return max(1, min(max_active, self.acct.queued(tier) + self.acct.active(tier)))
 
     def _flush(self, now: float) -> None:
         """Commit this loop's journal rows (results, dispatches, events) as one transaction."""

@@ -448,6 +448,33 @@ def test_verification_frees_the_link_slot(gridxfer_home, monkeypatch):
     assert overlap[0] > 2                       # verification overlapped new transfers
 
 
+def test_spare_workers_are_no_more_than_the_files_left(gridxfer_home, monkeypatch):
+    """Verifications hold workers, so spare ones start, each opening its own sessions to
+    the pool first (a stat per endpoint: a GSI login on GridFTP). 5 files under a ceiling
+    of 64 start at most 5, not 64 (session 39: 128 logins made 5 gsiftp copies take 20 s)."""
+    monkeypatch.setattr(slots, "RELEASE_AFTER", 0.05)
+    spec = make_spec(max_active=64)
+    conn = plan(spec, 5)
+    lock = threading.Lock()
+    warmed: list[str] = []
+
+    class Verifying:
+        def copy(self, src, dst, *, params, progress=None):
+            time.sleep(0.1)         # bytes, longer than RELEASE_AFTER
+            params.data_done()
+            time.sleep(0.2)         # a slow server checksum
+            return TransferOutcome(100, 0.3, "0000abcd", 1, "fake")
+
+        def stat(self, url):        # Work.warm: a new worker's session, per pool endpoint
+            with lock:
+                warmed.append(url)
+            return Entry(url, 0)
+
+    _, res = run(conn, spec, Verifying())
+    assert res.files_done == 5
+    assert warmed and len(warmed) <= 5 * len(POOL), len(warmed)
+
+
 def test_the_first_long_transfers_free_their_slots_too(gridxfer_home, monkeypatch):
     """Nothing is measured at the start (the link's typical transfer is QUICK): a copy
     that has moved data for RELEASE_AFTER still frees its slot at data_done, so the third
