@@ -22,13 +22,9 @@ from gridxfer.movers.urls import TEMP_MARK
 from gridxfer.testbed import localgrid
 from gridxfer.testbed.localgrid import ServerSpec
 
-pytestmark = pytest.mark.integration
+from tests.integration.test_campaign_tokens import RIDE_OUT, RIDE_OUT_ENV
 
-# One request a real XrdHttp 5.5.3 leaves unanswered (CI, session 39: a small file's PUT or
-# MOVE, 120 s) is retried instead of failing these campaigns' tight retries: the breaker
-# lets a probe through within seconds and the files wait for it, as a site would set it
-# (with GRIDXFER_HTTP_STALL_TIMEOUT=20 s; test_campaign_tokens.py does the same).
-RIDE_OUT = "circuit_breaker: {cooldown: 2s, max_cooldown: 4s}\non_pool_down: {wait: 2m}\n"
+pytestmark = pytest.mark.integration
 GRIDXFER = [sys.executable, "-m", "gridxfer"]
 
 
@@ -74,7 +70,8 @@ def test_mixed_campaign_tpc_where_both_ends_allow_it(local_grid, local_grid_home
                                                       capsys, monkeypatch):
     """davs source; davs, gsiftp and root destinations, ``third_party: true``: davs -> davs
     is an HTTP-TPC, davs -> gsiftp and davs -> root are streamed through this host."""
-    monkeypatch.setenv("GRIDXFER_HTTP_STALL_TIMEOUT", "20")     # RIDE_OUT
+    for key, value in RIDE_OUT_ENV.items():
+        monkeypatch.setenv(key, value)
     name = "c-mixed-davs"
     expected = seed(local_grid, "t0-xrd", name, [300_000, 1_200_000, 5, 0, 70_000])
     spec = tmp_path / "c.yaml"
@@ -175,8 +172,7 @@ third_party: {"true" if kind == "tpc" else "false"}
 retries: {{max: 2, backoff: 0.2s}}
 timeout: 120s
 {RIDE_OUT}""")
-    env = {**os.environ, "GRIDXFER_HOME": str(home), "PYTHONFAULTHANDLER": "1",
-           "GRIDXFER_HTTP_STALL_TIMEOUT": "20"}
+    env = {**os.environ, "GRIDXFER_HOME": str(home), "PYTHONFAULTHANDLER": "1", **RIDE_OUT_ENV}
     if kind != "tpc":           # the slow server is the destination of uploads
         spec.write_text(spec.read_text().replace(dst, f"slow-davs/{name}/"))
     proc = subprocess.Popen([*GRIDXFER, "campaign", "run", "--quiet", str(spec)], env=env,

@@ -14,8 +14,8 @@ import pytest
 
 from gridxfer.testbed import tokens as tok_mod
 
-from tests.integration.test_campaign_tokens import (PROTOCOLS, env_for, gridxfer, on_disk,
-                                                    write_token)
+from tests.integration.test_campaign_tokens import (PROTOCOLS, campaign_file, env_for,
+                                                    gridxfer, on_disk, write_token)
 
 pytestmark = pytest.mark.integration
 
@@ -30,16 +30,7 @@ def _campaign(tmp_path: Path, name: str, dst: str, token: Path) -> Path:
     src.mkdir(exist_ok=True)
     for i in range(3):
         (src / f"f{i}.dat").write_bytes(os.urandom(10_000 + i))
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(f"""campaign: {name}
-source: {{url: "file://{src}/", files: {{glob: "*.dat"}}}}
-destinations:
-  - tier: T2
-    pool: ["{dst}"]
-    token: {{file: {token}, base: /data}}
-retries: {{max: 0, backoff: 1s}}
-""")
-    return path
+    return campaign_file(tmp_path, name, src, dst, str(token))
 
 
 @pytest.mark.parametrize("proto", sorted(PROTOCOLS))

@@ -44,17 +44,17 @@ class Batch:
 
 
 # A file's message written while its pool is down (a charge, or the tier's files failed
-# at the deadline: pooldown.py) in place of its own, from the row's three copies of that
-# message: the last attempt's class and text stay after it, as "; last attempt: ...", and
-# a charge after a charge keeps the tail the first one kept. A file in flight while its
-# pool went down returns to a message that would otherwise say only "down" (CI, session
-# 39: a davs PUT or MOVE unanswered for 120 s, reported without the request that hung).
+# at the deadline: pooldown.py) in place of its own: the row's message (the one parameter)
+# followed by the last attempt's class and text, as "; last attempt: ...", or, after a
+# charge, by the tail that charge kept. A file in flight while its pool went down returns
+# to a message that would otherwise say only "down" (CI, session 39: a davs PUT or MOVE
+# unanswered for 120 s, reported without the request that hung).
 LAST_ATTEMPT = "; last attempt: "
-KEEP_LAST = ("CASE WHEN coalesce(error_msg, '') = '' THEN ? "
-             "WHEN error_msg LIKE 'not tried: %' THEN ? || CASE WHEN instr(error_msg, "
-             f"'{LAST_ATTEMPT}') > 0 THEN substr(error_msg, instr(error_msg, '{LAST_ATTEMPT}')) "
-             f"ELSE '' END ELSE ? || '{LAST_ATTEMPT}' || coalesce(error_class || ': ', '') "
-             "|| error_msg END")
+KEEP_LAST = ("? || CASE WHEN coalesce(error_msg, '') = '' THEN '' "
+             "WHEN error_msg NOT LIKE 'not tried: %' THEN "
+             f"'{LAST_ATTEMPT}' || coalesce(error_class || ': ', '') || error_msg "
+             f"WHEN instr(error_msg, '{LAST_ATTEMPT}') > 0 THEN "
+             f"substr(error_msg, instr(error_msg, '{LAST_ATTEMPT}')) ELSE '' END")
 
 # (Batch field, statement), in the order they run: results first, then dispatches (a
 # file retried at once goes pending, then active again, in the same transaction).

@@ -172,10 +172,10 @@ class PoolHealth:
             fid, size, n = row[0], row[3], row[4] + 1
             if n <= self.retries.max:
                 nb = now + self.retries.backoff * 2 ** (n - 1)
-                batch.skip_rows.append(("pending", down.error_class, msg, msg, msg, nb, now, fid))
+                batch.skip_rows.append(("pending", down.error_class, msg, nb, now, fid))
                 feed.retry_later(down.tier, nb, (*row[:4], n, *row[5:]))
             else:
-                batch.skip_rows.append(("failed", down.error_class, msg, msg, msg, 0.0, now, fid))
+                batch.skip_rows.append(("failed", down.error_class, msg, 0.0, now, fid))
                 self.acct.skipped(down.tier, 1, size)
 
     def _fail_remaining(self, conn: sqlite3.Connection, feed: PendingFeed, down: PoolDown,
@@ -188,7 +188,7 @@ class PoolHealth:
             conn.execute("UPDATE files SET state = 'failed', error_class = ?, "
                          f"error_msg = {ledger.KEEP_LAST}, updated = ? "
                          "WHERE tier = ? AND state = 'pending'",
-                         (down.error_class, msg, msg, msg, now, down.tier))
+                         (down.error_class, msg, now, down.tier))
             if n:
                 journal.add_event(conn, "pool_failed", ts=now, tier=down.tier, files=n, reason=msg)
             conn.execute("COMMIT")

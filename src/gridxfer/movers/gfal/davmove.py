@@ -50,9 +50,8 @@ from gridxfer.errors import ErrorClass, TransferError
 from gridxfer.movers import names
 from gridxfer.movers.classify import transfer_error
 from gridxfer.movers.gfal import davsession
-from gridxfer.movers.gfal.davput import stall_timeout
+from gridxfer.movers.gfal.davput import CONNECT_TIMEOUT, stall_timeout
 
-CONNECT_TIMEOUT = 30.0              # s; the answer (a rename: no data): stall_timeout()
 _TRIMMED = " \t\r\n\v\f"            # XrdHttp trims these off the header value's ends
 
 

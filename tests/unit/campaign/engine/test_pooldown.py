@@ -339,5 +339,5 @@ def test_a_message_written_while_the_pool_is_down_keeps_the_last_attempts(cls, o
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE files (error_class TEXT, error_msg TEXT)")
     db.execute("INSERT INTO files VALUES (?, ?)", (cls, old))
-    db.execute(f"UPDATE files SET error_class = 'x', error_msg = {KEEP_LAST}", ("M",) * 3)
+    db.execute(f"UPDATE files SET error_class = 'x', error_msg = {KEEP_LAST}", ("M",))
     assert db.execute("SELECT error_msg FROM files").fetchone()[0] == new
